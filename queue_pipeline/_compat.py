@@ -1,0 +1,69 @@
+"""The few places where queue_pipeline touches TensorFlow's graph machinery.
+
+Everything here is TensorFlow's stable layer (graphs, collections, sessions,
+variables); nothing here calls TF's Python input layer (``tf.compat.v1.train``
+queue functions, readers, QueueRunner, Coordinator).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import tensorflow as tf
+
+from queue_pipeline.errors import GraphModeRequiredError
+
+GraphKeys = tf.compat.v1.GraphKeys
+QUEUE_RUNNERS = GraphKeys.QUEUE_RUNNERS
+LOCAL_VARIABLES = GraphKeys.LOCAL_VARIABLES
+SUMMARIES = GraphKeys.SUMMARIES
+
+logger = logging.getLogger("queue_pipeline")
+
+try:  # The base class every TF session (Session, InteractiveSession) derives from.
+    from tensorflow.python.client.session import SessionInterface
+except ImportError:  # pragma: no cover - only if TF moves its private module.
+    SessionInterface = tf.compat.v1.Session.__mro__[-2]
+
+
+def require_graph(api: str) -> None:
+    """Raises GraphModeRequiredError when `api` is called under eager execution.
+
+    Args:
+      api: the public name of the builder, used in the message.
+
+    Raises:
+      GraphModeRequiredError: eager execution is active in this context.
+    """
+    if tf.executing_eagerly():
+        raise GraphModeRequiredError(
+            f"{api}: queue-based input pipelines need graph mode, but eager "
+            "execution is active. Build the pipeline under "
+            "`with tf.Graph().as_default():` and run it in a "
+            "`tf.compat.v1.Session`; in eager code read data with tf.data "
+            "instead (the tf.data twin of each queue_pipeline function lives "
+            "in `queue_pipeline.data` under the same name).")
+
+
+def local_variable(initial_value, *, name: str, validate_shape: bool = True):
+    """Creates a non-trainable variable in LOCAL_VARIABLES only, as TF 1.x does.
+
+    It is a resource variable under TF 2.x behaviour and a ref variable after
+    ``tf.compat.v1.disable_resource_variables()``, exactly like TF 1.x's
+    ``VariableV1``.
+    """
+    return tf.compat.v1.Variable(
+        initial_value, name=name, trainable=False,
+        collections=[LOCAL_VARIABLES], validate_shape=validate_shape)
+
+
+def count_up_to(variable, limit: int):
+    """Increments `variable` each run; raises OutOfRangeError after `limit`.
+
+    Uses the resource op directly for resource variables (no deprecation
+    warning) and the ref op otherwise.
+    """
+    if variable.dtype.base_dtype != variable.dtype or not hasattr(variable, "handle"):
+        return variable.count_up_to(limit)  # ref variable (TF1 mode)
+    return tf.raw_ops.ResourceCountUpTo(
+        resource=variable.handle, limit=limit, T=variable.dtype.base_dtype)

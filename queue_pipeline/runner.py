@@ -1,0 +1,414 @@
+"""Threads that run enqueue ops: QueueRunner, add_queue_runner, start_queue_runners.
+
+The implementation of TF 1.x's ``tf.compat.v1.train.QueueRunner``,
+``add_queue_runner`` and ``start_queue_runners``, interoperable with TF's own:
+a QueueRunner made here lives in the standard ``"queue_runners"`` collection
+and is started by ``MonitoredTrainingSession``, ``Supervisor`` and TF's own
+``start_queue_runners``; :func:`start_queue_runners` here starts any object in
+the collection that has ``create_threads`` (TF's runners, tf-slim's).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.core.protobuf import queue_runner_pb2
+
+from queue_pipeline import _compat
+from queue_pipeline._compat import QUEUE_RUNNERS, logger
+
+__all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
+
+# NOTE [ Queue close vs cancel ]
+# A runner owns two ops on its queue. `close_op` closes the queue but lets
+# elements already enqueued (and enqueues already admitted) be dequeued: it is
+# how "end of data" travels downstream, and it runs only when the *last*
+# thread of the runner (for one session) stops on a queue-closed error such as
+# OutOfRangeError from an exhausted upstream queue or epoch counter.
+# `cancel_op` closes the queue and also cancels enqueues blocked on a full
+# queue: it runs when a Coordinator asks to stop, so that no thread stays
+# blocked forever. Threads that end through another error or a stop request
+# never close the queue; with a Coordinator the cancel unblocks consumers,
+# without one the consumer keeps waiting (TF 1.x's contract).
+
+
+def _error_codes() -> dict[int, type]:
+    """Maps TF error codes to their tf.errors exception classes."""
+    table = {}
+    for attr in dir(tf.errors):
+        cls = getattr(tf.errors, attr)
+        if isinstance(cls, type) and issubclass(cls, tf.errors.OpError) \
+                and cls is not tf.errors.OpError:
+            table[cls(None, None, "").error_code] = cls
+    return table
+
+
+_CODE_TO_ERROR = _error_codes()
+
+
+def _strip_scope(name: str, scope: str | None) -> str:
+    if not scope:
+        return name
+    prefix = scope.rstrip("/") + "/"
+    return name[len(prefix):] if name.startswith(prefix) else name
+
+
+def _prepend_scope(name: str, scope: str | None) -> str:
+    return f"{scope.rstrip('/')}/{name}" if scope else name
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, (list, tuple)) and not value)
+
+
+class QueueRunner:
+    """Holds the enqueue ops of one queue; runs each in its own thread.
+
+    Typical pipelines have a chain of queues (file names -> records ->
+    batches), each fed by a QueueRunner. The runner's threads run their
+    enqueue op in a loop; when an upstream queue or epoch counter is exhausted
+    the last thread closes this queue, passing end-of-data downstream (see
+    NOTE [ Queue close vs cancel ]).
+
+    Args:
+      queue: the queue (a ``tf.queue.QueueBase``) the ops enqueue into.
+      enqueue_ops: list of ops (or tensors, e.g. a ``cond`` output) to run,
+        one thread each; repeat an op to run it in several threads.
+      close_op: op closing the queue without cancelling pending enqueues.
+        Default: ``queue.close()``, created now (op ``<queue>_Close``).
+      cancel_op: op closing the queue and cancelling pending enqueues.
+        Default: ``queue.close(cancel_pending_enqueues=True)``, created now.
+      queue_closed_exception_types: tuple of ``tf.errors.OpError`` subclasses
+        that mean "the upstream is exhausted". Default
+        ``(tf.errors.OutOfRangeError,)``; add ``tf.errors.CancelledError``
+        when an enqueue op dequeues from a queue that others may close.
+      queue_runner_def: a ``QueueRunnerDef`` proto to rebuild the runner from
+        (names resolved in the default graph); exclusive with the above.
+      import_scope: name scope prepended to the names in `queue_runner_def`.
+
+    Raises:
+      GraphModeRequiredError: under eager execution (a RuntimeError).
+      ValueError: `queue_runner_def` given with `queue` or `enqueue_ops`, or
+        neither `queue` and `enqueue_ops` nor a proto given.
+      TypeError: `queue_closed_exception_types` is not a non-empty tuple of
+        ``tf.errors`` types.
+
+    Side effects:
+      Creates the default close and cancel ops in the current graph and
+      name scope (their names are ``<queue op>_Close`` and ``_Close_1``).
+
+    tf.data equivalent:
+      none needed: a ``tf.data.Dataset`` runs its own prefetch threads
+      (``dataset.prefetch(tf.data.AUTOTUNE)``).
+    """
+
+    def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
+                 queue_closed_exception_types=None, queue_runner_def=None,
+                 import_scope=None):
+        _compat.require_graph("QueueRunner")
+        if queue_runner_def:
+            if not _missing(queue) or not _missing(enqueue_ops):
+                raise ValueError(
+                    "QueueRunner: queue_runner_def and queue are mutually "
+                    "exclusive; pass either a QueueRunnerDef or `queue` and "
+                    "`enqueue_ops`.")
+            self._init_from_proto(queue_runner_def, import_scope)
+        else:
+            self._init_from_args(queue, enqueue_ops, close_op, cancel_op,
+                                 queue_closed_exception_types)
+        self._lock = threading.Lock()
+        # Session -> number of this runner's enqueue threads not yet finished.
+        self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._exceptions_raised: list[BaseException] = []
+
+    def _init_from_args(self, queue, enqueue_ops, close_op, cancel_op, closed_types):
+        if _missing(queue) or _missing(enqueue_ops):
+            raise ValueError(
+                "QueueRunner: Must provide queue and enqueue_ops; got "
+                f"queue={queue!r}, enqueue_ops={enqueue_ops!r}.")
+        if closed_types is not None:
+            valid = isinstance(closed_types, tuple) and closed_types and all(
+                isinstance(t, type) and issubclass(t, tf.errors.OpError)
+                for t in closed_types)
+            if not valid:
+                raise TypeError(
+                    "QueueRunner: `queue_closed_exception_types`, when provided, "
+                    "must be a non-empty tuple of tf.error types (subclasses of "
+                    f"tf.errors.OpError), but saw: {closed_types!r}. Example: "
+                    "(tf.errors.OutOfRangeError, tf.errors.CancelledError).")
+        self._queue = queue
+        self._enqueue_ops = enqueue_ops
+        self._close_op = close_op if close_op is not None else queue.close()
+        self._cancel_op = (cancel_op if cancel_op is not None
+                           else queue.close(cancel_pending_enqueues=True))
+        # Attribute name shared with TF's QueueRunner: TF's registered
+        # meta-graph exporter reads it from any runner in the collection.
+        self._queue_closed_exception_types = (
+            tuple(closed_types) if closed_types else (tf.errors.OutOfRangeError,))
+
+    def _init_from_proto(self, proto, import_scope):
+        if not isinstance(proto, queue_runner_pb2.QueueRunnerDef):
+            raise TypeError(
+                "QueueRunner: `queue_runner_def` must be a QueueRunnerDef proto; "
+                f"got {type(proto).__name__}.")
+        graph = tf.compat.v1.get_default_graph()
+
+        def element(name):
+            return graph.as_graph_element(_prepend_scope(name, import_scope))
+
+        self._queue = element(proto.queue_name)
+        self._enqueue_ops = [element(name) for name in proto.enqueue_op_name]
+        self._close_op = element(proto.close_op_name)
+        self._cancel_op = element(proto.cancel_op_name)
+        self._queue_closed_exception_types = tuple(
+            _CODE_TO_ERROR[code] for code in proto.queue_closed_exception_types
+        ) or (tf.errors.OutOfRangeError,)
+
+    @property
+    def queue(self):
+        """The queue (a QueueBase; the queue Operation when built from a proto)."""
+        return self._queue
+
+    @property
+    def enqueue_ops(self) -> list:
+        """The enqueue ops, as given, one thread each."""
+        return self._enqueue_ops
+
+    @property
+    def close_op(self):
+        """The op that closes the queue, letting pending enqueues complete."""
+        return self._close_op
+
+    @property
+    def cancel_op(self):
+        """The op that closes the queue and cancels pending enqueues."""
+        return self._cancel_op
+
+    @property
+    def queue_closed_exception_types(self) -> tuple:
+        """Error types that end a thread cleanly (the upstream is exhausted)."""
+        return self._queue_closed_exception_types
+
+    @property
+    def exceptions_raised(self) -> list:
+        """Errors raised by threads created without a Coordinator.
+
+        With a Coordinator, errors are reported to it instead and this list
+        stays empty. It is reset each time threads are created for a session.
+        """
+        return self._exceptions_raised
+
+    @property
+    def name(self) -> str:
+        """The name of the queue op, e.g. ``"batch/fifo_queue"``."""
+        return self._queue.name
+
+    def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
+        """Creates one thread per enqueue op for `sess` (plus one if `coord`).
+
+        If this runner's threads for `sess` have not all finished (including
+        threads created but never started), no thread is created and ``[]`` is
+        returned. Otherwise the per-session thread count is set and
+        :attr:`exceptions_raised` is cleared.
+
+        Args:
+          sess: the Session to run the ops in.
+          coord: optional Coordinator (ours or TF's): threads check
+            ``should_stop()`` and report errors to it, and an extra
+            ``close_on_stop`` thread runs `cancel_op` once stop is requested.
+          daemon: mark the threads daemon, so they never block interpreter exit.
+          start: start the threads; otherwise the caller starts them.
+
+        Returns:
+          The threads, enqueue threads first, named
+          ``QueueRunnerThread-<queue>-<op>``; the close-on-stop thread last.
+
+        Side effects:
+          Registers each thread with `coord`.
+        """
+        with self._lock:
+            if self._runs_per_session.get(sess, 0) > 0:
+                return []
+            self._runs_per_session[sess] = len(self._enqueue_ops)
+            self._exceptions_raised = []
+        threads = [
+            threading.Thread(target=self._run, args=(sess, op, coord),
+                             name=f"QueueRunnerThread-{self.name}-{op.name}")
+            for op in self._enqueue_ops]
+        if coord:
+            threads.append(threading.Thread(
+                target=self._close_on_stop, args=(sess, self._cancel_op, coord),
+                name=f"QueueRunnerThread-{self.name}-close_on_stop"))
+        for thread in threads:
+            if coord:
+                coord.register_thread(thread)
+            if daemon:
+                thread.daemon = True
+            if start:
+                thread.start()
+        return threads
+
+    def _run(self, sess, enqueue_op, coord=None) -> None:
+        """Thread body: runs `enqueue_op` until a queue-closed error, stop or error."""
+        counted = True  # this thread still counts in _runs_per_session[sess]
+        try:
+            # A callable costs about half a `sess.run` per call (no fetch
+            # parsing), which matters in this loop: one call per record.
+            run_enqueue = sess.make_callable(enqueue_op)
+            closed_types = self._queue_closed_exception_types
+            while not (coord and coord.should_stop()):
+                try:
+                    run_enqueue()
+                except closed_types:
+                    with self._lock:
+                        self._runs_per_session[sess] -= 1
+                        counted = False
+                        last = self._runs_per_session[sess] == 0
+                        if last:
+                            self._run_quietly(sess, self._close_op)
+                    return
+        except Exception as e:  # noqa: BLE001 - reported, never swallowed
+            if coord:
+                coord.request_stop(e)
+            else:
+                logger.error("Exception in QueueRunner: %s", e)
+                with self._lock:
+                    self._exceptions_raised.append(e)
+                raise
+        finally:
+            if counted:
+                with self._lock:
+                    self._runs_per_session[sess] -= 1
+
+    @staticmethod
+    def _run_quietly(sess, op) -> None:
+        try:
+            sess.run(op)
+        except Exception as e:  # noqa: BLE001 - closing a closed queue is fine
+            logger.debug("QueueRunner ignored an error while closing: %s", e)
+
+    def _close_on_stop(self, sess, cancel_op, coord) -> None:
+        """Thread body: waits for a stop request, then cancels the queue."""
+        coord.wait_for_stop()
+        self._run_quietly(sess, cancel_op)
+
+    def to_proto(self, export_scope=None):
+        """Returns this runner as a ``QueueRunnerDef`` proto.
+
+        Args:
+          export_scope: optional name scope stripped from every name.
+
+        Returns:
+          The proto, or None if the queue is not inside `export_scope`.
+        """
+        if export_scope is not None and not self.name.startswith(export_scope):
+            return None
+        proto = queue_runner_pb2.QueueRunnerDef(
+            queue_name=_strip_scope(self.name, export_scope),
+            enqueue_op_name=[_strip_scope(op.name, export_scope)
+                             for op in self._enqueue_ops],
+            close_op_name=_strip_scope(self._close_op.name, export_scope),
+            cancel_op_name=_strip_scope(self._cancel_op.name, export_scope))
+        proto.queue_closed_exception_types.extend(
+            cls(None, None, "").error_code
+            for cls in self._queue_closed_exception_types)
+        return proto
+
+    @staticmethod
+    def from_proto(queue_runner_def, import_scope=None) -> "QueueRunner":
+        """Builds a QueueRunner from a ``QueueRunnerDef`` in the default graph."""
+        return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
+
+
+def add_queue_runner(qr, collection=QUEUE_RUNNERS) -> None:
+    """Adds `qr` to a collection (default ``"queue_runners"``) of the default graph.
+
+    :func:`start_queue_runners`, ``MonitoredTrainingSession`` and
+    ``Supervisor`` start every runner in that collection.
+
+    Args:
+      qr: a QueueRunner (anything with ``create_threads``).
+      collection: the graph collection key.
+
+    tf.data equivalent:
+      none needed; a Dataset needs no registration.
+    """
+    tf.compat.v1.add_to_collection(collection, qr)
+
+
+def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
+                        collection=QUEUE_RUNNERS) -> list:
+    """Creates (and by default starts) the threads of every runner in `collection`.
+
+    Args:
+      sess: the Session; default: the default session.
+      coord: optional Coordinator for the threads (see
+        :meth:`QueueRunner.create_threads`).
+      daemon: mark the threads daemon (the default here, unlike
+        ``create_threads``), so a script can exit with runners still blocked.
+      start: start the threads.
+      collection: the collection of the **session's graph** to read runners from.
+
+    Returns:
+      All threads created. Runners whose threads are still running for `sess`
+      contribute none, so a second call returns only new threads.
+
+    Raises:
+      GraphModeRequiredError: under eager execution (a RuntimeError).
+      ValueError: `sess` is None and there is no default session.
+      TypeError: `sess` is not a Session. A ``MonitoredSession`` or
+        ``SingularMonitoredSession`` returns ``[]`` instead, since it starts
+        the runners itself.
+
+    Side effects:
+      Logs a warning when the default graph's collection is empty.
+
+    tf.data equivalent:
+      none needed: iterate the Dataset.
+    """
+    _compat.require_graph("start_queue_runners")
+    if sess is None:
+        sess = tf.compat.v1.get_default_session()
+        if not sess:
+            raise ValueError(
+                "start_queue_runners: Cannot start queue runners: No default "
+                "session is registered. Use `with sess.as_default()` or pass an "
+                "explicit session to tf.start_queue_runners(sess=sess)")
+    if not isinstance(sess, _compat.SessionInterface):
+        if type(sess).__name__ in ("MonitoredSession", "SingularMonitoredSession"):
+            return []
+        raise TypeError("start_queue_runners: sess must be a `tf.Session` object. "
+                        f"Given class: {sess.__class__}")
+    if not tf.compat.v1.get_collection(collection):
+        logger.warning(
+            "`tf.train.start_queue_runners()` was called when no queue runners "
+            "were defined. You can safely remove the call to this deprecated "
+            "function.")
+    threads: list[Any] = []
+    with sess.graph.as_default():
+        for qr in tf.compat.v1.get_collection(collection):
+            threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon,
+                                             start=start))
+    return threads
+
+
+def _register_proto_functions() -> None:
+    """Lets meta graphs carry runners if TF itself no longer registers them.
+
+    TF 2.21 registers its own (duck-typed) exporter for ``"queue_runners"``,
+    which serialises our runners too; registering twice is an error, so ours
+    is only a fallback for TF versions without it.
+    """
+    from tensorflow.python.framework import ops  # graph machinery, not input layer
+
+    if ops.get_to_proto_function(QUEUE_RUNNERS) is None:  # pragma: no cover
+        ops.register_proto_function(
+            QUEUE_RUNNERS, proto_type=queue_runner_pb2.QueueRunnerDef,
+            to_proto=QueueRunner.to_proto, from_proto=QueueRunner.from_proto)
+
+
+_register_proto_functions()
+

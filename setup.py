@@ -1,0 +1,35 @@
+"""Installs queue_pipeline: TF 1.x queue input pipelines on TensorFlow 2.x."""
+
+import pathlib
+import re
+
+from setuptools import find_packages, setup
+
+HERE = pathlib.Path(__file__).parent
+VERSION = re.search(r'^__version__ = "([^"]+)"',
+                    (HERE / "queue_pipeline" / "__init__.py").read_text(),
+                    re.M).group(1)
+
+setup(
+    name="queue_pipeline",
+    version=VERSION,
+    description=("TensorFlow 1.x queue-runner input pipelines, faithful on "
+                 "TensorFlow 2.x, with tf.data twins for migration."),
+    long_description=(HERE / "README.rst").read_text(),
+    long_description_content_type="text/x-rst",
+    packages=find_packages(include=["queue_pipeline", "queue_pipeline.*"]),
+    python_requires=">=3.9",
+    # Tested on TensorFlow 2.21; the package uses only TF's stable graph,
+    # queue, variable and raw reader-op layers.
+    install_requires=["tensorflow>=2.16", "numpy"],
+    extras_require={
+        # pytest-timeout: the suite's global per-test timeout, so that a
+        # regression that blocks a queue fails instead of hanging CI.
+        "test": ["pytest>=7", "pytest-timeout>=2"],
+    },
+    license="Apache-2.0",
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
