@@ -17,7 +17,7 @@ __all__ = ["Coordinator", "LooperThread"]
 
 _LOGGER = logging.getLogger("queue_pipeline")
 
-ExcInfo = tuple[type[BaseException], BaseException, Union[TracebackType, None]]
+_ExcInfo = tuple[type[BaseException], BaseException, Union[TracebackType, None]]
 """A complete ``sys.exc_info()`` triple."""
 
 # The methods LooperThread needs from a coordinator. Checking for them (rather
@@ -45,7 +45,7 @@ def _bad_ex_error(ex: Any) -> ValueError:
     )
 
 
-def _exc_info_of(error: BaseException) -> ExcInfo:
+def _exc_info_of(error: BaseException) -> _ExcInfo:
     """An exc_info triple for an exception instance."""
     return (type(error), error, error.__traceback__)
 
@@ -112,7 +112,7 @@ class Coordinator:
         self._clean_stop_exception_types = tuple(clean_stop_exception_types)
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
-        self._exc_info_to_raise: ExcInfo | None = None
+        self._exc_info_to_raise: _ExcInfo | None = None
         self._joined = False
         self._registered_threads: set[threading.Thread] = set()
 
@@ -123,7 +123,7 @@ class Coordinator:
         error = ex[1] if isinstance(ex, tuple) and len(ex) > 1 else ex
         return isinstance(error, self._clean_stop_exception_types)
 
-    def _resolve(self, ex: Any) -> ExcInfo:
+    def _resolve(self, ex: Any) -> _ExcInfo:
         """The exc_info triple that `ex` (never None) stands for.
 
         See the class docstring ("Differences from TF 1.x") for the cases in
@@ -256,8 +256,8 @@ class Coordinator:
     #
     # Wait phase: until a stop is requested, join() waits for the threads to end
     # on their own, re-checking them each second. A thread that never ends and
-    # never requests a stop keeps join() waiting forever, as in TF 1.x; this is
-    # part of the contract (MonitoredSession and Supervisor join this way).
+    # never requests a stop keeps join() waiting forever, as in TF 1.x (part of
+    # the contract: callers that want a bound call request_stop() first).
     #
     # Grace phase: once a stop is requested, the threads get
     # `stop_grace_period_secs` to notice it. join() polls them with sleeps that

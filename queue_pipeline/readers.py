@@ -1,4 +1,4 @@
-"""Readers on TF's reader kernels: TF 1.x's ReaderBase, TextLineReader, FixedLengthRecordReader, TFRecordReader, WholeFileReader and IdentityReader."""
+"""TF 1.x readers: ReaderBase, TextLine-, FixedLengthRecord-, TFRecord-, WholeFile-, IdentityReader."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ class ReaderBase:
                                          state=state, name=name)
 
     def reset(self, name: str | None = None) -> tf.Operation:
-        """Builds an op that returns the reader to its initial state (counters and work unit cleared)."""
+        """Builds an op that clears the reader's counters and current work unit."""
         return _ops.ReaderResetV2(reader_handle=self._reader_ref, name=name)
 
     def _record(self, method: str, call_args: dict, queue, outputs) -> None:

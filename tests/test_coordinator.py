@@ -1,4 +1,4 @@
-"""Tests of queue_pipeline.coordinator, differential against TF's own Coordinator and LooperThread."""
+"""Tests of queue_pipeline.coordinator, differential against TF's Coordinator and LooperThread."""
 
 from __future__ import annotations
 
@@ -414,7 +414,12 @@ def test_joined_is_read_only(impl):
 
 @pytest.mark.parametrize(
     "error",
-    [ValueError("v"), SystemExit(3), KeyboardInterrupt(), tf.errors.OutOfRangeError(None, None, "e")],
+    [
+        ValueError("v"),
+        SystemExit(3),
+        KeyboardInterrupt(),
+        tf.errors.OutOfRangeError(None, None, "e"),
+    ],
     ids=["ValueError", "SystemExit", "KeyboardInterrupt", "OutOfRangeError"],
 )
 def test_stop_on_exception_swallows_and_records(error):
@@ -617,7 +622,8 @@ def test_incomplete_ex_records_valueerror(bad):
     coord = Coordinator()
     coord.request_stop(bad)
     assert coord.should_stop()
-    with pytest.raises(ValueError, match=r"`ex` must be an exception or a complete sys\.exc_info\(\)") as raised:
+    expected = r"`ex` must be an exception or a complete sys\.exc_info\(\) tuple"
+    with pytest.raises(ValueError, match=expected) as raised:
         coord.join()
     assert repr(bad) in str(raised.value)
 
@@ -656,13 +662,16 @@ def test_bad_ex_does_not_replace_a_recorded_exception():
 # -- LooperThread ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad_coord", [None, "coord", 3, object()], ids=["None", "str", "int", "object"])
+@pytest.mark.parametrize(
+    "bad_coord", [None, "coord", 3, object()], ids=["None", "str", "int", "object"]
+)
 def test_looper_rejects_non_coordinator(bad_coord):
     def scenario(_, looper_cls):
         return outcome(looper_cls, bad_coord, None, target=lambda: None)
 
     ours, theirs = run_both(scenario)
-    assert ours == theirs == ("raised", ValueError, f"'coord' argument must be a Coordinator: {bad_coord}")
+    message = f"'coord' argument must be a Coordinator: {bad_coord}"
+    assert ours == theirs == ("raised", ValueError, message)
 
 
 def test_looper_duck_types_the_coordinator():
