@@ -193,6 +193,14 @@ def _is_null(value) -> bool:
     return not value
 
 
+def _glob_hint(string_tensor) -> list:
+    """Extra Assert data naming the globs when the strings come from
+    :func:`match_filenames_once`, so "no file matched" names the pattern."""
+    globs = [node.args["pattern"] for node in plan.plan_for(string_tensor)
+             if node.kind == "match_filenames_once"]
+    return ["no file matches the pattern"] + globs if globs else []
+
+
 def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None,
                           capacity=32, shared_name=None, name=None, cancel_op=None):
     """Puts strings (typically file names) into a FIFO queue, an epoch at a time.
@@ -231,7 +239,9 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
 
     Differences from TF 1.x:
       A NumPy array of several strings is accepted (TF raises NumPy's
-      "truth value of an array ... is ambiguous" ValueError).
+      "truth value of an array ... is ambiguous" ValueError). When the strings
+      come from :func:`match_filenames_once`, the run-time "non-null" error
+      also names the glob that matched nothing (one more input of the Assert).
     """
     if _is_null(string_tensor):
         raise ValueError(f"{_NON_NULL}; got {string_tensor!r}.")
@@ -240,7 +250,7 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
         string_tensor = tf.convert_to_tensor(string_tensor, dtype=tf.string)
         source = string_tensor
         not_null = tf.debugging.Assert(tf.greater(tf.size(string_tensor), 0),
-                                       [_NON_NULL])
+                                       [_NON_NULL] + _glob_hint(string_tensor))
         with tf.control_dependencies([not_null]):
             string_tensor = tf.identity(string_tensor)
         queue, _ = _input_producer(

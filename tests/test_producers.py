@@ -309,3 +309,15 @@ def test_plan_counter_collects_nested_builders():
         assert plan.kinds == ["limit_epochs", "input_producer"]
         counts = collections.Counter(n.kind for n in qp.plan.plan_nodes())
         assert counts == {"limit_epochs": 1, "input_producer": 1}
+
+
+def test_string_input_producer_accepts_match_filenames_once_variable(tmp_path):
+    """Deliberate difference: the classic idiom fails in TF 2.21's graph mode,
+    whose non-null check calls bool() on the resource variable."""
+    (tmp_path / "a.txt").write_text("x")
+    pattern = str(tmp_path / "*.txt")
+    with tf.Graph().as_default(), pytest.raises(TypeError):
+        TF.string_input_producer(TF.match_filenames_once(pattern))
+    g, fetch = build(qp, lambda m: m.string_input_producer(
+        m.match_filenames_once(pattern), num_epochs=1).dequeue())
+    assert drain(qp, g, fetch) == [str(tmp_path / "a.txt").encode()]
