@@ -213,3 +213,24 @@ def test_pipeline_runs_with_tf_input_layer_trapped(monkeypatch, tmp_path):
     out = drain(qp, g, fetch)
     assert [line for line, _ in out] == [b"1", b"2", b"3"] * 2
     assert [index for _, index in out] == [0, 1, 2] * 2
+
+
+def test_import_changes_no_global_tensorflow_state():
+    """Principle 4: importing the package leaves TF's global behaviour alone."""
+    code = (
+        "import logging, tensorflow as tf\n"
+        "from tensorflow.python.framework import ops\n"
+        "def state():\n"
+        "    return (tf.executing_eagerly(), tf.compat.v1.resource_variables_enabled(),\n"
+        "            tf.compat.v1.control_flow_v2_enabled(), tf.config.functions_run_eagerly(),\n"
+        "            ops.get_to_proto_function('queue_runners'),\n"
+        "            ops.get_from_proto_function('queue_runners'),\n"
+        "            logging.getLogger('tensorflow').level,\n"
+        "            tuple(tf.compat.v1.get_default_graph().get_all_collection_keys()),\n"
+        "            len(tf.compat.v1.get_default_graph().get_operations()))\n"
+        "before = state()\n"
+        "import queue_pipeline\n"
+        "print(before == state())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "True"
