@@ -8,6 +8,16 @@ stands in for ``tf.compat.v1.train`` in a legacy script.
 """
 
 from queue_pipeline import plan
+from queue_pipeline.batching import (
+    batch,
+    batch_join,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    shuffle_batch,
+    shuffle_batch_join,
+)
 from queue_pipeline.coordinator import Coordinator, LooperThread
 from queue_pipeline.errors import GraphModeRequiredError, QueuePipelineError
 from queue_pipeline.plan import Plan, PlanNode, plan_for
@@ -46,12 +56,20 @@ __all__ = [
     "TextLineReader",
     "WholeFileReader",
     "add_queue_runner",
+    "batch",
+    "batch_join",
     "input_producer",
     "limit_epochs",
     "match_filenames_once",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
     "plan",
     "plan_for",
     "range_input_producer",
+    "shuffle_batch",
+    "shuffle_batch_join",
     "slice_input_producer",
     "start_queue_runners",
     "string_input_producer",

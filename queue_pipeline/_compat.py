@@ -67,3 +67,26 @@ def count_up_to(variable, limit: int):
         return variable.count_up_to(limit)  # ref variable (TF1 mode)
     return tf.raw_ops.ResourceCountUpTo(
         resource=variable.handle, limit=limit, T=variable.dtype.base_dtype)
+
+
+def _load_smart_cond():
+    """TF's smart_cond: a cond only when the predicate is not statically known.
+
+    It folds constant expressions (``tf.less(1, 2)``) as TF 1.x's batching
+    does; the fallback (for a TF without ``tf.__internal__.smart_cond``)
+    folds what ``tf.get_static_value`` can.
+    """
+    internal = getattr(getattr(tf, "__internal__", None), "smart_cond", None)
+    if internal is not None:
+        return internal.smart_cond
+
+    def smart_cond(pred, true_fn, false_fn, name=None):  # pragma: no cover
+        value = tf.get_static_value(pred)
+        if value is None:
+            return tf.compat.v1.cond(pred, true_fn, false_fn, name=name)
+        return true_fn() if value else false_fn()
+
+    return smart_cond
+
+
+smart_cond = _load_smart_cond()

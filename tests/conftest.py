@@ -8,6 +8,7 @@ and joins them at teardown.
 from __future__ import annotations
 
 import os
+import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -125,10 +126,26 @@ def drain(impl, graph, fetch, *, max_steps=10_000, init=True, coord=True, join=T
     return out
 
 
+_FUNCTION_ATTRS = ("then_branch", "else_branch", "cond", "body", "f")
+
+
 def graph_nodes(graph, *, skip_attrs=()):
-    """{node name: (op type, inputs, attrs)} of a graph, for structural comparison."""
+    """{node name: (op type, inputs, device, attrs)} of a graph, for structural comparison.
+
+    Function names (cond branches) carry a process-wide counter, which is
+    stripped.
+    """
     nodes = {}
     for node in graph.as_graph_def().node:
-        attrs = {k: v.SerializeToString() for k, v in node.attr.items() if k not in skip_attrs}
+        attrs = {}
+        for key, value in node.attr.items():
+            if key in skip_attrs:
+                continue
+            if key in _FUNCTION_ATTRS and value.HasField("func"):
+                copy = type(value)()
+                copy.CopyFrom(value)
+                value = copy
+                value.func.name = re.sub(r"_\d+$", "", value.func.name)
+            attrs[key] = value.SerializeToString()
         nodes[node.name] = (node.op, tuple(node.input), node.device, attrs)
     return nodes

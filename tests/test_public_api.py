@@ -34,6 +34,9 @@ TF_NAMES = {
     "range_input_producer": tf.compat.v1.train.range_input_producer,
     "slice_input_producer": tf.compat.v1.train.slice_input_producer,
     "match_filenames_once": tf.compat.v1.train.match_filenames_once,
+    **{api: getattr(tf.compat.v1.train, api) for api in (
+        "batch", "batch_join", "maybe_batch", "maybe_batch_join", "shuffle_batch",
+        "maybe_shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch_join")},
     "ReaderBase": tf.compat.v1.ReaderBase,
     "TextLineReader": tf.compat.v1.TextLineReader,
     "FixedLengthRecordReader": tf.compat.v1.FixedLengthRecordReader,
