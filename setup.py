@@ -27,6 +27,12 @@ setup(
         # regression that blocks a queue fails instead of hanging CI.
         "test": ["pytest>=7", "pytest-timeout>=2"],
     },
+    entry_points={
+        "console_scripts": ["queue-pipeline=queue_pipeline.cli:main"],
+        # The pytest plugin: fixtures qp_graph, qp_session, qp_coord,
+        # qp_snapshot and the --update-snapshots option.
+        "pytest11": ["queue_pipeline=queue_pipeline.testing"],
+    },
     license="Apache-2.0",
     classifiers=[
         "Programming Language :: Python :: 3",

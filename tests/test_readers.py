@@ -29,8 +29,11 @@ def _py(x):
 
 
 def _kernel_message(error: tf.errors.OpError) -> str:
-    """The error message without the Python frames where the op was defined."""
-    return "\n".join(line for line in error.message.splitlines()
+    """The error message without the Python frames where the op was defined,
+    and without the "Recent warning and error logs" TF appends (they depend on
+    what ran earlier in the process)."""
+    message = error.message.split("\nRecent warning and error logs:")[0]
+    return "\n".join(line for line in message.splitlines()
                      if not line.startswith("    File "))
 
 

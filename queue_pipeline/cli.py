@@ -1,0 +1,110 @@
+"""The ``queue-pipeline`` command (also ``python -m queue_pipeline``).
+
+Subcommands:
+  table     print the migration table (legacy symbol -> tf.data twin).
+  compare   run a legacy pipeline and its tf.data twin side by side; exit 0 when
+            they match, 1 when they differ, 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import sys
+
+__all__ = ["main"]
+
+
+def _table(args) -> int:
+    from queue_pipeline.data import migration
+
+    sys.stdout.write(migration.render(args.format))
+    return 0
+
+
+def _load(spec: str, what: str):
+    """Resolves ``module:attr`` (or ``path/to/file.py:attr``) to the object."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"compare: `{what}` must look like 'my_module:build_fn' or "
+                         f"'path/to/file.py:build_fn'; got {spec!r}.")
+    if module_name.endswith(".py") or os.sep in module_name:
+        file_spec = importlib.util.spec_from_file_location(
+            os.path.splitext(os.path.basename(module_name))[0], module_name)
+        if file_spec is None or not os.path.exists(module_name):
+            raise ValueError(f"compare: `{what}`: no such file {module_name!r}.")
+        module = importlib.util.module_from_spec(file_spec)
+        file_spec.loader.exec_module(module)
+    else:
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        module = importlib.import_module(module_name)
+    obj = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"compare: `{what}`: {module_name!r} has no attribute "
+                             f"{attr!r}.")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _compare(args) -> int:
+    from queue_pipeline.compare import compare
+
+    try:
+        report = compare(_load(args.legacy, "MODULE:LEGACY"), _load(args.twin, "MODULE:TWIN"),
+                         epochs=args.epochs, max_batches=args.max_batches,
+                         ordered=args.ordered, timeout=args.timeout, progress=None)
+    except Exception as e:  # noqa: BLE001 - any failure is exit status 2
+        message = f"{type(e).__name__}: {e}"
+        if args.json:
+            sys.stdout.write(json.dumps({"error": message}, indent=2) + "\n")
+        sys.stderr.write(f"queue-pipeline compare: error: {message}\n")
+        return 2
+    sys.stdout.write(report.to_json() + "\n" if args.json else report.render())
+    return 0 if report.matched else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="queue-pipeline",
+        description="TF 1.x queue input pipelines on TensorFlow 2.x, and their tf.data twins.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    table = commands.add_parser("table", help="print the migration table")
+    table.add_argument("--format", choices=["text", "rst", "json"], default="text")
+    table.set_defaults(run=_table)
+    cmp = commands.add_parser(
+        "compare", help="compare a legacy pipeline with its tf.data twin",
+        description="Runs MODULE:LEGACY (builds a queue pipeline in a fresh graph and "
+                    "returns its output tensors) and MODULE:TWIN (returns a "
+                    "tf.data.Dataset) and reports how they differ. Exit status: 0 "
+                    "match, 1 differ, 2 error.")
+    cmp.add_argument("legacy", metavar="MODULE:LEGACY")
+    cmp.add_argument("twin", metavar="MODULE:TWIN")
+    cmp.add_argument("--epochs", type=int, default=1,
+                     help="epochs the legacy side delivers, if its plan records none")
+    order = cmp.add_mutually_exclusive_group()
+    order.add_argument("--ordered", dest="ordered", action="store_const", const=True,
+                       default=None, help="require the same order")
+    order.add_argument("--unordered", dest="ordered", action="store_const", const=False,
+                       help="compare multisets only")
+    cmp.add_argument("--max-batches", type=int, default=None,
+                     help="stop the legacy side after this many batches")
+    cmp.add_argument("--timeout", type=float, default=30.0,
+                     help="seconds one batch may take before the pipeline counts as stalled")
+    cmp.add_argument("--json", action="store_true", help="print the report as JSON")
+    cmp.set_defaults(run=_compare)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Runs the command line; returns the exit status.
+
+    0: success (for ``compare``: the pipelines match); 1: ``compare`` found
+    differences; 2: a usage error or a failure.
+    """
+    args = build_parser().parse_args(argv)
+    return args.run(args)

@@ -1,0 +1,315 @@
+"""Side-by-side harness: runs a legacy queue pipeline and its tf.data twin, reports differences.
+
+:func:`compare` builds the legacy pipeline in a fresh graph and runs it in a
+Session (initializers, a Coordinator, runner threads, operation timeouts; stop
+and join afterwards), reads the twin ``tf.data.Dataset``, and returns a
+:class:`ComparisonReport`: per-component structure, dtype and shape
+signatures, batch and example counts, per-epoch multisets, ordered equality,
+the first differing example, shuffle statistics and throughput.
+
+NOTE [ Comparing examples, epochs and order ]
+* Both sides are normalized (see ``_normalize``): dict keys sorted by
+  ``str``, list == tuple, a one-element list == its element, and batches are
+  split into examples along the first dimension. The legacy side is batched
+  when the nearest dequeue above its outputs takes many elements
+  (``batch*``, ``read_up_to``); the twin is batched when its components have
+  the legacy batch rank.
+* Order: ``ordered=None`` compares in order when both sides are
+  deterministic, else as multisets. The legacy side is nondeterministic when
+  a runner has more than one enqueue op (threads), a RandomShuffleQueue
+  exists (``shuffle_batch*``) or a shuffle op exists (a producer with
+  ``shuffle=True``, whose order no twin can reproduce). The twin is
+  nondeterministic when its dataset graph has a shuffle or a
+  ``deterministic=False`` op.
+* Epochs: the epoch count is the legacy plan's ``num_epochs`` when its
+  producers record one, else the `epochs` argument; the epoch size is the
+  legacy example count over the epoch count (no per-epoch check if it does not
+  divide). Per-epoch multisets are required to match unless the legacy side
+  itself mixes epochs (threads or a RandomShuffleQueue).
+* Bounds: the legacy side ends on OutOfRangeError, `max_batches` or a
+  `timeout` stall; a legacy pipeline whose producers repeat forever needs
+  `max_batches`. The twin is read for at most the legacy example count plus
+  one epoch (or one batch), so an infinite twin ends as "twin has more".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable
+
+import tensorflow as tf
+
+from queue_pipeline import _harness, _inspect, _normalize, _progress
+from queue_pipeline._compare_analysis import analyze
+from queue_pipeline._harness import PipelineError, PipelineStalledError
+from queue_pipeline._report import (
+    ComparisonReport,
+    ComponentReport,
+    Difference,
+    EpochReport,
+    PipelineMismatchError,
+    ShuffleStats,
+    SideReport,
+)
+from queue_pipeline.plan import plan_for
+
+__all__ = ["ComparisonReport", "ComponentReport", "Difference", "EpochReport",
+           "PipelineError", "PipelineMismatchError", "PipelineStalledError",
+           "ShuffleStats", "SideReport", "compare"]
+
+_API = "compare"
+_PRODUCERS = ("string_input_producer", "range_input_producer", "slice_input_producer",
+              "input_producer", "limit_epochs")
+_SAFETY_MAX_BATCHES = 100_000  # when the plan cannot tell whether the legacy side ends
+
+
+@dataclasses.dataclass
+class _Side:
+    """One side's normalized output (internal)."""
+
+    paths: list[str]
+    specs: list
+    batched: bool
+    examples: list = dataclasses.field(default_factory=list)
+    batch_of_example: list = dataclasses.field(default_factory=list)
+    batches: int = 0
+    max_batch: int = 1
+    exhausted: bool = False
+    seconds: float = 0.0
+    startup_seconds: float = 0.0
+    nondeterminism: list | None = None
+    epochs: int = 1
+    epoch_size: int | None = None
+    notes: list = dataclasses.field(default_factory=list)
+
+    def add(self, leaves: list) -> None:
+        if self.batched:
+            try:
+                rows = _normalize.split_examples(leaves)
+            except ValueError:
+                rows = [leaves]
+            self.max_batch = max(self.max_batch, len(rows))
+        else:
+            rows = [leaves]
+        self.batch_of_example += [self.batches] * len(rows)
+        self.examples += rows
+        self.batches += 1
+
+
+def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset], *,
+            epochs: int = 1, max_batches: int | None = None, ordered: bool | None = None,
+            timeout: float = 30.0, reference: Callable[[], tf.data.Dataset] | None = None,
+            progress: bool | None = False) -> ComparisonReport:
+    """Runs a legacy pipeline and its tf.data twin and reports how their outputs differ.
+
+    See NOTE [ Comparing examples, epochs and order ] in this module for the
+    rules on batching, order, epochs and bounds.
+
+    Args:
+      legacy: called with no arguments inside a fresh graph; builds a queue
+        pipeline and returns its output tensors (a tensor or SparseTensor, or
+        a list, tuple or dict of them).
+      twin: called with no arguments (eagerly when eager execution is on);
+        returns a ``tf.data.Dataset`` whose elements are tuples, dicts or
+        bare tensors.
+      epochs: the number of epochs the legacy side delivers, used to cut
+        per-epoch multisets when the legacy plan records no ``num_epochs``.
+      max_batches: stop the legacy side after this many fetches (required if
+        its producers repeat forever).
+      ordered: True requires equal order; False compares multisets; None
+        (default) compares in order only if both sides are deterministic.
+      timeout: seconds any one legacy fetch or twin element may take before
+        the pipeline counts as stalled.
+      reference: optional callable returning a Dataset of one epoch's
+        examples in unshuffled order, for the shuffle statistics (default:
+        the examples sorted by value).
+      progress: draw a progress bar on stderr: True, False, or None for
+        "only when stderr is a terminal".
+
+    Returns:
+      A :class:`ComparisonReport`; ``report.matched`` is the verdict.
+
+    Raises:
+      TypeError, ValueError: bad arguments.
+      PipelineError: a callable raised, returned the wrong kind of object,
+        or a pipeline failed while running.
+      PipelineStalledError: a side delivered nothing within `timeout`.
+
+    Example::
+
+        report = compare(build_legacy, build_twin, epochs=2)
+        print(report)            # text table; report.to_json() for JSON
+        report.assert_match()    # in a test
+    """
+    _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference)
+    left = _run_legacy(legacy, epochs, max_batches, timeout, progress)
+    total = len(left.examples)
+    if left.exhausted:
+        limit = total + max(left.epoch_size or 0, left.max_batch, 1)
+    else:
+        limit = total
+    right = _read_dataset(twin, None, limit=limit, timeout=timeout, arg="twin",
+                          progress=progress, legacy=left)
+    if not left.exhausted:
+        _truncate(right, total)
+    ref = None
+    if reference is not None:
+        ref_side = _Side(left.paths, left.specs, batched=False)
+        _read_dataset(reference, ref_side, limit=(left.epoch_size or total) + 1,
+                      timeout=timeout, arg="reference", progress=False)
+        ref = [_normalize.example_key(e) for e in ref_side.examples]
+    return analyze(left, right, ordered=ordered, epochs=left.epochs, epoch_size=left.epoch_size,
+                   reference=ref)
+
+
+def _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference) -> None:
+    for arg, fn in (("legacy", legacy), ("twin", twin)):
+        if not callable(fn):
+            raise TypeError(f"{_API}: `{arg}` must be a callable that builds the pipeline; "
+                            f"got {type(fn).__name__}: {fn!r}. Fix: pass the function "
+                            "itself, not its result.")
+    if reference is not None and not callable(reference):
+        raise TypeError(f"{_API}: `reference` must be None or a callable returning a "
+                        f"Dataset; got {reference!r}.")
+    if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
+        raise ValueError(f"{_API}: `epochs` must be a positive int; got {epochs!r}.")
+    if max_batches is not None and (not isinstance(max_batches, int) or max_batches < 1):
+        raise ValueError(f"{_API}: `max_batches` must be None or a positive int; "
+                         f"got {max_batches!r}.")
+    if ordered not in (None, True, False):
+        raise ValueError(f"{_API}: `ordered` must be None, True or False; got {ordered!r}.")
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ValueError(f"{_API}: `timeout` must be a positive number of seconds; "
+                         f"got {timeout!r}.")
+
+
+def _plan_epochs(outputs) -> tuple[str, int | None]:
+    """("finite", n) / ("finite", None) / ("infinite", None) / ("unknown", None)."""
+    values = []
+    for node in plan_for(outputs):
+        if node.kind in _PRODUCERS:
+            n = node.args.get("num_epochs")
+            if n is None and node.kind == "limit_epochs":
+                continue
+            values.append(n)
+    if not values:
+        return "unknown", None
+    if any(v is None for v in values):
+        return "infinite", None
+    return "finite", values[0] if len(set(values)) == 1 else None
+
+
+def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
+    graph = tf.Graph()
+    with graph.as_default():
+        outputs = _harness.call_builder(_API, "legacy", legacy)
+        try:
+            paths, specs = _normalize.specs_of(outputs)
+        except TypeError as e:
+            raise PipelineError(
+                f"{_API}: `legacy` must return the pipeline's output tensors (a tensor or "
+                "SparseTensor, or a list, tuple or dict of them); got "
+                f"{type(outputs).__name__}: {e}. Fix: return the tensors you would "
+                "pass to sess.run.") from None
+        foreign = [p for p, leaf in zip(paths, _normalize.flatten(outputs)[1])
+                   if getattr(leaf, "graph", graph) is not graph]
+        if foreign:
+            raise PipelineError(f"{_API}: `legacy` returned tensors from another graph "
+                                f"({foreign}); build them inside the callable.")
+        side = _Side(paths, specs, batched=_inspect.is_batched(outputs))
+        side.nondeterminism = _inspect.legacy_nondeterminism(graph)
+        state, plan_epochs = _plan_epochs(outputs)
+    if state == "infinite" and max_batches is None:
+        raise ValueError(
+            f"{_API}: the legacy pipeline never ends (a producer has num_epochs=None), so "
+            "`max_batches` is required; got max_batches=None. Fix: pass max_batches= "
+            "(epochs x batches per epoch), or set num_epochs in the legacy pipeline.")
+    side.epochs = epochs
+    if plan_epochs is not None:
+        if epochs not in (1, plan_epochs):
+            side.notes.append(f"`epochs`={epochs} ignored: the legacy pipeline's "
+                              f"num_epochs is {plan_epochs}.")
+        side.epochs = plan_epochs
+    bar = _progress.Progress("legacy batches", max_batches, enabled=progress)
+    with bar:
+        result = _harness.run_graph(
+            outputs, graph=graph,
+            max_batches=max_batches or (None if state == "finite" else _SAFETY_MAX_BATCHES),
+            timeout=timeout, api=f"{_API} (legacy side)", on_batch=bar.update)
+    for batch in result.batches:
+        side.add(_normalize.leaves_of(batch))
+    side.exhausted = result.exhausted
+    side.seconds, side.startup_seconds = result.seconds, result.startup_seconds
+    total = len(side.examples)
+    side.epoch_size = total // side.epochs if total and total % side.epochs == 0 else None
+    if total and side.epoch_size is None:
+        side.notes.append(f"no per-epoch comparison: {total} legacy examples do not split "
+                          f"into {side.epochs} equal epochs (a dropped final batch?).")
+    if not side.exhausted:
+        side.notes.append(f"the legacy side was stopped after {side.batches} batch(es) "
+                          "(max_batches); the twin is compared on as many examples, and "
+                          "'twin has more' is not checked.")
+    return side
+
+
+def _twin_batched(left: _Side, specs) -> bool:
+    deltas = set()
+    for a, b in zip(left.specs, specs):
+        if a.shape.rank is not None and b.shape.rank is not None:
+            deltas.add(b.shape.rank - a.shape.rank)
+    if len(deltas) == 1:
+        batched = int(left.batched) + deltas.pop()
+        if batched in (0, 1):
+            return bool(batched)
+    return left.batched
+
+
+def _read_dataset(fn, side, *, limit, timeout, arg, progress, legacy=None) -> _Side:
+    with tf.init_scope():
+        eager = tf.executing_eagerly()
+    graph = None if eager else tf.Graph()
+    if eager:
+        with tf.init_scope():
+            dataset = _harness.call_builder(_API, arg, fn)
+    else:
+        with graph.as_default():
+            dataset = _harness.call_builder(_API, arg, fn)
+    if not isinstance(dataset, tf.data.Dataset):
+        raise PipelineError(f"{_API}: `{arg}` must return a tf.data.Dataset; got "
+                            f"{type(dataset).__name__}: {dataset!r:.80}. Fix: return the "
+                            "dataset, not an iterator or its elements.")
+    if side is None:
+        try:
+            paths, specs = _normalize.specs_of(dataset.element_spec)
+        except TypeError as e:
+            raise PipelineError(f"{_API}: the twin's elements must be tensors, SparseTensors "
+                                f"or tuples/dicts of them: {e}") from None
+        side = _Side(paths, specs, batched=_twin_batched(legacy, specs))
+        side.nondeterminism = _inspect.dataset_nondeterminism(dataset) if eager else None
+    reader = _harness.TwinReader(dataset, timeout=timeout, api=f"{_API} ({arg} side)",
+                                 graph=graph)
+    bar = _progress.Progress(f"{arg} examples", limit, enabled=progress)
+    t0 = time.perf_counter()
+    try:
+        with bar:
+            while len(side.examples) < limit and side.batches <= limit + 1:
+                leaves = reader.next()
+                if leaves is None:
+                    side.exhausted = True
+                    break
+                side.add(leaves)
+                bar.update(len(side.examples))
+    finally:
+        reader.close()
+    side.seconds = time.perf_counter() - t0
+    return side
+
+
+def _truncate(side: _Side, total: int) -> None:
+    """Keeps the first `total` examples (the legacy side was stopped early)."""
+    if len(side.examples) > total:
+        side.examples = side.examples[:total]
+        side.batch_of_example = side.batch_of_example[:total]
+        side.batches = (side.batch_of_example[-1] + 1) if total else 0
+        side.exhausted = False

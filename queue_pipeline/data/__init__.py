@@ -1,0 +1,14 @@
+"""tf.data twins of queue_pipeline's legacy API: same names, same arguments, Datasets out.
+
+Each legacy function or reader ``queue_pipeline.X`` has a twin
+``queue_pipeline.data.X`` that builds a ``tf.data.Dataset`` with the same
+meaning. The mapping rule: a producer becomes a Dataset of its elements
+(``num_epochs`` as ``repeat``, reshuffled every epoch); a reader's ``read``
+takes a Dataset of file names and yields ``(key, value)`` with TF 1.x's keys; a
+batching function takes a Dataset (a list of Datasets for the joins) and
+batches, shuffles, pads or filters it as the legacy queue did. Arguments with
+no tf.data meaning (``shared_name``, ``cancel_op``, ``name``) are accepted
+with a warning. Twins work eagerly and in graph mode (through a one-shot
+iterator). ``queue_pipeline.data.migration`` holds the table of legacy
+symbols, twins, argument mappings and semantic differences.
+"""
