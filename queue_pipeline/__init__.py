@@ -7,7 +7,7 @@ layer (queues, raw reader ops, variables). So ``import queue_pipeline as train``
 stands in for ``tf.compat.v1.train`` in a legacy script.
 """
 
-from queue_pipeline import plan
+from queue_pipeline import compare, data, plan, testing
 from queue_pipeline.batching import (
     batch,
     batch_join,
@@ -58,6 +58,8 @@ __all__ = [
     "add_queue_runner",
     "batch",
     "batch_join",
+    "compare",
+    "data",
     "input_producer",
     "limit_epochs",
     "match_filenames_once",
@@ -73,4 +75,5 @@ __all__ = [
     "slice_input_producer",
     "start_queue_runners",
     "string_input_producer",
+    "testing",
 ]

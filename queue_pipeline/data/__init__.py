@@ -12,3 +12,58 @@ with a warning. Twins work eagerly and in graph mode (through a one-shot
 iterator). ``queue_pipeline.data.migration`` holds the table of legacy
 symbols, twins, argument mappings and semantic differences.
 """
+
+from queue_pipeline.data import batching, migration, producers, readers
+from queue_pipeline.data.batching import (
+    batch,
+    batch_join,
+    maybe_batch,
+    maybe_batch_join,
+    maybe_shuffle_batch,
+    maybe_shuffle_batch_join,
+    shuffle_batch,
+    shuffle_batch_join,
+)
+from queue_pipeline.data.producers import (
+    input_producer,
+    limit_epochs,
+    match_filenames_once,
+    range_input_producer,
+    slice_input_producer,
+    string_input_producer,
+)
+from queue_pipeline.data.readers import (
+    FixedLengthRecordReader,
+    IdentityReader,
+    ReaderBase,
+    TextLineReader,
+    TFRecordReader,
+    WholeFileReader,
+)
+
+__all__ = [
+    "FixedLengthRecordReader",
+    "IdentityReader",
+    "ReaderBase",
+    "TFRecordReader",
+    "TextLineReader",
+    "WholeFileReader",
+    "batch",
+    "batch_join",
+    "batching",
+    "input_producer",
+    "limit_epochs",
+    "match_filenames_once",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
+    "migration",
+    "producers",
+    "range_input_producer",
+    "readers",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
+    "string_input_producer",
+]

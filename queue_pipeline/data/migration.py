@@ -82,7 +82,9 @@ MIGRATIONS: tuple[Migration, ...] = (
               (_READ, ("hop_bytes", "overlapping records built from the whole file "
                        "(tf.data has no hop)"),
                ("encoding", "compression_type (unknown strings: uncompressed, as TF 1.x)")),
-              "A partial tail record is dropped, as in TF 1.x."),
+              "A partial tail record: TF 1.x drops it silently, tf.data's "
+              "FixedLengthRecordDataset (and so the twin) raises; with hop_bytes the twin "
+              "drops it, as TF 1.x."),
     Migration("TFRecordReader", "TFRecordDataset(f, compression_type)",
               (_READ, ("options", "compression_type")),
               "Keys carry the byte offset of each record, as TF 1.x's."),
