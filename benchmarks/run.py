@@ -106,26 +106,33 @@ def _measure_session(variant, workload, data):
     return examples, elapsed
 
 
-def load_data(directory: str, sizes: workloads.Sizes, write: bool):
-    """Writes (once) or reads back the workloads' data in `directory`."""
+def load_data(directory: str, sizes: workloads.Sizes | None = None,
+              workload: str | None = None) -> dict:
+    """Writes the workloads' data to `directory` (with `sizes`), or reads back one
+    `workload`'s (so that a child process holds only what it measures)."""
     marker = os.path.join(directory, "w4.npz")
-    if write:
+    if sizes is not None:
         data = workloads.write_data(directory, sizes)
         np.savez(marker, images=data["W4"][0], labels=data["W4"][1])
         return data
-    data = {"W1": sorted(os.path.join(directory, f) for f in os.listdir(directory)
-                         if f.startswith("w1_")),
-            "W2": [os.path.join(directory, "w2.tfrecord")],
-            "W3": sorted(os.path.join(directory, f) for f in os.listdir(directory)
-                         if f.startswith("w3_"))}
+
+    def listed(prefix):
+        return sorted(os.path.join(directory, f) for f in os.listdir(directory)
+                      if f.startswith(prefix))
+
+    if workload == "W1":
+        return {"W1": listed("w1_")}
+    if workload == "W2":
+        return {"W2": [os.path.join(directory, "w2.tfrecord")]}
+    if workload == "W3":
+        return {"W3": listed("w3_")}
     arrays = np.load(marker)
-    data["W4"] = (arrays["images"], arrays["labels"])
-    return data
+    return {"W4": (arrays["images"], arrays["labels"])}
 
 
 def _child(args) -> int:
     """One measurement in this (fresh) process; prints a JSON line."""
-    data = load_data(args.data, workloads.FULL, write=False)
+    data = load_data(args.data, workload=args.one[0])
     if args.files:
         data["W1"] = sorted(os.path.join(args.files, f) for f in os.listdir(args.files))
     examples, seconds = measure(args.one[1], args.one[0], data[args.one[0]])
@@ -161,7 +168,7 @@ def run_benchmarks(args) -> dict:
               "batch_size": workloads.BATCH, "repeats": args.repeats, "workloads": {}}
     variants = [v for v in args.variants if v in VARIANTS]
     with tempfile.TemporaryDirectory() as tmp:
-        data = load_data(tmp, sizes, write=True)
+        data = load_data(tmp, sizes)
         samples = {(w, v): [] for w in args.workloads for v in variants if applicable(v, w)}
         for _ in range(args.repeats):  # interleaved repetitions
             for workload, variant in samples:

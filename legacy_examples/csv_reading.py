@@ -57,6 +57,42 @@ def build_legacy(filenames, impl: str = "qp", num_epochs=None, shuffle=True):
     return features, col5
 
 
+def build_twin(filenames, num_epochs=None, shuffle=True, seed=None):
+    """The same input stage on tf.data: a Dataset of (features [4], label)."""
+    from queue_pipeline import data
+
+    names = data.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle,
+                                       seed=seed)
+    records = data.TextLineReader().read(names)
+
+    def decode(key, value):
+        col1, col2, col3, col4, col5 = tf.io.decode_csv(value, [[1], [1], [1], [1], [1]])
+        return tf.stack([col1, col2, col3, col4]), col5
+
+    return records.map(decode)
+
+
+_COMPARE_FILES: list[str] = []
+
+
+def _compare_files() -> list[str]:
+    """Bundled data for the comparison entry points, written once per process."""
+    if not _COMPARE_FILES:
+        directory = tempfile.mkdtemp(prefix="queue_pipeline_csv_")
+        _COMPARE_FILES.extend(write_csv_files(directory, num_files=2, rows=50))
+    return list(_COMPARE_FILES)
+
+
+def legacy():
+    """Entry point for ``queue-pipeline compare``: one epoch, in file order."""
+    return build_legacy(_compare_files(), num_epochs=1, shuffle=False)
+
+
+def twin():
+    """Entry point for ``queue-pipeline compare``: the tf.data twin of :func:`legacy`."""
+    return build_twin(_compare_files(), num_epochs=1, shuffle=False)
+
+
 def run(filenames, steps: int, impl: str = "qp") -> list:
     """The guide's loop: start the runners, fetch `steps` examples, stop, join."""
     train = IMPLS[impl]["train"]

@@ -17,3 +17,19 @@ def test_runner_loop_benchmark_quick(tmp_path, capsys):
     result = json.loads(out.read_text())
     assert set(result) >= {"tf QueueRunner", "queue_pipeline QueueRunner", "ratio_tf_over_qp"}
     assert "ratio TF / queue_pipeline" in capsys.readouterr().out
+
+
+def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
+    """The quick mode (the one the README documents) runs end to end."""
+    import run  # benchmarks/run.py
+
+    out = tmp_path / "bench.json"
+    assert run.main(["--quick", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["mode"] == "quick" and set(result["workloads"]) == {"W1", "W2", "W3", "W4"}
+    for workload, table in result["workloads"].items():
+        expected = {v for v in run.VARIANTS if run.applicable(v, workload)}
+        assert set(table) == expected
+        counts = {row["examples"] for row in table.values()}
+        assert len(counts) == 1, (workload, counts)  # every variant read the same epoch
+    assert "ratio vs tf_queue_1" in capsys.readouterr().out

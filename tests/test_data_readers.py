@@ -129,9 +129,45 @@ def test_state_method_signatures_equal_legacy(method):
 
 
 def test_read_signatures():
-    assert [p[0] for p in _params(readers.ReaderBase.read)] == ["self", "filenames", "name"]
+    """Legacy positional parameters (the queue becomes `filenames`), then the
+    twin's keyword-only `keys`."""
+    assert [p[0] for p in _params(readers.ReaderBase.read)] == [
+        "self", "filenames", "name", "keys"]
     assert [p[0] for p in _params(readers.ReaderBase.read_up_to)] == [
-        "self", "filenames", "num_records", "name"]
+        "self", "filenames", "num_records", "name", "keys"]
+    for method in (readers.ReaderBase.read, readers.ReaderBase.read_up_to):
+        keys = inspect.signature(method).parameters["keys"]
+        assert keys.kind is inspect.Parameter.KEYWORD_ONLY and keys.default is True
+
+
+READERS_FOR_KEYS = {
+    "TextLineReader": lambda: readers.TextLineReader(skip_header_lines=1),
+    "FixedLengthRecordReader": lambda: readers.FixedLengthRecordReader(2),
+    "FixedLengthRecordReader_hop": lambda: readers.FixedLengthRecordReader(2, hop_bytes=1),
+    "TFRecordReader": lambda: readers.TFRecordReader(),
+    "WholeFileReader": lambda: readers.WholeFileReader(),
+    "IdentityReader": lambda: readers.IdentityReader(),
+}
+
+
+@pytest.mark.parametrize("reader", list(READERS_FOR_KEYS))
+def test_keys_false_gives_the_same_values(tmp_path, reader):
+    """keys=False drops the keys and nothing else, for read and read_up_to."""
+    paths = []
+    for i in range(2):
+        path = tmp_path / f"f{i}"
+        if reader == "TFRecordReader":
+            with tf.io.TFRecordWriter(str(path)) as writer:
+                for j in range(3 + i):
+                    writer.write(f"r{i}{j}".encode())
+        else:
+            path.write_text("".join(f"l{i}{j}\n" for j in range(3 + i)))
+        paths.append(str(path))
+    make = READERS_FOR_KEYS[reader]
+    with_keys = [value for _, value in eager(make().read(paths))]
+    assert [v for v in eager(make().read(paths, keys=False))] == with_keys
+    batches = [tuple(values) for _, values in eager(make().read_up_to(paths, 2))]
+    assert [tuple(v) for v in eager(make().read_up_to(paths, 2, keys=False))] == batches
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -32,3 +32,21 @@ def test_csv_reading_run_loop(tmp_path, impl):
     examples = csv_reading.run(files, 15, impl)  # wraps past one epoch
     assert len(examples) == 15
     assert all(features.shape == (4,) for features, _ in examples)
+
+
+def test_csv_reading_twin_matches_legacy():
+    from queue_pipeline import compare
+
+    report = compare.compare(csv_reading.legacy, csv_reading.twin, timeout=20)
+    assert report.matched, str(report)
+    assert report.to_json()
+
+
+def test_csv_reading_shuffled_twin_matches_as_multiset(tmp_path):
+    from queue_pipeline import compare
+
+    files = csv_reading.write_csv_files(str(tmp_path), num_files=3, rows=7)
+    report = compare.compare(
+        lambda: csv_reading.build_legacy(files, num_epochs=2),
+        lambda: csv_reading.build_twin(files, num_epochs=2, seed=5), timeout=20)
+    assert report.matched, str(report)

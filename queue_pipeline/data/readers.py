@@ -132,16 +132,22 @@ class ReaderBase:
         """What the legacy reader reports; in tf.data checkpoint the iterator instead."""
         return self._supports_serialize
 
-    def read(self, filenames: Any, name: str | None = None) -> tf.data.Dataset:
+    def read(self, filenames: Any, name: str | None = None, *,
+             keys: bool = True) -> tf.data.Dataset:
         """Returns the Dataset of every work unit's records, unit after unit.
 
         Args:
           filenames: a Dataset of scalar strings (or a list, array or 1-D
             tensor of them), e.g. a producer twin's output.
           name: no effect; warns if set.
+          keys: produce the legacy keys. Pass False when the pipeline ignores
+            them (``_, value = reader.read(queue)``): the Dataset then holds
+            the values alone and reads as fast as the plain tf.data dataset
+            (no key is built).
 
         Returns:
-          A ``tf.data.Dataset`` of ``(key, value)`` string scalars.
+          A ``tf.data.Dataset`` of ``(key, value)`` string scalars (of values
+          alone with ``keys=False``).
 
         Raises:
           TypeError: `filenames` is not (convertible to) a Dataset of scalar
@@ -149,10 +155,11 @@ class ReaderBase:
         """
         api = self._api("read")
         warn_inert(api, name=name)
-        return self._records(_work_units(api, filenames))
+        units = _work_units(api, filenames)
+        return self._records(units) if keys else self._values(units)
 
-    def read_up_to(self, filenames: Any, num_records: Any,
-                   name: str | None = None) -> tf.data.Dataset:
+    def read_up_to(self, filenames: Any, num_records: Any, name: str | None = None, *,
+                   keys: bool = True) -> tf.data.Dataset:
         """Returns the Dataset of record batches, at most `num_records` each.
 
         A batch never spans two work units (as the legacy kernel's ReadUpTo:
@@ -163,10 +170,12 @@ class ReaderBase:
           num_records: the largest batch, a positive int (or int64 scalar
             tensor).
           name: no effect; warns if set.
+          keys: as :meth:`read`.
 
         Returns:
           A ``tf.data.Dataset`` of ``(keys, values)`` string vectors of equal
-          length, 1 to `num_records`.
+          length, 1 to `num_records` (of value vectors alone with
+          ``keys=False``).
 
         Raises:
           TypeError: as :meth:`read`.
@@ -181,7 +190,10 @@ class ReaderBase:
             raise ValueError(f"{api}: `num_records` must be a positive integer scalar; "
                              f"got {num_records!r}.")
         num_records = tf.cast(num_records, tf.int64)
-        return self._batches(_work_units(api, filenames), num_records)
+        units = _work_units(api, filenames)
+        if not keys:
+            return units.flat_map(lambda work: self._unit_values(work).batch(num_records))
+        return self._batches(units, num_records)
 
     def num_records_produced(self, name: str | None = None):
         """Not available: a Dataset keeps no reader counters.
@@ -249,6 +261,14 @@ class ReaderBase:
         """``(keys, values)`` batches of at most `num_records`, per unit."""
         return units.flat_map(lambda work: self._reader_ref(work).batch(num_records))
 
+    def _unit_values(self, work: tf.Tensor) -> tf.data.Dataset:
+        """One unit's values, without keys (readers override it with a plain dataset)."""
+        return self._reader_ref(work).map(lambda key, value: value)
+
+    def _values(self, units: tf.data.Dataset) -> tf.data.Dataset:
+        """The values of every unit, in order, without keys."""
+        return units.flat_map(self._unit_values)
+
 
 class _NumberedReader(ReaderBase):
     """Base of the readers whose keys are ``"<work unit>:<number>"``.
@@ -301,8 +321,11 @@ class TextLineReader(_NumberedReader):
         self._skip = _non_negative(api, "skip_header_lines", skip_header_lines)
         super().__init__()
 
+    def _unit_values(self, work):
+        return tf.data.TextLineDataset(work).skip(self._skip)
+
     def _numbered(self, work, batch_size):
-        lines = tf.data.TextLineDataset(work).skip(self._skip).batch(batch_size)
+        lines = self._unit_values(work).batch(batch_size)
         firsts = tf.data.Dataset.range(self._skip + 1, _MAX_INT64, batch_size)
         return tf.data.Dataset.zip((firsts, lines))
 
@@ -368,14 +391,16 @@ class FixedLengthRecordReader(_NumberedReader):
         self._read_batch_size = max(1, min(1024, (1 << 20) // record_bytes))
         super().__init__()
 
+    def _unit_values(self, work):
+        if self._hop:
+            return self._hopped(work)
+        return tf.data.FixedLengthRecordDataset(
+            work, self._record_bytes, self._header, self._footer,
+            compression_type=self._encoding)
+
     def _numbered(self, work, batch_size):
         firsts = tf.data.Dataset.range(0, _MAX_INT64, batch_size)
-        if not self._hop:
-            records = tf.data.FixedLengthRecordDataset(
-                work, self._record_bytes, self._header, self._footer,
-                compression_type=self._encoding)
-            return tf.data.Dataset.zip((firsts, records.batch(batch_size)))
-        return tf.data.Dataset.zip((firsts, self._hopped(work).batch(batch_size)))
+        return tf.data.Dataset.zip((firsts, self._unit_values(work).batch(batch_size)))
 
     def _hopped(self, work) -> tf.data.Dataset:
         """The records of one whole file read into memory, `hop_bytes` apart."""
@@ -431,8 +456,11 @@ class TFRecordReader(_NumberedReader):
             starts = offset + tf.cumsum(frames, exclusive=True)
             return offset + tf.reduce_sum(frames), (starts, payloads)
 
-        records = tf.data.TFRecordDataset(work, compression_type=self._compression)
+        records = self._unit_values(work)
         return records.batch(batch_size).scan(tf.constant(0, tf.int64), frame_offsets)
+
+    def _unit_values(self, work):
+        return tf.data.TFRecordDataset(work, compression_type=self._compression)
 
 
 class WholeFileReader(ReaderBase):
@@ -453,6 +481,12 @@ class WholeFileReader(ReaderBase):
 
     def _records(self, units):
         return units.map(_whole_file)
+
+    def _unit_values(self, work):
+        return tf.data.Dataset.from_tensors(tf.io.read_file(work))
+
+    def _values(self, units):
+        return units.map(tf.io.read_file)
 
     def _batches(self, units, num_records):
         return units.map(lambda work: _as_batch(*_whole_file(work)))
@@ -475,6 +509,12 @@ class IdentityReader(ReaderBase):
 
     def _records(self, units):
         return units.map(lambda work: (work, work))
+
+    def _unit_values(self, work):
+        return tf.data.Dataset.from_tensors(work)
+
+    def _values(self, units):
+        return units
 
     def _batches(self, units, num_records):
         return units.map(lambda work: _as_batch(work, work))
