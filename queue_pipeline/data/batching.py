@@ -125,11 +125,13 @@ def batch(tensors: tf.data.Dataset, batch_size, num_threads=1, capacity=32,
         parallel in a nondeterministic order. Here ``num_threads > 1`` sets
         ``tf.data.Options().deterministic = False`` on the result (upstream
         parallel maps may then yield out of order) and runs the per-example
-        work this function adds (`shapes`, `keep_input` components, `decode`)
-        with ``num_parallel_calls=num_threads``. Must be a positive int.
-      capacity: the legacy queue's capacity in examples; here the size of a
-        ``prefetch`` buffer of about ``capacity / batch_size`` batches
-        (``AUTOTUNE`` when `batch_size` is a tensor).
+        work this function adds (`shapes`, `keep_input` components) with
+        ``num_parallel_calls=num_threads``; `decode` always runs in parallel
+        (order kept). Must be a positive int.
+      capacity: the legacy queue's capacity in examples, a buffering knob:
+        it does not change what is delivered, and the twin's ``prefetch``
+        buffer is autotuned (``tf.data.AUTOTUNE``), as in hand-written
+        tf.data.
       enqueue_many: each element of `tensors` is a batch of examples:
         ``unbatch()`` first.
       shapes: the shape of one example per component, in the legacy order
@@ -385,7 +387,7 @@ def _build(kind: _Kind, tensors, *, batch_size, capacity, keep_input=True, num_t
         # A map keeps its input order, so decoding batches in parallel changes
         # nothing but the speed.
         ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
-    ds = ds.prefetch(_prefetch_size(kind, capacity, batch_size))
+    ds = ds.prefetch(tf.data.AUTOTUNE)
     if not kind.join and threads > 1:
         options = tf.data.Options()
         options.deterministic = False
@@ -613,11 +615,3 @@ def _batched(api: str, ds: tf.data.Dataset, batch_size, dynamic_pad: bool,
     padded_shapes = tf.nest.map_structure(lambda s: s.shape, ds.element_spec)
     return ds.padded_batch(batch_size, padded_shapes=padded_shapes,
                            drop_remainder=drop_remainder)
-
-
-def _prefetch_size(kind: _Kind, capacity, batch_size) -> int:
-    """About `capacity` examples of batches; AUTOTUNE when that is not static."""
-    if (kind.shuffle or not isinstance(batch_size, numbers.Integral)
-            or not isinstance(capacity, numbers.Integral) or batch_size < 1):
-        return tf.data.AUTOTUNE
-    return max(1, -(-int(capacity) // int(batch_size)))

@@ -46,9 +46,11 @@ _BATCHING_COMMON = (
      "(inverted default: both drop the tail by default)"),
     ("enqueue_many", "unbatch() first"),
     ("shapes", "ensure_shape on each element (padded_shapes with dynamic_pad)"),
+    ("decode (keyword-only, new)", "a function applied to each batch: batch-then-decode"),
 )
 _READ = ("read(queue) / read_up_to(queue, n)", "read(filenames) / read_up_to(filenames, n) "
-         "take a Dataset of file names and yield (key, value) with TF 1.x's keys")
+         "take a Dataset of file names and yield (key, value) with TF 1.x's keys; "
+         "keyword-only keys=False yields the values alone, at plain tf.data speed")
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("string_input_producer", "Dataset.from_tensor_slices(strings).shuffle(n).repeat(num_epochs)",
@@ -95,7 +97,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("batch", "dataset.batch(batch_size, drop_remainder)",
               (*_BATCHING_COMMON, ("dynamic_pad", "padded_batch (0 / b'' padding)"),
                ("num_threads", "deterministic=False when > 1 (TF 1.x's order is "
-                "nondeterministic then)"), ("capacity", "prefetch buffer of batches"),
+                "nondeterministic then)"), ("capacity", "no effect on content; the prefetch buffer is autotuned"),
                _INERT),
               "Deterministic order with one thread, as TF 1.x."),
     Migration("maybe_batch", "dataset.filter(keep).batch(batch_size, drop_remainder)",
