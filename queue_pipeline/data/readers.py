@@ -324,6 +324,11 @@ class TextLineReader(_NumberedReader):
     def _unit_values(self, work):
         return tf.data.TextLineDataset(work).skip(self._skip)
 
+    def _values(self, units):
+        if self._skip:
+            return super()._values(units)
+        return tf.data.TextLineDataset(units)  # the hand-written chain exactly
+
     def _numbered(self, work, batch_size):
         lines = self._unit_values(work).batch(batch_size)
         firsts = tf.data.Dataset.range(self._skip + 1, _MAX_INT64, batch_size)
@@ -398,6 +403,13 @@ class FixedLengthRecordReader(_NumberedReader):
             work, self._record_bytes, self._header, self._footer,
             compression_type=self._encoding)
 
+    def _values(self, units):
+        if self._hop:
+            return super()._values(units)
+        return tf.data.FixedLengthRecordDataset(  # the hand-written chain exactly
+            units, self._record_bytes, self._header, self._footer,
+            compression_type=self._encoding)
+
     def _numbered(self, work, batch_size):
         firsts = tf.data.Dataset.range(0, _MAX_INT64, batch_size)
         return tf.data.Dataset.zip((firsts, self._unit_values(work).batch(batch_size)))
@@ -461,6 +473,9 @@ class TFRecordReader(_NumberedReader):
 
     def _unit_values(self, work):
         return tf.data.TFRecordDataset(work, compression_type=self._compression)
+
+    def _values(self, units):
+        return tf.data.TFRecordDataset(units, compression_type=self._compression)
 
 
 class WholeFileReader(ReaderBase):
