@@ -25,7 +25,11 @@ setup(
     extras_require={
         # pytest-timeout: the suite's global per-test timeout, so that a
         # regression that blocks a queue fails instead of hanging CI.
-        "test": ["pytest>=7", "pytest-timeout>=2"],
+        "test": ["pytest>=7", "pytest-timeout>=2", "scikit-learn"],
+        # scikit-learn ships real handwritten digits inside its wheel (no
+        # download): the demo and legacy_examples write them in the classic
+        # formats; without it they use a synthetic stand-in.
+        "examples": ["scikit-learn"],
     },
     entry_points={
         "console_scripts": ["queue-pipeline=queue_pipeline.cli:main"],

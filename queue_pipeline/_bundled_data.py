@@ -12,7 +12,9 @@ Formats, each from the same images:
   * CIFAR-10's binary batches, 1 label byte + 3,072 image bytes per record,
     32x32x3 channel-major (:func:`write_cifar_binary`);
   * JPEG files with object boxes, for the detection example (:func:`write_jpegs`).
-  TFRecords are written by the MNIST example's own converter, from the idx files.
+  * TFRecords of ``tf.train.Example`` (``image_raw``, ``label``, ``height``,
+    ``width``, ``depth``), converted from the idx files as TF 1.x's MNIST
+    ``convert_to_records.py`` did (:func:`convert_to_tfrecords`).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import struct
 
 import numpy as np
 
-__all__ = ["digits", "prepare_all", "source", "write_cifar_binary", "write_csv",
-           "write_jpegs", "write_mnist_idx"]
+__all__ = ["convert_to_tfrecords", "digits", "prepare_all", "read_mnist_idx", "source",
+           "write_cifar_binary", "write_csv", "write_jpegs", "write_mnist_idx"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,6 +113,31 @@ def read_mnist_idx(image_path: str, label_path: str) -> tuple[np.ndarray, np.nda
     return images, labels
 
 
+def convert_to_tfrecords(image_path: str, label_path: str, out_path: str) -> int:
+    """Converts MNIST idx files to a TFRecord file of ``tf.train.Example``s.
+
+    Features, as TF 1.x's MNIST converter wrote them: ``image_raw`` (the
+    28x28 uint8 pixels as bytes), ``label``, ``height``, ``width``, ``depth``
+    (int64). Returns the number of examples written.
+    """
+    import tensorflow as tf
+
+    images, labels = read_mnist_idx(image_path, label_path)
+
+    def int64(value):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[int(value)]))
+
+    with tf.io.TFRecordWriter(out_path) as writer:
+        for image, label in zip(images, labels):
+            example = tf.train.Example(features=tf.train.Features(feature={
+                "height": int64(image.shape[0]), "width": int64(image.shape[1]),
+                "depth": int64(1), "label": int64(label),
+                "image_raw": tf.train.Feature(bytes_list=tf.train.BytesList(
+                    value=[image.tobytes()]))}))
+            writer.write(example.SerializeToString())
+    return len(images)
+
+
 def write_cifar_binary(directory: str, num_batches: int = 5) -> dict[str, list[str]]:
     """CIFAR-10 binary batches (``data_batch_<i>.bin``, ``test_batch.bin``).
 
@@ -163,6 +190,11 @@ def write_jpegs(directory: str, count: int = 24) -> list[tuple[str, np.ndarray]]
 def prepare_all(directory: str) -> dict:
     """Writes every format into `directory`; returns where each went."""
     os.makedirs(directory, exist_ok=True)
-    return {"csv": write_csv(directory), "mnist_idx": write_mnist_idx(directory),
+    idx = write_mnist_idx(directory)
+    tfrecords = {}
+    for part in ("train", "t10k"):
+        tfrecords[part] = os.path.join(directory, f"{part}.tfrecords")
+        convert_to_tfrecords(idx[f"{part}_images"], idx[f"{part}_labels"], tfrecords[part])
+    return {"csv": write_csv(directory), "mnist_idx": idx, "mnist_tfrecords": tfrecords,
             "cifar": write_cifar_binary(directory), "jpegs": write_jpegs(directory),
             "source": source()}

@@ -1,0 +1,80 @@
+"""The bundled data: every on-disk format is valid and holds the same digits."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from queue_pipeline import _bundled_data as bundled
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory):
+    return bundled.prepare_all(str(tmp_path_factory.mktemp("bundled")))
+
+
+def test_digits_are_8x8_uint8_with_ten_classes():
+    images, labels = bundled.digits()
+    assert images.shape[1:] == (8, 8) and images.dtype == np.uint8
+    assert len(images) == len(labels) and set(labels.tolist()) == set(range(10))
+
+
+def test_csv_rows_are_label_then_64_pixels(prepared):
+    rows = np.concatenate([np.loadtxt(p, delimiter=",", dtype=int, ndmin=2)
+                           for p in prepared["csv"]])
+    images, labels = bundled.digits()
+    assert rows.shape == (len(images), 65)
+    assert (rows[:, 0] == labels).all() and (rows[:, 1:] == images.reshape(len(images), -1)).all()
+
+
+def test_mnist_idx_round_trip(prepared):
+    idx = prepared["mnist_idx"]
+    train, train_labels = bundled.read_mnist_idx(idx["train_images"], idx["train_labels"])
+    test, test_labels = bundled.read_mnist_idx(idx["t10k_images"], idx["t10k_labels"])
+    assert train.shape[1:] == (28, 28) == test.shape[1:]
+    assert len(train) + len(test) == len(bundled.digits()[0])
+    assert len(train_labels) == len(train) and len(test_labels) == len(test)
+    with pytest.raises(ValueError, match="not an idx image file"):
+        bundled.read_mnist_idx(idx["train_labels"], idx["train_labels"])
+
+
+def test_mnist_tfrecords_parse_with_the_classic_features(prepared):
+    features = {"image_raw": tf.io.FixedLenFeature([], tf.string),
+                "label": tf.io.FixedLenFeature([], tf.int64),
+                "height": tf.io.FixedLenFeature([], tf.int64),
+                "width": tf.io.FixedLenFeature([], tf.int64),
+                "depth": tf.io.FixedLenFeature([], tf.int64)}
+    idx = prepared["mnist_idx"]
+    images, labels = bundled.read_mnist_idx(idx["t10k_images"], idx["t10k_labels"])
+    records = list(tf.data.TFRecordDataset(prepared["mnist_tfrecords"]["t10k"]))
+    assert len(records) == len(images)
+    parsed = tf.io.parse_single_example(records[0], features)
+    assert [int(parsed[k]) for k in ("height", "width", "depth")] == [28, 28, 1]
+    assert int(parsed["label"]) == labels[0]
+    pixels = np.frombuffer(parsed["image_raw"].numpy(), np.uint8).reshape(28, 28)
+    assert (pixels == images[0]).all()
+
+
+def test_cifar_binary_records_are_1_plus_3072_bytes(prepared):
+    files = prepared["cifar"]["train"] + prepared["cifar"]["test"]
+    assert [os.path.basename(f) for f in files] == [
+        f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]
+    total = 0
+    for path in files:
+        size = os.path.getsize(path)
+        assert size % 3073 == 0
+        total += size // 3073
+    assert total == len(bundled.digits()[0])
+    record = np.fromfile(files[0], np.uint8, count=3073)
+    assert record[0] < 10
+
+
+def test_jpegs_decode_and_boxes_fit(prepared):
+    for path, boxes in prepared["jpegs"]:
+        image = tf.io.decode_jpeg(tf.io.read_file(path)).numpy()
+        assert image.ndim == 3 and image.shape[2] == 3
+        assert boxes.shape[1] == 4 and 1 <= len(boxes) <= 3
+        assert (boxes[:, 2] <= image.shape[0]).all() and (boxes[:, 3] <= image.shape[1]).all()
