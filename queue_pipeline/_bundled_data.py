@@ -165,12 +165,16 @@ def write_cifar_binary(directory: str, num_batches: int = 5) -> dict[str, list[s
 
 def write_jpegs(directory: str, count: int = 24) -> list[tuple[str, np.ndarray]]:
     """JPEG scenes of varying size, each with 1-3 digits pasted in; returns
-    ``[(path, boxes [k, 4] as ymin, xmin, ymax, xmax in pixels)]``."""
+    ``[(path, boxes [k, 4] as ymin, xmin, ymax, xmax in pixels)]``.
+
+    It encodes in a private graph and Session, so it works the same whether
+    the caller is eager or building a graph.
+    """
     import tensorflow as tf
 
     images, _ = digits()
     rng = np.random.default_rng(2)
-    out = []
+    scenes = []
     for i in range(count):
         height, width = rng.integers(24, 49, size=2)
         scene = np.zeros((height, width, 3), np.uint8)
@@ -181,10 +185,17 @@ def write_jpegs(directory: str, count: int = 24) -> list[tuple[str, np.ndarray]]
             scene[y:y + 16, x:x + 16] = np.maximum(scene[y:y + 16, x:x + 16],
                                                    digit[:, :, None])
             boxes.append([y, x, y + 16, x + 16])
-        path = os.path.join(directory, f"scene{i:03d}.jpg")
-        tf.io.write_file(path, tf.io.encode_jpeg(scene))
-        out.append((path, np.array(boxes, np.int32)))
-    return out
+        scenes.append((os.path.join(directory, f"scene{i:03d}.jpg"), scene,
+                       np.array(boxes, np.int32)))
+    graph = tf.Graph()
+    with graph.as_default():
+        pixels = tf.compat.v1.placeholder(tf.uint8, [None, None, 3])
+        path = tf.compat.v1.placeholder(tf.string, [])
+        write = tf.io.write_file(path, tf.io.encode_jpeg(pixels))
+    with tf.compat.v1.Session(graph=graph) as sess:
+        for scene_path, scene, _ in scenes:
+            sess.run(write, {pixels: scene, path: scene_path})
+    return [(scene_path, boxes) for scene_path, _, boxes in scenes]
 
 
 def prepare_all(directory: str) -> dict:

@@ -4,6 +4,8 @@ Subcommands:
   table     print the migration table (legacy symbol -> tf.data twin).
   compare   run a legacy pipeline and its tf.data twin side by side; exit 0 when
             they match, 1 when they differ, 2 on an error.
+  demo      train one model through a legacy queue pipeline and through its
+            tf.data twin on bundled digits; compare them; exit as ``compare``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,12 @@ def _compare(args) -> int:
     return 0 if report.matched else 1
 
 
+def _demo(args) -> int:
+    from queue_pipeline import demo
+
+    return demo.run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="queue-pipeline",
@@ -97,6 +105,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds one batch may take before the pipeline counts as stalled")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON")
     cmp.set_defaults(run=_compare)
+    from queue_pipeline import demo
+
+    demo_parser = commands.add_parser(
+        "demo", help="train a model through a legacy pipeline and its tf.data twin",
+        description=demo.DESCRIPTION)
+    demo.add_arguments(demo_parser)
+    demo_parser.set_defaults(run=_demo)
     return parser
 
 

@@ -78,3 +78,9 @@ def test_jpegs_decode_and_boxes_fit(prepared):
         assert image.ndim == 3 and image.shape[2] == 3
         assert boxes.shape[1] == 4 and 1 <= len(boxes) <= 3
         assert (boxes[:, 2] <= image.shape[0]).all() and (boxes[:, 3] <= image.shape[1]).all()
+
+
+def test_jpegs_are_written_even_under_a_graph(tmp_path):
+    with tf.Graph().as_default():
+        scenes = bundled.write_jpegs(str(tmp_path), count=2)
+    assert all(os.path.getsize(path) > 0 for path, _ in scenes)

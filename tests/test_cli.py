@@ -47,3 +47,15 @@ def test_readme_table_is_generated_from_the_code():
     assert migration.render("rst") in readme, (
         "README.rst's migration table is stale: paste `python -m queue_pipeline "
         "table --format rst` into it")
+
+
+def test_readme_commands_are_the_demo_and_what_ci_runs():
+    import pathlib
+
+    root = pathlib.Path(__file__).parents[1]
+    readme = (root / "README.rst").read_text()
+    commands = [line.strip() for line in readme.splitlines()
+                if line.startswith("    pip install")]
+    assert commands[:2] == ["pip install -e '.[examples]' && queue-pipeline demo",
+                            "pip install -e '.[test]' && python -m pytest -q -p no:cacheprovider"]
+    assert commands[1] in (root / ".ci" / "run").read_text()
