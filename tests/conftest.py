@@ -149,3 +149,26 @@ def graph_nodes(graph, *, skip_attrs=()):
             attrs[key] = value.SerializeToString()
         nodes[node.name] = (node.op, tuple(node.input), node.device, attrs)
     return nodes
+
+
+def drain_dataset(make, *, seed=None, limit=10_000):
+    """Builds make() (a Dataset) in a fresh graph and drains a one-shot iterator.
+
+    Returns the raw session outputs, in order, until OutOfRangeError; the
+    graph gets random seed `seed` if given.
+    """
+    g = tf.Graph()
+    with g.as_default():
+        if seed is not None:
+            tf.compat.v1.set_random_seed(seed)
+        dataset = make()
+        assert isinstance(dataset, tf.data.Dataset), type(dataset)
+        fetch = tf.compat.v1.data.make_one_shot_iterator(dataset.take(limit)).get_next()
+    out = []
+    with new_session(g) as sess:
+        try:
+            while True:
+                out.append(sess.run(fetch))
+        except tf.errors.OutOfRangeError:
+            pass
+    return out

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from queue_pipeline.data import producers
-from conftest import build, drain, new_session
+from conftest import build, drain, drain_dataset, new_session
 
 NAMES = ["input_producer", "limit_epochs", "match_filenames_once",
          "range_input_producer", "slice_input_producer", "string_input_producer"]
@@ -42,21 +42,7 @@ def eager(ds, limit=10_000):
 
 def in_graph(make, seed=None, limit=10_000):
     """Builds make() in a fresh graph (graph seed `seed`) and drains a one-shot iterator."""
-    g = tf.Graph()
-    with g.as_default():
-        if seed is not None:
-            tf.compat.v1.set_random_seed(seed)
-        ds = make()
-        assert isinstance(ds, tf.data.Dataset)
-        fetch = tf.compat.v1.data.make_one_shot_iterator(ds.take(limit)).get_next()
-    out = []
-    with new_session(g) as sess:
-        try:
-            while True:
-                out.append(_py(sess.run(fetch)))
-        except tf.errors.OutOfRangeError:
-            pass
-    return out
+    return [_py(value) for value in drain_dataset(make, seed=seed, limit=limit)]
 
 
 def legacy(make, seed=None):

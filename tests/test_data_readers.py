@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from queue_pipeline.data import producers, readers
-from conftest import TF, build, drain, new_session
+from conftest import TF, build, drain, drain_dataset, new_session
 
 NAMES = ["FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader",
          "TextLineReader", "WholeFileReader"]
@@ -40,17 +40,7 @@ def eager(ds):
 
 def in_graph(make):
     """make() built in a fresh graph, drained through a one-shot iterator in a Session."""
-    g = tf.Graph()
-    with g.as_default():
-        fetch = tf.compat.v1.data.make_one_shot_iterator(make()).get_next()
-    out = []
-    with new_session(g) as sess:
-        try:
-            while True:
-                out.append(_py(sess.run(fetch)))
-        except tf.errors.OutOfRangeError:
-            pass
-    return out
+    return [_py(value) for value in drain_dataset(make)]
 
 
 def legacy(impl, make_reader, work, up_to=None):
