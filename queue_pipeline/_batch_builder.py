@@ -63,8 +63,8 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
             first, infos = _sparse.store(lists[0], enqueue_many, keep, smart_cond)
             stored = [first]
         types = _dtypes(api, stored)
-        shapes = _shapes(stored, shapes, enqueue_many)
-        queue = _make_queue(kind, capacity, min_after_dequeue, seed, types, shapes,
+        queue_shapes = _shapes(stored, shapes, enqueue_many)
+        queue = _make_queue(kind, capacity, min_after_dequeue, seed, types, queue_shapes,
                             dynamic_pad, shared_name)
         if kind.join:
             enqueue_ops = [_enqueue_op(queue, tl, enqueue_many, keep) for tl in stored]

@@ -456,3 +456,13 @@ def test_plan_of_a_whole_pipeline(tmp_path):
         assert node.fills is tf.compat.v1.get_collection("queue_runners")[-1].queue
         assert list(node.inputs) == [a, b]
         assert set(node.outputs) == set(batch.values())
+
+
+def test_plan_records_the_callers_arguments():
+    with tf.Graph().as_default():
+        out = qp.batch([tf.zeros([3])], 2, num_threads=2)
+        (node,) = qp.plan_for(out)
+        assert node.kind == "batch" and node.args["shapes"] is None
+        assert node.args["num_threads"] == 2 and node.args["keep_input"] is True
+        explicit = qp.batch([tf.compat.v1.placeholder(tf.float32, [None])], 2, shapes=[[3]])
+        assert qp.plan_for(explicit).nodes[-1].args["shapes"] == [[3]]
