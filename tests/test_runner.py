@@ -377,6 +377,7 @@ def test_meta_graph_round_trip_runs():
     with tf.Graph().as_default():
         with tf.name_scope("outer"):
             files = qp.string_input_producer(["a", "b", "c"], shuffle=False)
+        assert files.name == "outer/input_producer"
         meta = tf.compat.v1.train.export_meta_graph()
     assert "queue_runners" in meta.collection_def
     g = tf.Graph()

@@ -6,9 +6,6 @@ import warnings
 
 import tensorflow as tf
 
-_DEFAULTS_THAT_ARE_INERT = (None,)
-
-
 def warn_inert(api: str, **args) -> None:
     """Warns once per call for each legacy argument that has no tf.data meaning.
 
