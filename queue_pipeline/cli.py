@@ -53,6 +53,15 @@ def _load(spec: str, what: str):
     return obj
 
 
+def report_error(command: str, error: BaseException, *, as_json: bool) -> int:
+    """Reports a subcommand's failure (also as JSON on stdout); returns exit status 2."""
+    message = f"{type(error).__name__}: {error}"
+    if as_json:
+        sys.stdout.write(json.dumps({"error": message}, indent=2) + "\n")
+    sys.stderr.write(f"queue-pipeline {command}: error: {message}\n")
+    return 2
+
+
 def _compare(args) -> int:
     from queue_pipeline.compare import compare
 
@@ -61,11 +70,7 @@ def _compare(args) -> int:
                          epochs=args.epochs, max_batches=args.max_batches,
                          ordered=args.ordered, timeout=args.timeout, progress=None)
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
-        message = f"{type(e).__name__}: {e}"
-        if args.json:
-            sys.stdout.write(json.dumps({"error": message}, indent=2) + "\n")
-        sys.stderr.write(f"queue-pipeline compare: error: {message}\n")
-        return 2
+        return report_error("compare", e, as_json=args.json)
     sys.stdout.write(report.to_json() + "\n" if args.json else report.render())
     return 0 if report.matched else 1
 

@@ -345,11 +345,9 @@ def run(args: argparse.Namespace) -> int:
         summary = run_demo(epochs=args.epochs, seed=args.seed,
                            progress=False if args.quiet or args.json else None)
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
-        message = f"{type(e).__name__}: {e}"
-        if args.json:
-            sys.stdout.write(json.dumps({"error": message}, indent=2) + "\n")
-        sys.stderr.write(f"queue-pipeline demo: error: {message}\n")
-        return 2
+        from queue_pipeline.cli import report_error
+
+        return report_error("demo", e, as_json=args.json)
     if args.json:
         sys.stdout.write(json.dumps({k: v for k, v in summary.items()
                                      if k != "comparison_text"}, indent=2) + "\n")
