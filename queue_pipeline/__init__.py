@@ -8,6 +8,7 @@ stands in for ``tf.compat.v1.train`` in a legacy script.
 """
 
 from queue_pipeline import compare, data, plan, testing
+from queue_pipeline._settings import diagnostics, engine, tf_faithful
 from queue_pipeline.batching import (
     batch,
     batch_join,
@@ -60,6 +61,8 @@ __all__ = [
     "batch_join",
     "compare",
     "data",
+    "diagnostics",
+    "engine",
     "input_producer",
     "limit_epochs",
     "match_filenames_once",
@@ -76,4 +79,5 @@ __all__ = [
     "start_queue_runners",
     "string_input_producer",
     "testing",
+    "tf_faithful",
 ]

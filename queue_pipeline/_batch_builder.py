@@ -16,7 +16,7 @@ import numbers
 
 import tensorflow as tf
 
-from queue_pipeline import _compat, _sparse, _structure, plan
+from queue_pipeline import _compat, _diagnostics, _sparse, _structure, plan
 from queue_pipeline.runner import QueueRunner, add_queue_runner
 
 
@@ -72,10 +72,11 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
             enqueue_ops = [_enqueue_op(queue, stored[0], enqueue_many, keep)] * num_threads
         add_queue_runner(QueueRunner(queue, enqueue_ops))
         _add_summary(queue, capacity, min_after_dequeue if kind.shuffle else None)
-        if allow_smaller_final_batch:
-            dequeued = queue.dequeue_up_to(batch_size, name=scope)
-        else:
-            dequeued = queue.dequeue_many(batch_size, name=scope)
+        with tf.control_dependencies(_diagnostics.dequeue_guard(queue, api)):
+            if allow_smaller_final_batch:
+                dequeued = queue.dequeue_up_to(batch_size, name=scope)
+            else:
+                dequeued = queue.dequeue_many(batch_size, name=scope)
         result = _structure.as_original_type(original, _sparse.restore(dequeued, infos))
     plan.record(api, dict(
         batch_size=batch_size, keep_input=keep_input, capacity=capacity,

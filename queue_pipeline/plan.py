@@ -7,15 +7,15 @@ fills. :func:`plan_for` walks back from any tensor a pipeline produced and
 returns the :class:`Plan` behind it, upstream first. The comparison harness
 and the tf.data rebuilder read these plans; nothing else depends on them.
 
-Recording costs one small object per builder call and touches no graph
-collection, so exporting a meta graph is unaffected.
+Recording costs one small object per builder call, kept in the graph under a
+private non-string collection key: ``get_all_collection_keys()`` and
+meta-graph export skip it, and the nodes die with their graph.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import threading
-import weakref
 from typing import Any, Iterable, Iterator, Mapping
 
 import tensorflow as tf
@@ -23,8 +23,21 @@ import tensorflow as tf
 __all__ = ["Plan", "PlanNode", "plan_for", "plan_nodes"]
 
 _LOCK = threading.Lock()
-# graph -> list of PlanNode, in recording (therefore topological) order.
-_NODES: "weakref.WeakKeyDictionary[tf.Graph, list[PlanNode]]" = weakref.WeakKeyDictionary()
+
+
+class _PlanKey:
+    """A graph-collection key no string equals: invisible to collection listings."""
+
+    def __repr__(self) -> str:
+        return "<queue_pipeline plan nodes>"
+
+
+# The PlanNodes, in recording (therefore topological) order, live in the
+# graph itself, in a collection under this non-string key, which
+# get_all_collection_keys() and meta-graph export skip. A dictionary keyed by
+# graph would keep every graph alive: the nodes hold tensors, and tensors hold
+# their graph.
+_KEY = _PlanKey()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -86,7 +99,7 @@ def record(kind: str, args: Mapping[str, Any], inputs: Iterable, outputs: Iterab
     """Records a plan node on `graph` (default: the current default graph)."""
     graph = graph if graph is not None else tf.compat.v1.get_default_graph()
     with _LOCK:
-        nodes = _NODES.setdefault(graph, [])
+        nodes = graph.get_collection_ref(_KEY)
         node = PlanNode(kind=kind, args=dict(args), inputs=tuple(inputs),
                         outputs=tuple(outputs), reads=reads, fills=fills,
                         index=len(nodes))
@@ -98,7 +111,7 @@ def plan_nodes(graph: tf.Graph | None = None) -> tuple[PlanNode, ...]:
     """Every plan node recorded on `graph` (default: the default graph), in order."""
     graph = graph if graph is not None else tf.compat.v1.get_default_graph()
     with _LOCK:
-        return tuple(_NODES.get(graph, ()))
+        return tuple(graph.get_collection(_KEY))
 
 
 def plan_for(*fetches) -> Plan:

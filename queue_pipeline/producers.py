@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline import _compat, plan
+from queue_pipeline import _compat, _diagnostics, plan
 from queue_pipeline.runner import QueueRunner, add_queue_runner
 
 __all__ = [
@@ -346,7 +346,9 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
         rows = tf.shape(tensors[0])[0]
         queue, _ = _range_input_producer(rows, num_epochs, shuffle, seed, capacity,
                                          shared_name, None)
-        index = queue.dequeue()
+        with tf.control_dependencies(
+                _diagnostics.dequeue_guard(queue, "slice_input_producer")):
+            index = queue.dequeue()
         outputs = [tf.gather(t, index) for t in tensors]
     plan.record("slice_input_producer", dict(
         num_epochs=num_epochs, shuffle=shuffle, seed=seed, capacity=capacity,

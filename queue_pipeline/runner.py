@@ -17,7 +17,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.protobuf import queue_runner_pb2
 
-from queue_pipeline import _compat
+from queue_pipeline import _compat, _diagnostics, _locate, _settings
 from queue_pipeline._compat import QUEUE_RUNNERS, logger
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
@@ -203,8 +203,17 @@ class QueueRunner:
 
     @property
     def name(self) -> str:
-        """The name of the queue op, e.g. ``"batch/fifo_queue"``."""
+        """The name of the queue, e.g. ``"batch/fifo_queue"``.
+
+        As in TF, this is ``queue.name``, which is only the last part of the
+        op name (``"fifo_queue"``) where eager execution is active.
+        """
         return self._queue.name
+
+    @property
+    def _queue_op_name(self) -> str:
+        """The queue's full op name in every context (runner threads run eagerly)."""
+        return _queue_op_name(self._queue)
 
     def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
         """Creates one thread per enqueue op for `sess` (plus one if `coord`).
@@ -229,13 +238,22 @@ class QueueRunner:
         Side effects:
           Registers each thread with `coord`.
         """
+        settings = _settings.current()
         with self._lock:
             if self._runs_per_session.get(sess, 0) > 0:
                 return []
             self._runs_per_session[sess] = len(self._enqueue_ops)
             self._exceptions_raised = []
+        _diagnostics.mark_started(sess, self._queue_op_name)
+        _diagnostics.forget_failures(sess, self)
+        if settings.runner_errors:
+            _diagnostics.watch_session(sess)
+        if settings.tail_warning:
+            _locate.warn_partial_tails(self)
+        if settings.exit_unblock:
+            _diagnostics.unblock_at_exit(self, sess)
         threads = [
-            threading.Thread(target=self._run, args=(sess, op, coord),
+            threading.Thread(target=self._run, args=(sess, op, coord, settings),
                              name=f"QueueRunnerThread-{self.name}-{op.name}")
             for op in self._enqueue_ops]
         if coord:
@@ -251,10 +269,22 @@ class QueueRunner:
                 thread.start()
         return threads
 
-    def _run(self, sess, enqueue_op, coord=None) -> None:
-        """Thread body: runs `enqueue_op` until a queue-closed error, stop or error."""
+    def _run(self, sess, enqueue_op, coord=None, settings=None) -> None:
+        """Thread body: runs `enqueue_op` until a queue-closed error, stop or error.
+
+        See NOTE [ Queue close vs cancel ] and, for what the diagnostics
+        change, NOTE [ Runner errors reach the consumer ] in _diagnostics.py.
+        """
+        settings = settings or _settings.current()
         counted = True  # this thread still counts in _runs_per_session[sess]
+        failed = False
         try:
+            if settings.no_spin and _is_no_op(enqueue_op):
+                # keep_input is statically False: nothing can ever be enqueued,
+                # so end as if the upstream were exhausted instead of spinning.
+                counted = False
+                self._finish_clean(sess)
+                return
             # A callable costs about half a `sess.run` per call (no fetch
             # parsing), which matters in this loop: one call per record.
             run_enqueue = sess.make_callable(enqueue_op)
@@ -263,25 +293,46 @@ class QueueRunner:
                 try:
                     run_enqueue()
                 except closed_types:
-                    with self._lock:
-                        self._runs_per_session[sess] -= 1
-                        counted = False
-                        last = self._runs_per_session[sess] == 0
-                        if last:
-                            self._run_quietly(sess, self._close_op)
+                    counted = False
+                    self._finish_clean(sess)
                     return
         except Exception as e:  # noqa: BLE001 - reported, never swallowed
+            if settings.quiet_shutdown and _diagnostics.is_shutdown_error(e, sess, coord):
+                logger.debug("QueueRunner %s stopped: %s", self.name, e)
+                if coord:
+                    coord.request_stop()  # a closed session: wind everything down
+                return
+            failed = True
+            error = e
+            if settings.runner_errors:
+                error = _diagnostics.enrich(e, self, sess, enqueue_op,
+                                            _locate.describe_origin(e, self, sess))
+                _diagnostics.record_failure(sess, self, error)
             if coord:
-                coord.request_stop(e)
+                _request_stop(coord, error, e)
             else:
-                logger.error("Exception in QueueRunner: %s", e)
+                logger.error("Exception in QueueRunner: %s", error)
                 with self._lock:
-                    self._exceptions_raised.append(e)
-                raise
+                    self._exceptions_raised.append(error)
+                if error is e:
+                    raise
+                raise error from e
         finally:
             if counted:
                 with self._lock:
                     self._runs_per_session[sess] -= 1
+                    last = self._runs_per_session[sess] == 0
+                # Without a Coordinator nothing else would ever close the
+                # queue, and the consumer would wait forever.
+                if failed and last and coord is None and settings.runner_errors:
+                    self._run_quietly(sess, self._cancel_op)
+
+    def _finish_clean(self, sess) -> None:
+        """One thread ends cleanly; the last one for `sess` closes the queue."""
+        with self._lock:
+            self._runs_per_session[sess] -= 1
+            if self._runs_per_session[sess] == 0:
+                self._run_quietly(sess, self._close_op)
 
     @staticmethod
     def _run_quietly(sess, op) -> None:
@@ -321,6 +372,29 @@ class QueueRunner:
     def from_proto(queue_runner_def, import_scope=None) -> "QueueRunner":
         """Builds a QueueRunner from a ``QueueRunnerDef`` in the default graph."""
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
+
+
+def _queue_op_name(queue) -> str:
+    queue_ref = getattr(queue, "queue_ref", None)
+    if queue_ref is not None:
+        return queue_ref.op.name
+    return getattr(queue, "name", "")
+
+
+def _is_no_op(enqueue_op) -> bool:
+    op = enqueue_op if isinstance(enqueue_op, tf.Operation) else getattr(enqueue_op, "op", None)
+    return op is not None and op.type == "NoOp" and not op.control_inputs
+
+
+def _request_stop(coord, error, cause) -> None:
+    """Reports `error` to `coord` from inside an ``except`` block, as TF's Coordinator needs."""
+    if error is cause:
+        coord.request_stop(error)
+        return
+    try:
+        raise error from cause
+    except type(error) as raised:
+        coord.request_stop(raised)
 
 
 def add_queue_runner(qr, collection=QUEUE_RUNNERS) -> None:
@@ -390,6 +464,8 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
     threads: list[Any] = []
     with sess.graph.as_default():
         for qr in tf.compat.v1.get_collection(collection):
+            if not isinstance(qr, QueueRunner):  # ours mark in create_threads
+                _diagnostics.mark_started(sess, _queue_op_name(getattr(qr, "queue", None)))
             threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon,
                                              start=start))
     return threads

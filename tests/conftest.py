@@ -129,14 +129,21 @@ def drain(impl, graph, fetch, *, max_steps=10_000, init=True, coord=True, join=T
 _FUNCTION_ATTRS = ("then_branch", "else_branch", "cond", "body", "f")
 
 
-def graph_nodes(graph, *, skip_attrs=()):
+GUARD = "_qp_guard/"
+
+
+def graph_nodes(graph, *, skip_attrs=(), strip_guards=True):
     """{node name: (op type, inputs, device, attrs)} of a graph, for structural comparison.
 
     Function names (cond branches) carry a process-wide counter, which is
-    stripped.
+    stripped. With `strip_guards`, queue_pipeline's diagnostic ops (names
+    containing ``_qp_guard/``) and control inputs from them are left out, so
+    a default-mode graph compares equal to TF's when nothing else differs.
     """
     nodes = {}
     for node in graph.as_graph_def().node:
+        if strip_guards and GUARD in node.name:
+            continue
         attrs = {}
         for key, value in node.attr.items():
             if key in skip_attrs:
@@ -147,7 +154,9 @@ def graph_nodes(graph, *, skip_attrs=()):
                 value = copy
                 value.func.name = re.sub(r"_\d+$", "", value.func.name)
             attrs[key] = value.SerializeToString()
-        nodes[node.name] = (node.op, tuple(node.input), node.device, attrs)
+        inputs = tuple(i for i in node.input
+                       if not (strip_guards and i.startswith("^") and GUARD in i))
+        nodes[node.name] = (node.op, inputs, node.device, attrs)
     return nodes
 
 

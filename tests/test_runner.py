@@ -158,6 +158,7 @@ def test_last_thread_closes_queue(impl):
 
 
 def test_error_with_coordinator_reaches_join_and_consumer_sees_end(impl):
+    """TF's contract (diagnostics off): the consumer sees a plain end of data."""
     g = tf.Graph()
     with g.as_default():
         queue = tf.queue.FIFOQueue(10, tf.float32, shapes=[[]])
@@ -165,7 +166,8 @@ def test_error_with_coordinator_reaches_join_and_consumer_sees_end(impl):
         impl.add_queue_runner(impl.QueueRunner(queue, [queue.enqueue(bad)]))
         with new_session(g) as sess:
             coord = impl.Coordinator()
-            threads = impl.start_queue_runners(sess, coord)
+            with qp.tf_faithful():
+                threads = impl.start_queue_runners(sess, coord)
             with pytest.raises(tf.errors.OutOfRangeError):
                 sess.run(queue.dequeue())  # cancelled by close_on_stop
             with pytest.raises(tf.errors.InvalidArgumentError, match="boom"):
@@ -180,7 +182,8 @@ def test_error_without_coordinator_is_kept_and_logged(caplog):
         bad = tf.debugging.check_numerics(tf.constant(np.nan), "boom")
         runner = qp.QueueRunner(queue, [queue.enqueue(bad)])
         with new_session(g) as sess, caplog.at_level(logging.ERROR, "queue_pipeline"):
-            (thread,) = runner.create_threads(sess, start=True)
+            with qp.tf_faithful():
+                (thread,) = runner.create_threads(sess, start=True)
             thread.join(10)
             (error,) = runner.exceptions_raised
             assert isinstance(error, tf.errors.InvalidArgumentError)

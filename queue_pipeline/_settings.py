@@ -1,0 +1,154 @@
+"""Behaviour switches: the build engine and the diagnostics that differ from TF 1.x.
+
+Two kinds of switch live here, both read when a pipeline is *built* (or, for
+runner behaviour, when its threads are created):
+
+* the **engine** (``"queue"``, the faithful queue-runner engine, or
+  ``"dataset"``), set by :func:`engine` or the ``QUEUE_PIPELINE_ENGINE``
+  environment variable;
+* the **diagnostics**, each a deliberate difference from TF 1.x listed in the
+  README's table, on by default and turned off one by one with
+  :func:`diagnostics` or all at once with :func:`tf_faithful` (environment:
+  ``QUEUE_PIPELINE_DIAGNOSTICS=off`` or a comma-separated list of the switches
+  to keep on).
+
+Context managers change the setting for the current thread (and for contexts
+copied from it) only; nothing here touches TensorFlow's global state.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import os
+from typing import Iterator
+
+__all__ = ["DIAGNOSTICS", "ENGINES", "Settings", "current", "diagnostics", "engine",
+           "tf_faithful"]
+
+ENGINES = ("queue", "dataset")
+
+# Each diagnostic switch, with the one-line reason shown in errors and docs.
+DIAGNOSTICS = {
+    "unstarted_guard": "a dequeue in a session whose queue runners were never "
+                       "started fails at once instead of hanging",
+    "runner_errors": "a runner's error reaches the consumer's sess.run and "
+                     "Coordinator.join with its original type and where it came from",
+    "quiet_shutdown": "cancellations caused by request_stop or a closed session "
+                      "are not logged as runner errors",
+    "no_spin": "a runner whose enqueue op is a NoOp (keep_input statically False) "
+               "closes its queue instead of spinning a core",
+    "tail_warning": "a fixed-length file whose size leaves a partial record is "
+                    "reported once",
+    "exit_unblock": "at interpreter exit, the queues of running runners are cancelled, "
+                    "so non-daemon runner threads cannot keep the process alive",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """The switches in force: ``engine`` plus one bool per diagnostic."""
+
+    engine: str = "queue"
+    unstarted_guard: bool = True
+    runner_errors: bool = True
+    quiet_shutdown: bool = True
+    no_spin: bool = True
+    tail_warning: bool = True
+    exit_unblock: bool = True
+
+
+def _from_environment() -> Settings:
+    name = os.environ.get("QUEUE_PIPELINE_ENGINE", "queue").strip().lower() or "queue"
+    if name not in ENGINES:
+        raise ValueError(
+            f"QUEUE_PIPELINE_ENGINE={name!r} is not an engine; use one of {ENGINES}.")
+    flags = {key: True for key in DIAGNOSTICS}
+    raw = os.environ.get("QUEUE_PIPELINE_DIAGNOSTICS")
+    if raw is not None:
+        raw = raw.strip().lower()
+        if raw in ("off", "0", "false", "none", "tf"):
+            flags = {key: False for key in DIAGNOSTICS}
+        elif raw not in ("on", "1", "true", "all", ""):
+            keep = {part.strip() for part in raw.split(",") if part.strip()}
+            unknown = keep - set(DIAGNOSTICS)
+            if unknown:
+                raise ValueError(
+                    f"QUEUE_PIPELINE_DIAGNOSTICS names unknown switches {sorted(unknown)}; "
+                    f"use 'off', 'on' or a comma-separated list of {sorted(DIAGNOSTICS)}.")
+            flags = {key: key in keep for key in DIAGNOSTICS}
+    return Settings(engine=name, **flags)
+
+
+_CURRENT: contextvars.ContextVar[Settings | None] = contextvars.ContextVar(
+    "queue_pipeline_settings", default=None)
+_DEFAULT: Settings | None = None
+
+
+def current() -> Settings:
+    """The settings in force in this context (environment defaults if none set)."""
+    global _DEFAULT
+    value = _CURRENT.get()
+    if value is not None:
+        return value
+    if _DEFAULT is None:
+        _DEFAULT = _from_environment()
+    return _DEFAULT
+
+
+@contextlib.contextmanager
+def _override(**changes) -> Iterator[Settings]:
+    token = _CURRENT.set(dataclasses.replace(current(), **changes))
+    try:
+        yield _CURRENT.get()
+    finally:
+        _CURRENT.reset(token)
+
+
+def engine(name: str):
+    """Context manager: legacy builders inside it use engine `name`.
+
+    Args:
+      name: ``"queue"`` (the faithful queue-runner engine, the default) or
+        ``"dataset"`` (the pipeline is rebuilt on tf.data inside the graph).
+
+    Raises:
+      ValueError: `name` is not an engine.
+    """
+    if name not in ENGINES:
+        raise ValueError(
+            f"queue_pipeline.engine: name={name!r} is not an engine; use one of {ENGINES}.")
+    return _override(engine=name)
+
+
+def diagnostics(enabled: bool | None = None, **switches: bool):
+    """Context manager: turns queue_pipeline's diagnostics on or off.
+
+    ``diagnostics(False)`` restores TF 1.x's exact behaviour (graphs node for
+    node, hangs and all); ``diagnostics(runner_errors=False)`` turns off one
+    switch. The switches and what each changes are in ``DIAGNOSTICS`` and in
+    the README's table of deliberate differences.
+
+    Args:
+      enabled: if given, the value for every switch not named in `switches`.
+      **switches: switch name -> bool.
+
+    Raises:
+      ValueError: a switch name is unknown.
+    """
+    unknown = set(switches) - set(DIAGNOSTICS)
+    if unknown:
+        raise ValueError(
+            f"queue_pipeline.diagnostics: unknown switches {sorted(unknown)}; "
+            f"the switches are {sorted(DIAGNOSTICS)}.")
+    changes = {}
+    if enabled is not None:
+        changes = {key: bool(enabled) for key in DIAGNOSTICS}
+    changes.update({key: bool(value) for key, value in switches.items()})
+    return _override(**changes)
+
+
+def tf_faithful():
+    """Context manager: every diagnostic off, so behaviour is TF 1.x's exactly."""
+    return diagnostics(False)

@@ -1,0 +1,509 @@
+"""Diagnostics for the classic traps (spec section 4) and the switches restoring TF's behaviour.
+
+Each trap is checked three ways where it makes sense: TF's own behaviour,
+queue_pipeline under ``tf_faithful()`` (the same), and queue_pipeline's
+default (the diagnostic).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+import tensorflow as tf
+
+import queue_pipeline as qp
+from conftest import TF, new_session
+from queue_pipeline import _settings
+
+SHORT_MS = 1500  # sessions expected to block use this timeout
+
+
+def _csv(tmp_path, rows, name="a.csv") -> str:
+    path = tmp_path / name
+    path.write_text("".join(f"{row}\n" for row in rows))
+    return str(path)
+
+
+def _csv_batch(m, files, *, num_epochs=None, batch_size=2):
+    queue = m.string_input_producer(files, num_epochs=num_epochs, shuffle=False)
+    _, line = m.TextLineReader().read(queue)
+    a, b = tf.io.decode_csv(line, [[0], [0]])
+    return m.batch([a, b], batch_size)
+
+
+def _drain(sess, fetch, limit=1000):
+    out = []
+    for _ in range(limit):
+        out.append(sess.run(fetch))
+    return out
+
+
+def _qp_errors(caplog):
+    return [r for r in caplog.records
+            if r.name == "queue_pipeline" and r.levelno >= logging.ERROR]
+
+
+# --------------------------------------------------------------------------- switches
+
+def test_defaults_are_all_on_and_tf_faithful_turns_all_off():
+    settings = _settings.current()
+    assert settings.engine == "queue"
+    assert all(getattr(settings, key) for key in _settings.DIAGNOSTICS)
+    with qp.tf_faithful():
+        assert not any(getattr(_settings.current(), key) for key in _settings.DIAGNOSTICS)
+        with qp.diagnostics(runner_errors=True):
+            assert _settings.current().runner_errors
+            assert not _settings.current().unstarted_guard
+    assert _settings.current() == settings
+
+
+def test_unknown_switch_and_engine_are_clear_errors():
+    with pytest.raises(ValueError, match=r"unknown switches \['hang'\]"):
+        qp.diagnostics(hang=False)
+    with pytest.raises(ValueError, match="'turbo' is not an engine"):
+        qp.engine("turbo")
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ("off", set()),
+    ("0", set()),
+    ("on", set(_settings.DIAGNOSTICS)),
+    ("runner_errors, no_spin", {"runner_errors", "no_spin"}),
+])
+def test_environment_variable(monkeypatch, raw, expected):
+    monkeypatch.setenv("QUEUE_PIPELINE_DIAGNOSTICS", raw)
+    settings = _settings._from_environment()
+    assert {k for k in _settings.DIAGNOSTICS if getattr(settings, k)} == expected
+
+
+def test_environment_variable_rejects_unknown_names(monkeypatch):
+    monkeypatch.setenv("QUEUE_PIPELINE_DIAGNOSTICS", "runner_errors,typo")
+    with pytest.raises(ValueError, match="unknown switches"):
+        _settings._from_environment()
+    monkeypatch.delenv("QUEUE_PIPELINE_DIAGNOSTICS")
+    monkeypatch.setenv("QUEUE_PIPELINE_ENGINE", "fast")
+    with pytest.raises(ValueError, match="QUEUE_PIPELINE_ENGINE='fast'"):
+        _settings._from_environment()
+
+
+# --------------------------------------------------------------------------- 1. never started
+
+def _consumers():
+    def batch(tmp):
+        return _csv_batch(qp, [tmp])
+
+    def shuffle_batch(tmp):
+        return qp.shuffle_batch([tf.constant(1)], 2, capacity=10, min_after_dequeue=2)
+
+    def batch_join(tmp):
+        return qp.batch_join([[tf.constant(1)], [tf.constant(2)]], 2)
+
+    def slice_producer(tmp):
+        return qp.slice_input_producer([tf.range(5)])[0]
+
+    def reader_read(tmp):
+        return qp.TextLineReader().read(qp.string_input_producer([tmp]))[1]
+
+    def reader_read_up_to(tmp):
+        return qp.TextLineReader().read_up_to(qp.string_input_producer([tmp]), 2)[1]
+
+    return {f.__name__: f for f in (batch, shuffle_batch, batch_join, slice_producer,
+                                    reader_read, reader_read_up_to)}
+
+
+CONSUMERS = _consumers()
+
+
+@pytest.mark.parametrize("consumer", list(CONSUMERS))
+def test_unstarted_runners_fail_at_once_naming_the_fix(tmp_path, consumer):
+    path = _csv(tmp_path, ["1,2", "3,4"])
+    g = tf.Graph()
+    with g.as_default():
+        fetch = CONSUMERS[consumer](path)
+        with new_session(g) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                sess.run(fetch)  # a 20 s operation timeout would give DeadlineExceeded
+    message = info.value.message
+    assert "never started" in message
+    assert "start_queue_runners" in message and "MonitoredTrainingSession" in message
+    assert "unstarted_guard=False" in message
+
+
+@pytest.mark.parametrize("m", [TF, qp], ids=["tf", "qp-faithful"])
+def test_unstarted_runners_hang_as_in_tf_with_the_guard_off(tmp_path, m):
+    path = _csv(tmp_path, ["1,2", "3,4"])
+    g = tf.Graph()
+    with g.as_default(), qp.diagnostics(unstarted_guard=False):
+        fetch = _csv_batch(m, [path])
+        assert not [op for op in g.get_operations() if op.name.endswith("_qp_guard/started")]
+        with new_session(g, timeout_ms=SHORT_MS) as sess:
+            with pytest.raises(tf.errors.DeadlineExceededError):
+                sess.run(fetch)
+
+
+def test_guard_judges_each_session_separately(tmp_path):
+    path = _csv(tmp_path, ["1,2", "3,4"])
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [path])
+        with new_session(g) as started, new_session(g) as idle:
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(started, coord)
+            try:
+                assert started.run(fetch)[0].tolist() == [1, 3]
+                with pytest.raises(tf.errors.InvalidArgumentError, match="never started"):
+                    idle.run(fetch)
+            finally:
+                coord.request_stop()
+                coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_queue_filled_by_hand_passes_the_guard():
+    g = tf.Graph()
+    with g.as_default():
+        fetch = qp.batch([tf.constant(7)], 2)
+        (runner,) = tf.compat.v1.get_collection("queue_runners")
+        with new_session(g) as sess:
+            sess.run([runner.enqueue_ops[0]] * 1)
+            sess.run(runner.enqueue_ops[0])
+            assert sess.run(fetch).tolist() == [7, 7]
+
+
+def test_runners_rebuilt_from_a_meta_graph_are_marked_by_start_queue_runners(tmp_path):
+    path = _csv(tmp_path, ["1,2", "3,4", "5,6", "7,8"])
+    with tf.Graph().as_default():
+        fetch = _csv_batch(qp, [path], num_epochs=1)
+        meta = tf.compat.v1.train.export_meta_graph()
+        fetch_name = fetch[0].name
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.train.import_meta_graph(meta)
+        runners = tf.compat.v1.get_collection("queue_runners")
+        assert runners and not any(isinstance(r, qp.QueueRunner) for r in runners)
+        fetch = g.get_tensor_by_name(fetch_name)
+        with new_session(g) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            try:
+                assert sorted(x for b in _drain_until_end(sess, fetch) for x in b) == [1, 3, 5, 7]
+            finally:
+                coord.request_stop()
+                coord.join(threads, stop_grace_period_secs=5)
+
+
+def _drain_until_end(sess, fetch):
+    out = []
+    try:
+        while True:
+            out.append(sess.run(fetch).tolist())
+    except tf.errors.OutOfRangeError:
+        return out
+
+
+# --------------------------------------------------------------------------- 2. locals
+
+@pytest.mark.parametrize("with_coord", [True, False], ids=["coord", "no-coord"])
+def test_uninitialized_local_variable_is_named(tmp_path, with_coord):
+    path = _csv(tmp_path, ["1,2", "3,4"])
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [path], num_epochs=1)
+        with new_session(g) as sess:
+            coord = qp.Coordinator() if with_coord else None
+            threads = qp.start_queue_runners(sess, coord)
+            with pytest.raises((tf.errors.NotFoundError,
+                                tf.errors.FailedPreconditionError)) as info:
+                sess.run(fetch)
+            if coord:
+                with pytest.raises(type(info.value)) as joined:
+                    coord.join(threads, stop_grace_period_secs=5)
+                assert "local_variables_initializer" in str(joined.value)
+            else:
+                for thread in threads:
+                    thread.join(5)
+                    assert not thread.is_alive()
+    message = info.value.message
+    assert "local_variables_initializer()" in message
+    assert "input_producer/limit_epochs/epochs" in message
+    assert "queue_pipeline: a queue runner failed" in message
+
+
+def test_uninitialized_match_filenames_once_is_named(tmp_path):
+    path = _csv(tmp_path, ["1,2", "3,4"])
+    g = tf.Graph()
+    with g.as_default():
+        files = qp.match_filenames_once(str(tmp_path / "*.csv"))
+        fetch = _csv_batch(qp, files)
+        with new_session(g) as sess:
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            with pytest.raises((tf.errors.NotFoundError,
+                                tf.errors.FailedPreconditionError)) as info:
+                sess.run(fetch)
+            coord.request_stop()
+            with pytest.raises(type(info.value)):
+                coord.join(threads, stop_grace_period_secs=5)
+    assert "matching_filenames" in info.value.message
+    assert "local_variables_initializer()" in info.value.message
+    assert path  # the glob would have matched
+
+
+@pytest.mark.parametrize("m", [TF, qp], ids=["tf", "qp-faithful"])
+def test_uninitialized_local_looks_like_end_of_data_in_tf(tmp_path, m):
+    """Spec P2, kept under tf_faithful(): the consumer sees OutOfRange, join the error."""
+    path = _csv(tmp_path, ["1,2", "3,4"])
+    g = tf.Graph()
+    with g.as_default(), qp.tf_faithful():
+        fetch = _csv_batch(m, [path], num_epochs=1)
+        with new_session(g) as sess:
+            coord = m.Coordinator()
+            threads = m.start_queue_runners(sess, coord)
+            with pytest.raises(tf.errors.OutOfRangeError):
+                sess.run(fetch)
+            with pytest.raises((tf.errors.NotFoundError, tf.errors.FailedPreconditionError)):
+                coord.join(threads, stop_grace_period_secs=5)
+
+
+# --------------------------------------------------------------------------- 3. runner errors
+
+@pytest.mark.parametrize("with_coord", [True, False], ids=["coord", "no-coord"])
+def test_missing_file_reaches_the_consumer_with_its_type(tmp_path, with_coord):
+    good = _csv(tmp_path, ["1,2", "3,4"])
+    missing = str(tmp_path / "missing.csv")
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [good, missing], num_epochs=1)
+        with new_session(g) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = qp.Coordinator() if with_coord else None
+            threads = qp.start_queue_runners(sess, coord)
+            assert sess.run(fetch)[0].tolist() == [1, 3]
+            with pytest.raises(tf.errors.NotFoundError) as info:
+                sess.run(fetch)
+            assert isinstance(info.value.__cause__, tf.errors.OutOfRangeError)
+            if coord:
+                with pytest.raises(tf.errors.NotFoundError, match="missing.csv"):
+                    coord.join(threads, stop_grace_period_secs=5)
+            else:
+                for thread in threads:
+                    thread.join(5)
+    message = info.value.message
+    assert "queue 'batch/fifo_queue'" in message
+    assert "ReaderReadV2" in message
+    assert "missing.csv" in message
+
+
+def test_decode_error_after_good_records_is_never_a_clean_end(tmp_path):
+    path = _csv(tmp_path, ["1,2", "3,4", "5,six", "7,8"])
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [path], num_epochs=1)
+        with new_session(g) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            assert sess.run(fetch)[0].tolist() == [1, 3]
+            with pytest.raises(tf.errors.InvalidArgumentError, match="queue 'batch/fifo_queue'"):
+                sess.run(fetch)
+            with pytest.raises(tf.errors.InvalidArgumentError):
+                coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_error_without_coordinator_unblocks_the_consumer():
+    g = tf.Graph()
+    with g.as_default():
+        queue = tf.queue.FIFOQueue(10, tf.float32, shapes=[[]])
+        bad = tf.debugging.check_numerics(tf.constant(float("nan")), "boom")
+        runner = qp.QueueRunner(queue, [queue.enqueue(bad)])
+        with new_session(g) as sess:
+            (thread,) = runner.create_threads(sess, start=True)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="boom") as info:
+                sess.run(queue.dequeue())
+            thread.join(5)
+            assert sess.run(queue.is_closed())
+            (error,) = runner.exceptions_raised
+            assert type(error) is tf.errors.InvalidArgumentError
+    assert "queue 'fifo_queue'" in info.value.message
+
+
+def test_monitored_training_session_raises_the_root_cause(tmp_path):
+    missing = str(tmp_path / "missing.csv")
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [missing], num_epochs=1)
+        with pytest.raises(tf.errors.NotFoundError, match="missing.csv"):
+            with tf.compat.v1.train.MonitoredTrainingSession(
+                    config=tf.compat.v1.ConfigProto(operation_timeout_in_ms=20_000)) as sess:
+                while not sess.should_stop():
+                    sess.run(fetch)
+
+
+def test_runner_errors_off_keeps_tf_contract(tmp_path):
+    missing = str(tmp_path / "missing.csv")
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [missing], num_epochs=1)
+        with new_session(g) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = qp.Coordinator()
+            with qp.diagnostics(runner_errors=False):
+                threads = qp.start_queue_runners(sess, coord)
+            with pytest.raises(tf.errors.OutOfRangeError):
+                sess.run(fetch)
+            with pytest.raises(tf.errors.NotFoundError) as info:
+                coord.join(threads, stop_grace_period_secs=5)
+    assert "queue_pipeline:" not in info.value.message
+
+
+# --------------------------------------------------------------------------- 4. shutdown
+
+def _full_pipeline():
+    """Two runners that block: one on a full queue, one on an empty pipeline queue.
+
+    `full` has capacity 2 and nobody consumes it. `starved` dequeues from a
+    pipeline queue whose runner keeps nothing (a dynamic keep_input that is
+    False), so it stays empty.
+    """
+    full = qp.batch([tf.constant(1)], 1, capacity=2, num_threads=2)
+    keep = tf.compat.v1.placeholder_with_default(False, [])
+    empty = qp.maybe_batch([tf.constant(2)], keep, 1, capacity=2)
+    starved = qp.batch([empty], 1, capacity=2)
+    return full, starved
+
+
+def test_stop_and_join_end_blocked_runners_without_error_logs(caplog):
+    g = tf.Graph()
+    with g.as_default(), caplog.at_level(logging.DEBUG, "queue_pipeline"):
+        _full_pipeline()
+        with new_session(g) as sess:
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+            assert not any(t.is_alive() for t in threads)
+    assert not _qp_errors(caplog)
+
+
+def test_closing_the_session_first_ends_quietly(caplog):
+    """Spec P9: closing the session under blocked runners is not reported as an error."""
+    g = tf.Graph()
+    with g.as_default(), caplog.at_level(logging.DEBUG):
+        _full_pipeline()
+        sess = new_session(g)
+        coord = qp.Coordinator()
+        threads = qp.start_queue_runners(sess, coord)
+        sess.close()
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)  # no CancelledError
+        assert not any(t.is_alive() for t in threads)
+    assert not _qp_errors(caplog)
+
+
+def test_closing_the_session_without_coordinator_is_quiet(caplog):
+    g = tf.Graph()
+    with g.as_default(), caplog.at_level(logging.DEBUG, "queue_pipeline"):
+        full, _ = _full_pipeline()
+        runners = tf.compat.v1.get_collection("queue_runners")
+        sess = new_session(g)
+        threads = [t for r in runners for t in r.create_threads(sess, start=True)]
+        sess.close()
+        for thread in threads:
+            thread.join(5)
+            assert not thread.is_alive()
+    assert not _qp_errors(caplog)
+    assert all(not r.exceptions_raised for r in runners)
+
+
+def test_closing_the_session_without_coordinator_logs_in_faithful_mode(caplog):
+    g = tf.Graph()
+    with g.as_default(), caplog.at_level(logging.DEBUG, "queue_pipeline"):
+        full = qp.batch([tf.constant(1)], 1, capacity=2)
+        (runner,) = tf.compat.v1.get_collection("queue_runners")
+        sess = new_session(g)
+        with qp.tf_faithful():
+            (thread,) = runner.create_threads(sess, start=True)
+        sess.close()
+        thread.join(5)
+    assert full is not None
+    assert [r for r in _qp_errors(caplog) if "Exception in QueueRunner" in r.getMessage()]
+
+
+def test_non_daemon_runner_threads_do_not_keep_the_interpreter_alive(tmp_path):
+    script = tmp_path / "exit_with_blocked_runner.py"
+    script.write_text(textwrap.dedent("""
+        import tensorflow as tf
+        import queue_pipeline as qp
+        with tf.Graph().as_default() as g:
+            qp.batch([tf.constant(1)], 1, capacity=2)
+            (runner,) = tf.compat.v1.get_collection("queue_runners")
+            sess = tf.compat.v1.Session(graph=g)
+            threads = runner.create_threads(sess, daemon=False, start=True)
+            assert not threads[0].daemon
+        print("script done")
+    """))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "script done" in done.stdout
+    assert "Exception in QueueRunner" not in done.stderr
+
+
+def test_keep_input_false_closes_instead_of_spinning():
+    g = tf.Graph()
+    with g.as_default():
+        fetch = qp.maybe_batch([tf.constant(1)], keep_input=False, batch_size=2)
+        with new_session(g) as sess:
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            with pytest.raises(tf.errors.OutOfRangeError):
+                sess.run(fetch)
+            enqueue_threads = [t for t in threads if "close_on_stop" not in t.name]
+            for thread in enqueue_threads:
+                thread.join(5)
+                assert not thread.is_alive()
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+
+
+@pytest.mark.parametrize("m", [TF, qp], ids=["tf", "qp-faithful"])
+def test_keep_input_false_spins_in_tf(m):
+    g = tf.Graph()
+    with g.as_default(), qp.tf_faithful():
+        fetch = m.maybe_batch([tf.constant(1)], keep_input=False, batch_size=2)
+        with new_session(g, timeout_ms=SHORT_MS) as sess:
+            coord = m.Coordinator()
+            threads = m.start_queue_runners(sess, coord)
+            with pytest.raises(tf.errors.DeadlineExceededError):
+                sess.run(fetch)
+            assert threads[0].is_alive()  # still looping over its NoOp
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_guard_marks_even_when_threads_are_created_outside_the_graph_context(tmp_path):
+    path = _csv(tmp_path, ["1,2", "3,4"])
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [path])
+    with new_session(g) as sess:  # eager is the default out here
+        coord = qp.Coordinator()
+        threads = qp.start_queue_runners(sess, coord)
+        try:
+            assert sess.run(fetch)[0].tolist() == [1, 3]
+        finally:
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_no_runner_thread_outlives_its_test():
+    names = [t.name for t in threading.enumerate() if t.name.startswith("QueueRunnerThread")]
+    assert names == []
