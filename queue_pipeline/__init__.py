@@ -8,6 +8,7 @@ stands in for ``tf.compat.v1.train`` in a legacy script.
 """
 
 from queue_pipeline import compare, data, plan, testing
+from queue_pipeline._install import install, uninstall
 from queue_pipeline._settings import diagnostics, engine, tf_faithful
 from queue_pipeline.batching import (
     batch,
@@ -20,7 +21,11 @@ from queue_pipeline.batching import (
     shuffle_batch_join,
 )
 from queue_pipeline.coordinator import Coordinator, LooperThread
-from queue_pipeline.errors import GraphModeRequiredError, QueuePipelineError
+from queue_pipeline.errors import (
+    GraphModeRequiredError,
+    NotRebuildableError,
+    QueuePipelineError,
+)
 from queue_pipeline.plan import Plan, PlanNode, plan_for
 from queue_pipeline.producers import (
     input_producer,
@@ -38,6 +43,7 @@ from queue_pipeline.readers import (
     TFRecordReader,
     WholeFileReader,
 )
+from queue_pipeline.rebuild import to_dataset
 from queue_pipeline.runner import QueueRunner, add_queue_runner, start_queue_runners
 
 __version__ = "0.1.0"
@@ -48,6 +54,7 @@ __all__ = [
     "GraphModeRequiredError",
     "IdentityReader",
     "LooperThread",
+    "NotRebuildableError",
     "Plan",
     "PlanNode",
     "QueuePipelineError",
@@ -64,6 +71,7 @@ __all__ = [
     "diagnostics",
     "engine",
     "input_producer",
+    "install",
     "limit_epochs",
     "match_filenames_once",
     "maybe_batch",
@@ -80,4 +88,6 @@ __all__ = [
     "string_input_producer",
     "testing",
     "tf_faithful",
+    "to_dataset",
+    "uninstall",
 ]

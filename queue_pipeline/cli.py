@@ -2,10 +2,14 @@
 
 Subcommands:
   table     print the migration table (legacy symbol -> tf.data twin).
-  compare   run a legacy pipeline and its tf.data twin side by side; exit 0 when
-            they match, 1 when they differ, 2 on an error.
+  compare   run a legacy pipeline and its tf.data twin side by side (without a
+            twin: its own rebuild by ``queue_pipeline.to_dataset``); exit 0
+            when they match, 1 when they differ, 2 on an error.
   demo      train one model through a legacy queue pipeline and through its
             tf.data twin on bundled digits; compare them; exit as ``compare``.
+  run       run an unmodified TF 1.x script with ``tf.compat.v1``'s queue API
+            routed to queue_pipeline; exit with the script's status (1 if it
+            raised).
 """
 
 from __future__ import annotations
@@ -66,7 +70,8 @@ def _compare(args) -> int:
     from queue_pipeline.compare import compare
 
     try:
-        report = compare(_load(args.legacy, "MODULE:LEGACY"), _load(args.twin, "MODULE:TWIN"),
+        twin = None if args.twin is None else _load(args.twin, "MODULE:TWIN")
+        report = compare(_load(args.legacy, "MODULE:LEGACY"), twin,
                          epochs=args.epochs, max_batches=args.max_batches,
                          ordered=args.ordered, timeout=args.timeout, progress=None)
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
@@ -81,6 +86,41 @@ def _demo(args) -> int:
     return demo.run(args)
 
 
+RUN_DESCRIPTION = (
+    "Runs SCRIPT.py unmodified, as `python SCRIPT.py ARGS...` would (__name__ is "
+    "'__main__', sys.argv is [SCRIPT.py, ARGS...], sys.path[0] is the script's "
+    "directory), with queue_pipeline.install() in force: tf.compat.v1.train's "
+    "producers, batchers, QueueRunner, start_queue_runners, Coordinator and the "
+    "tf.compat.v1 readers are queue_pipeline's. --engine (before SCRIPT.py or right "
+    "after it) picks the build engine, also for subprocesses through "
+    "QUEUE_PIPELINE_ENGINE; default: that variable, else 'queue'. Every other "
+    "argument goes to the script. Exit status: the script's own (0 when it ends "
+    "normally); 1 with its traceback and a one-line error if it raised; 2 if it "
+    "could not be started.")
+
+
+def _run(args) -> int:
+    from queue_pipeline import _install
+
+    engine, script_args = args.engine, list(args.args)
+    if engine is None and script_args and script_args[0].startswith("--engine"):
+        flag = script_args.pop(0)  # `run SCRIPT.py --engine dataset ...`
+        if flag.startswith("--engine="):
+            engine = flag.partition("=")[2]
+        elif flag == "--engine" and script_args:
+            engine = script_args.pop(0)
+        else:
+            script_args.insert(0, flag)  # e.g. `--engines`: the script's own
+    try:
+        return _install.run_script(args.script, script_args, engine=engine)
+    except _install.ScriptError as failure:
+        sys.stderr.write(failure.traceback)
+        report_error("run", failure.error, as_json=False)
+        return 1
+    except (OSError, ValueError) as e:  # the script could not be started
+        return report_error("run", e, as_json=False)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="queue-pipeline",
@@ -93,10 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
         "compare", help="compare a legacy pipeline with its tf.data twin",
         description="Runs MODULE:LEGACY (builds a queue pipeline in a fresh graph and "
                     "returns its output tensors) and MODULE:TWIN (returns a "
-                    "tf.data.Dataset) and reports how they differ. Exit status: 0 "
-                    "match, 1 differ, 2 error.")
+                    "tf.data.Dataset) and reports how they differ. Without "
+                    "MODULE:TWIN the twin is the legacy pipeline rebuilt by "
+                    "queue_pipeline.to_dataset(). Exit status: 0 match, 1 differ, "
+                    "2 error.")
     cmp.add_argument("legacy", metavar="MODULE:LEGACY")
-    cmp.add_argument("twin", metavar="MODULE:TWIN")
+    cmp.add_argument("twin", metavar="MODULE:TWIN", nargs="?", default=None,
+                     help="the twin (default: the legacy pipeline's own to_dataset() "
+                          "rebuild)")
     cmp.add_argument("--epochs", type=int, default=1,
                      help="epochs the legacy side delivers, if its plan records none")
     order = cmp.add_mutually_exclusive_group()
@@ -117,6 +161,17 @@ def build_parser() -> argparse.ArgumentParser:
         description=demo.DESCRIPTION)
     demo.add_arguments(demo_parser)
     demo_parser.set_defaults(run=_demo)
+    run_parser = commands.add_parser(
+        "run", help="run an unmodified TF 1.x script on queue_pipeline",
+        usage="queue-pipeline run [--engine {queue,dataset}] SCRIPT.py "
+              "[--engine {queue,dataset}] [ARGS...]",
+        description=RUN_DESCRIPTION)
+    run_parser.add_argument("--engine", choices=["queue", "dataset"], default=None,
+                     help="build engine (default: $QUEUE_PIPELINE_ENGINE, else 'queue')")
+    run_parser.add_argument("script", metavar="SCRIPT.py")
+    run_parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                     help="arguments passed to the script")
+    run_parser.set_defaults(run=_run)
     return parser
 
 

@@ -56,7 +56,7 @@ from queue_pipeline.plan import plan_for
 
 __all__ = ["ComparisonReport", "ComponentReport", "Difference", "EpochReport",
            "PipelineError", "PipelineMismatchError", "PipelineStalledError",
-           "ShuffleStats", "SideReport", "compare"]
+           "ShuffleStats", "SideReport", "compare", "rebuilt_twin"]
 
 _API = "compare"
 _PRODUCERS = ("string_input_producer", "range_input_producer", "slice_input_producer",
@@ -97,7 +97,7 @@ class _Side:
         self.batches += 1
 
 
-def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset], *,
+def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset] | None = None, *,
             epochs: int = 1, max_batches: int | None = None, ordered: bool | None = None,
             timeout: float = 30.0, reference: Callable[[], tf.data.Dataset] | None = None,
             progress: bool | None = False) -> ComparisonReport:
@@ -112,7 +112,8 @@ def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset], *,
         a list, tuple or dict of them).
       twin: called with no arguments (eagerly when eager execution is on);
         returns a ``tf.data.Dataset`` whose elements are tuples, dicts or
-        bare tensors.
+        bare tensors. None (the default) compares the legacy pipeline with
+        its own rebuild, :func:`rebuilt_twin` ``(legacy)``.
       epochs: the number of epochs the legacy side delivers, used to cut
         per-epoch multisets when the legacy plan records no ``num_epochs``.
       max_batches: stop the legacy side after this many fetches (required if
@@ -142,6 +143,9 @@ def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset], *,
         print(report)            # text table; report.to_json() for JSON
         report.assert_match()    # in a test
     """
+    rebuilt = twin is None and callable(legacy)
+    if rebuilt:
+        twin = rebuilt_twin(legacy, timeout=timeout)
     _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference)
     left = _run_legacy(legacy, epochs, max_batches, timeout, progress)
     total = len(left.examples)
@@ -159,8 +163,57 @@ def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset], *,
         _read_dataset(reference, ref_side, limit=(left.epoch_size or total) + 1,
                       timeout=timeout, arg="reference", progress=False)
         ref = [_normalize.example_key(e) for e in ref_side.examples]
-    return analyze(left, right, ordered=ordered, epochs=left.epochs, epoch_size=left.epoch_size,
-                   reference=ref)
+    report = analyze(left, right, ordered=ordered, epochs=left.epochs,
+                     epoch_size=left.epoch_size, reference=ref)
+    if rebuilt:
+        report.notes.append("twin: queue_pipeline.to_dataset() of the legacy pipeline "
+                            "(rebuilt from its plan).")
+    return report
+
+
+def rebuilt_twin(legacy: Callable[[], Any], *,
+                 timeout: float = 30.0) -> Callable[[], tf.data.Dataset]:
+    """A twin callable that rebuilds `legacy` with :func:`queue_pipeline.to_dataset`.
+
+    Each call builds the legacy pipeline in a fresh graph, initializes its
+    global and local variables in a Session (with an operation timeout of
+    `timeout` seconds), so that variables the pipeline reads can be read
+    once, and returns ``to_dataset(outputs, session=...)``, built in the
+    caller's context (eager by default). Variables that the legacy program
+    loads by a step of its own (a feed) are not loaded here.
+
+    Args:
+      legacy: as for :func:`compare`.
+      timeout: the Session's operation timeout, in seconds.
+
+    Returns:
+      A callable with no arguments that returns a ``tf.data.Dataset``.
+
+    Example::
+
+        compare(build_legacy, rebuilt_twin(build_legacy)).assert_match()
+    """
+    from queue_pipeline.rebuild import to_dataset
+
+    def twin() -> tf.data.Dataset:
+        graph = tf.Graph()
+        with graph.as_default():
+            outputs = legacy()
+            variables = (tf.compat.v1.global_variables()
+                         + tf.compat.v1.local_variables())
+            init = tf.compat.v1.variables_initializer(variables) if variables else None
+        # Not `with Session(...)`: that would make the legacy graph the default
+        # one, and the Dataset must be built in the caller's context.
+        sess = tf.compat.v1.Session(graph=graph, config=_harness.session_config(timeout))
+        try:
+            if init is not None:
+                sess.run(init)
+            return to_dataset(outputs, session=sess)
+        finally:
+            sess.close()
+
+    twin.__qualname__ = f"rebuilt_twin({getattr(legacy, '__qualname__', legacy)!s})"
+    return twin
 
 
 def _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["GraphModeRequiredError", "OutOfRangeError", "QueuePipelineError"]
+__all__ = ["GraphModeRequiredError", "NotRebuildableError", "OutOfRangeError",
+           "QueuePipelineError"]
 
 OutOfRangeError = tf.errors.OutOfRangeError
 
@@ -26,3 +27,26 @@ class GraphModeRequiredError(QueuePipelineError, RuntimeError, ValueError):
     raises from the batching functions), so ``except`` clauses written for
     either keep working.
     """
+
+
+class NotRebuildableError(QueuePipelineError, ValueError):
+    """A legacy pipeline, or one op of it, cannot be rebuilt as a tf.data.Dataset.
+
+    Raised by :func:`queue_pipeline.to_dataset` when the pipeline holds
+    something a Dataset cannot reproduce: a Python function (``py_func``), a
+    placeholder, a per-record read of a variable that changes, or a queue or
+    reader that no queue_pipeline builder recorded. The message names the op,
+    its type, why, and the fix.
+
+    Attributes:
+      op_name: the name of the op at fault, or None.
+      op_type: its type, or None.
+      reason: why it cannot be rebuilt, in a few words.
+    """
+
+    def __init__(self, message: str, *, op_name: str | None = None,
+                 op_type: str | None = None, reason: str = "") -> None:
+        super().__init__(message)
+        self.op_name = op_name
+        self.op_type = op_type
+        self.reason = reason

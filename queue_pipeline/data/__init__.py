@@ -10,10 +10,12 @@ batches, shuffles, pads or filters it as the legacy queue did. Arguments with
 no tf.data meaning (``shared_name``, ``cancel_op``, ``name``) are accepted
 with a warning. Twins work eagerly and in graph mode (through a one-shot
 iterator). ``queue_pipeline.data.migration`` holds the table of legacy
-symbols, twins, argument mappings and semantic differences.
+symbols, twins, argument mappings and semantic differences;
+``queue_pipeline.data.distribute`` reads any Dataset (a twin, or a legacy
+pipeline rebuilt by ``queue_pipeline.to_dataset``) through tf.data service.
 """
 
-from queue_pipeline.data import batching, migration, producers, readers
+from queue_pipeline.data import batching, migration, producers, readers, service
 from queue_pipeline.data.batching import (
     batch,
     batch_join,
@@ -40,6 +42,7 @@ from queue_pipeline.data.readers import (
     TFRecordReader,
     WholeFileReader,
 )
+from queue_pipeline.data.service import distribute
 
 __all__ = [
     "FixedLengthRecordReader",
@@ -51,6 +54,7 @@ __all__ = [
     "batch",
     "batch_join",
     "batching",
+    "distribute",
     "input_producer",
     "limit_epochs",
     "match_filenames_once",
@@ -62,6 +66,7 @@ __all__ = [
     "producers",
     "range_input_producer",
     "readers",
+    "service",
     "shuffle_batch",
     "shuffle_batch_join",
     "slice_input_producer",

@@ -1,0 +1,722 @@
+"""to_dataset: rebuilds a queue_pipeline pipeline as a tf.data.Dataset, from its plan.
+
+:func:`to_dataset` takes what a legacy pipeline hands out (a batching call's
+tensors, a producer's queue, a reader's ``(key, value)``,
+``slice_input_producer``'s list) and returns the ``tf.data.Dataset`` with the
+same element structure, dtypes and static shapes, assembled from the tf.data
+twins in :mod:`queue_pipeline.data`. The user's own per-record ops between two
+stages are lifted out of the legacy graph (see :mod:`queue_pipeline._lift`)
+and applied with ``Dataset.map``.
+
+NOTE [ Rebuilding from the plan ]
+A *stream* is a stage output: a Dataset plus the legacy tensors its
+element's components stand for. :meth:`Rebuilder.rebuild` turns any legacy
+tensors into a stream in three steps:
+
+1. walk back from the tensors (``_lift.find_sources``) to the stage outputs
+   they need: the outputs of a recorded batching call, reader read,
+   ``slice_input_producer`` or ``limit_epochs``, and dequeues;
+2. build one stream per stage, recursively: batching -> its twin over the
+   rebuilt stream of each input list (the joins: one per list, interleaved
+   by the twin); a reader -> its twin's ``read``/``read_up_to`` over the
+   rebuilt work queue; a dequeue from a producer's queue -> the producer's
+   twin; a dequeue from a queue no builder recorded but that one QueueRunner
+   fills with one enqueue op (a prefetch queue, as the Object Detection
+   API's) -> the rebuilt enqueued tensors with ``prefetch(capacity)``;
+   several stages feeding one example are zipped (each ``sess.run``
+   evaluated each stage once);
+3. lift the ops between the stage outputs and the tensors into one function
+   and ``map`` it (no map when there are none).
+
+Work queues shared by several consumers (N readers on one
+``string_input_producer``, the "Reading data" guide's multiple readers) are
+split by position: consumer ``i`` of ``N`` gets the producer's rows
+``i, i+N, ...`` with the producer's own num_epochs and shuffle, so every row
+is read once per epoch in total, as with the shared queue (which gives the
+next file to whichever reader is free). Unused reader keys are not built
+(``read(keys=False)``).
+
+Extension points for other engines: :class:`Rebuilder` records every
+:class:`~queue_pipeline._lift.LiftedRegion` it maps in :attr:`Rebuilder.regions`,
+and a subclass can override :meth:`Rebuilder.apply_region` (e.g. to run a
+region on whole batches).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+from queue_pipeline import _lift, plan
+from queue_pipeline.data import batching as data_batching
+from queue_pipeline.data import producers as data_producers
+from queue_pipeline.data import readers as data_readers
+from queue_pipeline.errors import NotRebuildableError
+
+__all__ = ["Rebuilder", "Stream", "to_dataset"]
+
+_API = "to_dataset"
+BATCHING_KINDS = frozenset({
+    "batch", "batch_join", "maybe_batch", "maybe_batch_join", "shuffle_batch",
+    "shuffle_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join"})
+PRODUCER_KINDS = frozenset({"string_input_producer", "range_input_producer",
+                            "input_producer"})
+_READER_METHODS = ("read", "read_up_to")
+_DEQUEUE_ONE = ("QueueDequeueV2", "QueueDequeue")
+_DEQUEUE_MANY = ("QueueDequeueManyV2", "QueueDequeueMany")
+_DEQUEUE_UP_TO = ("QueueDequeueUpToV2", "QueueDequeueUpTo")
+_DEQUEUES = _DEQUEUE_ONE + _DEQUEUE_MANY + _DEQUEUE_UP_TO
+_READS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
+_PREFETCH_QUEUES = ("FIFOQueueV2", "PaddingFIFOQueueV2")
+_BATCH_ARGS = ("batch_size", "num_threads", "capacity", "min_after_dequeue", "seed",
+               "enqueue_many", "shapes", "dynamic_pad", "allow_smaller_final_batch")
+
+
+@dataclasses.dataclass
+class Stream:
+    """A stage output: a Dataset and the legacy values its components stand for.
+
+    Attributes:
+      dataset: the rebuilt Dataset.
+      leaves: one legacy Tensor or SparseTensor per component of an element.
+      form: ``"bare"`` (the element is the single component), ``"tuple"``
+        (a tuple of the components, possibly of one), ``"zip"`` (a tuple of
+        the elements of :attr:`parts`), ``"packed"`` (built by a `pack`
+        function: the final structure, not for further rebuilding) or
+        ``"none"`` (no component; the element is a dummy).
+      parts: for ``"zip"``, the zipped streams.
+    """
+
+    dataset: tf.data.Dataset
+    leaves: list
+    form: str = "tuple"
+    parts: tuple = ()
+
+    def flatten(self, args: tuple) -> list:
+        """The components of one element, given the arguments ``Dataset.map`` passes."""
+        if self.form == "none":
+            return []
+        if self.form != "zip":
+            return list(args)
+        flat = []
+        for part, element in zip(self.parts, args):
+            flat += part.flatten(tuple(element) if isinstance(element, tuple) else (element,))
+        return flat
+
+
+def _components(leaf) -> list[tf.Tensor]:
+    """The dense tensors of a Tensor or SparseTensor."""
+    if isinstance(leaf, tf.SparseTensor):
+        return [leaf.indices, leaf.values, leaf.dense_shape]
+    return [leaf]
+
+
+def _dense_args(values) -> list:
+    out = []
+    for value in values:
+        out += _components(value) if isinstance(value, tf.SparseTensor) else [value]
+    return out
+
+
+def _queue_op(queue) -> tf.Operation | None:
+    ref = getattr(queue, "queue_ref", queue)
+    return getattr(ref, "op", None)
+
+
+def _static_bool(value):
+    """`value` as a Python bool if statically known, else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    static = tf.get_static_value(value) if isinstance(value, tf.Tensor) else None
+    if static is not None and np.ndim(static) == 0:
+        return bool(static)
+    if isinstance(value, tf.Tensor):
+        return None
+    return bool(value)
+
+
+class Rebuilder:
+    """Rebuilds the streams of one legacy graph; see NOTE [ Rebuilding from the plan ].
+
+    Args:
+      graph: the legacy graph.
+      session: a Session on `graph` for reading variables once (optional).
+      api: the public name used in error messages.
+
+    Attributes:
+      regions: every lifted region mapped so far, in order, as
+        ``(role, LiftedRegion)`` (role: what the region feeds).
+    """
+
+    def __init__(self, graph: tf.Graph, *, session: tf.compat.v1.Session | None = None,
+                 api: str = _API) -> None:
+        self.graph = graph
+        self.session = session
+        self.api = api
+        self.regions: list[tuple[str, _lift.LiftedRegion]] = []
+        self._values: dict[str, np.ndarray] = {}
+        self._nodes = plan.plan_nodes(graph)
+        self._by_output: dict[str, plan.PlanNode] = {}
+        self._fillers: dict[str, plan.PlanNode] = {}
+        for node in self._nodes:
+            if self._is_stage(node):
+                for leaf in node.outputs:
+                    for t in tf.nest.flatten(leaf, expand_composites=True):
+                        self._by_output.setdefault(getattr(t, "name", None), node)
+            queue_op = _queue_op(node.fills)
+            if queue_op is not None:
+                self._fillers.setdefault(queue_op.name, node)
+        self._scope: set[str] | None = None
+        self._order: dict[str, int] | None = None
+
+    @staticmethod
+    def _is_stage(node: plan.PlanNode) -> bool:
+        return (node.kind in BATCHING_KINDS or node.kind in ("slice_input_producer",
+                                                             "limit_epochs")
+                or node.kind.endswith(tuple("." + m for m in _READER_METHODS)))
+
+    # ------------------------------------------------------------------ public
+
+    def restrict_to(self, leaves) -> None:
+        """Counts only the consumers of work queues that `leaves` depend on."""
+        runners: dict[str, list] = {}
+        for qr in self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+            op = _queue_op(getattr(qr, "queue", None))
+            if op is not None:
+                runners.setdefault(op.name, []).extend(
+                    getattr(e, "op", e) for e in qr.enqueue_ops)
+        seen: set[str] = set()
+        stack = [t.op for leaf in leaves for t in _components(leaf)]
+        while stack:
+            op = stack.pop()
+            if op.name in seen:
+                continue
+            seen.add(op.name)
+            stack.extend(t.op for t in op.inputs)
+            stack.extend(op.control_inputs)
+            stack.extend(runners.get(op.name, ()))
+        self._scope = seen
+
+    def has_plan(self) -> bool:
+        """Whether a recorded builder is upstream of the leaves of :meth:`restrict_to`."""
+        for node in self._nodes:
+            ops = [getattr(t, "op", None) for t in tf.nest.flatten(
+                node.outputs, expand_composites=True)] + [_queue_op(node.fills)]
+            if any(op is not None and (self._scope is None or op.name in self._scope)
+                   for op in ops):
+                return True
+        return False
+
+    def rebuild(self, leaves, *, pack: Callable[[list], Any] | None = None,
+                role: str = "output", exact: bool = False) -> Stream:
+        """The stream of `leaves` (legacy Tensors or SparseTensors).
+
+        Args:
+          leaves: what one element holds, in order.
+          pack: builds the element from the list of component values; default:
+            the single component, or a tuple of them.
+          role: what the stream feeds, for :attr:`regions`.
+          exact: without `pack`, require the default element form (a bare
+            component for one leaf); else a one-tuple stream may be returned
+            as is (the twins treat both alike).
+
+        Returns:
+          A :class:`Stream` whose leaves are `leaves`.
+
+        Raises:
+          NotRebuildableError: something upstream cannot be rebuilt.
+        """
+        leaves = list(leaves)
+        sinks = [t for leaf in leaves for t in _components(leaf)]
+        sources = _lift.find_sources(sinks, self._is_source, api=self.api)
+        groups: dict[str, list[tf.Tensor]] = {}
+        for t in sources:
+            groups.setdefault(self._stream_key(t), []).append(t)
+        streams = [self._build(key, tensors) for key, tensors in groups.items()]
+        base = _combine(streams)
+        region = _lift.lift(sinks, [t for leaf in base.leaves for t in _components(leaf)],
+                            session=self.session, api=self.api, values=self._values)
+        form = "bare" if len(leaves) == 1 else "tuple"
+        if (pack is None and region.is_identity and base.form in (form, "tuple")
+                and (not exact or base.form == form)
+                and [_name(x) for x in base.leaves] == [_name(x) for x in leaves]
+                and _keeps_static_shapes(base.dataset, leaves)):
+            return Stream(base.dataset, leaves, base.form)
+        self.regions.append((role, region))
+        return self.apply_region(base, region, leaves, pack)
+
+    def apply_region(self, base: Stream, region: _lift.LiftedRegion, leaves: list,
+                     pack: Callable[[list], Any] | None) -> Stream:
+        """Maps `region` over `base`; returns the stream of `leaves`.
+
+        Override to run regions differently (e.g. vectorized over batches).
+        """
+        sparse = [isinstance(leaf, tf.SparseTensor) for leaf in leaves]
+
+        def per_record(*args):
+            outputs = region(*_dense_args(base.flatten(args)))
+            values, i = [], 0
+            for leaf, is_sparse in zip(leaves, sparse):
+                if is_sparse:
+                    value = tf.SparseTensor(*outputs[i:i + 3])
+                    value.set_shape(value.shape.merge_with(leaf.shape))
+                    values.append(value)
+                    i += 3
+                else:
+                    values.append(outputs[i])
+                    i += 1
+            if pack is not None:
+                return pack(values)
+            return values[0] if len(values) == 1 else tuple(values)
+
+        # No AutoGraph: the function is plain graph building (imports a GraphDef).
+        dataset = base.dataset.map(tf.autograph.experimental.do_not_convert(per_record),
+                                   num_parallel_calls=tf.data.AUTOTUNE)
+        if pack is not None:
+            return Stream(dataset, leaves, "packed")
+        return Stream(dataset, leaves, "bare" if len(leaves) == 1 else "tuple")
+
+    # ----------------------------------------------------------------- sources
+
+    def _is_source(self, t: tf.Tensor) -> bool:
+        return t.name in self._by_output or t.op.type in _DEQUEUES or t.op.type in _READS
+
+    def _stream_key(self, t: tf.Tensor) -> str:
+        node = self._by_output.get(t.name)
+        return f"node:{node.index}" if node is not None else f"op:{t.op.name}"
+
+    def _build(self, key: str, used: list[tf.Tensor]) -> Stream:
+        node = self._by_output.get(used[0].name)
+        if node is None:
+            op = used[0].op
+            if op.type in _READS:
+                raise _lift.not_rebuildable(
+                    self.api, op, "is a reader op that no queue_pipeline reader recorded "
+                    "(e.g. TF's own tf.compat.v1 reader), so its reader is unknown",
+                    "create the reader with queue_pipeline (queue_pipeline.TextLineReader "
+                    "and the others).")
+            return self._dequeue_stream(op)
+        if node.kind in BATCHING_KINDS:
+            return self._batching_stream(node)
+        if node.kind == "slice_input_producer":
+            return self._slice_stream(node)
+        if node.kind == "limit_epochs":
+            limited = node.outputs[0]
+            inner = self.rebuild([limited.op.inputs[0]], role="limit_epochs")
+            return Stream(inner.dataset.take(node.args["num_epochs"]), [limited], inner.form)
+        return self._reader_stream(node, used)
+
+    # ---------------------------------------------------------------- batching
+
+    def _batching_stream(self, node: plan.PlanNode) -> Stream:
+        args = node.args
+        num_lists = args.get("num_lists", 1)
+        inputs = list(node.inputs)
+        size = len(inputs) // num_lists
+        keep = args.get("keep_input", True)
+        static_keep = _static_bool(keep)
+        datasets = []
+        for i in range(num_lists):
+            leaves = inputs[i * size:(i + 1) * size]
+            if static_keep is None:
+                leaves = leaves + [keep]
+            datasets.append(self.rebuild(leaves, role=f"{node.kind} list {i}").dataset)
+        twin = getattr(data_batching, node.kind)
+        params = inspect.signature(twin).parameters
+        kwargs = {name: args[name] for name in _BATCH_ARGS if name in params and name in args}
+        kwargs["batch_size"] = self._value(args["batch_size"], "batch_size")
+        if isinstance(kwargs.get("shapes"), Mapping):
+            shapes = kwargs["shapes"]
+            kwargs["shapes"] = [shapes[k] for k in sorted(shapes, key=str)]
+        if "keep_input" in params:
+            kwargs["keep_input"] = size if static_keep is None else static_keep
+        first = datasets if node.kind.endswith("_join") else datasets[0]
+        dataset = twin(first, **kwargs)
+        outputs = list(node.outputs)
+        return Stream(dataset, outputs, "bare" if len(outputs) == 1 else "tuple")
+
+    # ---------------------------------------------------------------- producers
+
+    def _slice_stream(self, node: plan.PlanNode) -> Stream:
+        rows = [self._rows(t) for t in node.inputs]
+        dataset = data_producers.slice_input_producer(
+            rows, num_epochs=node.args["num_epochs"], shuffle=node.args["shuffle"],
+            seed=node.args["seed"], capacity=node.args["capacity"])
+        return Stream(dataset, list(node.outputs), "tuple")
+
+    def _dequeue_stream(self, op: tf.Operation) -> Stream:
+        queue_op = op.inputs[0].op
+        filler = self._fillers.get(queue_op.name)
+        if filler is None:
+            return self._prefetch_stream(op)
+        if filler.kind not in PRODUCER_KINDS:
+            raise _lift.not_rebuildable(
+                self.api, op, f"dequeues directly from the queue of a {filler.kind} "
+                "call instead of using the tensors the call returned",
+                f"use the tensors {filler.kind} returned.")
+        dataset = self._producer_dataset(queue_op, op)
+        if op.type in _DEQUEUE_MANY + _DEQUEUE_UP_TO:
+            count = self._value(op.inputs[1], "dequeue count")
+            dataset = dataset.batch(count, drop_remainder=op.type in _DEQUEUE_MANY)
+        return Stream(dataset, list(op.outputs), "bare")
+
+    def _prefetch_stream(self, op: tf.Operation) -> Stream:
+        """A queue no builder recorded: rebuildable only as a plain prefetch queue."""
+        queue_op = op.inputs[0].op
+        enqueue_ops = {}
+        for qr in self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+            q = _queue_op(getattr(qr, "queue", None))
+            if q is not None and q.name == queue_op.name:
+                for e in qr.enqueue_ops:
+                    e = getattr(e, "op", e)
+                    enqueue_ops[e.name] = e
+        enqueue = list(enqueue_ops.values())
+        plain = (queue_op.type in _PREFETCH_QUEUES and op.type in _DEQUEUE_ONE
+                 and len(enqueue) == 1 and enqueue[0].type in ("QueueEnqueueV2",
+                                                                "QueueEnqueue"))
+        if not plain:
+            found = (f"{len(enqueue)} enqueue op(s) of type(s) "
+                     f"{sorted({e.type for e in enqueue})}" if enqueue
+                     else "no QueueRunner filling it")
+            raise _lift.not_rebuildable(
+                self.api, queue_op, "is a queue that no queue_pipeline builder recorded, "
+                f"and not a plain prefetch queue ({found}; {op.type} on it by "
+                f"{op.name!r}); its contents cannot be rebuilt",
+                "build the stage with queue_pipeline's producers and batching "
+                "functions; only a FIFO or padding FIFO queue that one QueueRunner "
+                "fills with one enqueue of upstream tensors, dequeued one element at a "
+                "time, is rebuilt (as a prefetch).")
+        inner = self.rebuild(list(enqueue[0].inputs[1:]), role=f"prefetch {queue_op.name}")
+        capacity = queue_op.get_attr("capacity")
+        dataset = inner.dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
+        outputs = list(op.outputs)
+        return Stream(dataset, outputs, inner.form)
+
+    def _consumers(self, queue_op: tf.Operation) -> list[tf.Operation]:
+        """The dequeue and read ops that take from `queue_op`, in creation order."""
+        if self._order is None:
+            self._order = {op.name: i for i, op in enumerate(self.graph.get_operations())}
+        out = []
+        for op in self.graph.get_operations():
+            if self._scope is not None and op.name not in self._scope:
+                continue
+            if op.type in _DEQUEUES and op.inputs[0].op is queue_op:
+                out.append(op)
+            elif op.type in _READS and op.inputs[1].op is queue_op:
+                out.append(op)
+        return sorted(out, key=lambda op: self._order[op.name])
+
+    def _producer_dataset(self, queue_op: tf.Operation,
+                          consumer: tf.Operation | None) -> tf.data.Dataset:
+        """The twin of the producer filling `queue_op`, sharded for `consumer`."""
+        node = self._fillers.get(queue_op.name)
+        if node is None or node.kind not in PRODUCER_KINDS:
+            what = f"a {node.kind} call" if node is not None else "no queue_pipeline producer"
+            raise _lift.not_rebuildable(
+                self.api, queue_op, f"is a work queue filled by {what}, so its "
+                "elements are unknown",
+                "fill it with queue_pipeline.string_input_producer (or "
+                "range_input_producer / input_producer).")
+        consumers = self._consumers(queue_op) if consumer is not None else []
+        index = next((i for i, c in enumerate(consumers) if c is consumer), 0)
+        shards = max(len(consumers), 1)
+        args = node.args
+        common = dict(num_epochs=args["num_epochs"], shuffle=args["shuffle"],
+                      seed=args["seed"], capacity=args["capacity"])
+        if node.kind == "range_input_producer" and shards == 1:
+            return data_producers.range_input_producer(
+                self._value(args["limit"], "limit"), **common)
+        rows = _shard(self._rows(node.inputs[0], files=node.kind ==
+                                 "string_input_producer"), index, shards)
+        empty = _empty_rows(rows)
+        if empty is not None:
+            return empty
+        if node.kind == "string_input_producer":
+            return data_producers.string_input_producer(rows, **common)
+        element_shape = args.get("element_shape") if node.kind == "input_producer" else []
+        return data_producers.input_producer(rows, element_shape=element_shape, **common)
+
+    # ------------------------------------------------------------------ readers
+
+    def _reader_stream(self, node: plan.PlanNode, used: list[tf.Tensor]) -> Stream:
+        class_name, _, method = node.kind.rpartition(".")
+        twin_class = getattr(data_readers, class_name, None)
+        read_op = node.outputs[0].op
+        if class_name == "ReaderBase" or twin_class is None or method not in _READER_METHODS:
+            raise _lift.not_rebuildable(
+                self.api, read_op, f"reads with {class_name}, a reader with no tf.data "
+                "twin", "use one of queue_pipeline's readers (TextLineReader, "
+                "FixedLengthRecordReader, TFRecordReader, WholeFileReader, "
+                "IdentityReader).")
+        params = inspect.signature(twin_class.__init__).parameters
+        reader = twin_class(**{k: v for k, v in node.args.items()
+                               if k in params and k not in ("self", "name")})
+        filenames = self._producer_dataset(read_op.inputs[1].op, read_op)
+        key = node.outputs[0]
+        keys = any(t.name == key.name for t in used)
+        if method == "read":
+            dataset = reader.read(filenames, keys=keys)
+        else:
+            count = self._value(node.args["num_records"], "num_records")
+            dataset = reader.read_up_to(filenames, count, keys=keys)
+        if keys:
+            return Stream(dataset, list(node.outputs), "tuple")
+        return Stream(dataset, [node.outputs[1]], "bare")
+
+    # ------------------------------------------------------------------- values
+
+    def _value(self, value, what: str):
+        """A Python/numpy value, or the value of a legacy tensor (static or lifted)."""
+        if isinstance(value, tf.Variable):
+            raise NotRebuildableError(
+                f"{self.api}: `{what}` is a variable ({value.name}); a Dataset needs its "
+                "value when it is built. Fix: pass a Python value or a constant.",
+                op_name=value.name, reason=f"variable {what}")
+        if not isinstance(value, tf.Tensor):
+            return value
+        return self._rows(value)
+
+    def _rows(self, tensor, *, files: bool = False):
+        """A producer's input as numpy (static or computed once) or a Dataset of files.
+
+        Args:
+          tensor: a legacy tensor.
+          files: the input of a string_input_producer: a ``match_filenames_once``
+            variable becomes its twin, which globs when iterated.
+        """
+        if isinstance(tensor, tf.IndexedSlices):
+            raise NotRebuildableError(
+                f"{self.api}: an IndexedSlices input of slice_input_producer cannot be "
+                "rebuilt. Fix: pass a dense tensor.", reason="IndexedSlices input")
+        try:
+            static = tf.get_static_value(tensor)
+        except (TypeError, ValueError):
+            static = None
+        if static is not None:
+            return np.asarray(static)
+        if files:
+            match = self._matched_files(tensor)
+            if match is not None:
+                return match
+        region = _lift.lift([tensor], session=self.session, api=self.api,
+                            values=self._values)
+        self.regions.append(("input", region))
+        return _evaluate(region)
+
+    def _matched_files(self, tensor: tf.Tensor):
+        if tensor.op.type != "ReadVariableOp":
+            return None
+        handle = tensor.op.inputs[0].op
+        for node in self._nodes:
+            if node.kind == "match_filenames_once" and getattr(
+                    getattr(node.outputs[0], "op", None), "name", None) == handle.name:
+                pattern = self._value(node.args["pattern"], "pattern")
+                return data_producers.match_filenames_once(pattern)
+        return None
+
+
+def _name(x) -> str:
+    return x.indices.name if isinstance(x, tf.SparseTensor) else x.name
+
+
+def _keeps_static_shapes(dataset: tf.data.Dataset, leaves: list) -> bool:
+    """False if a leaf's legacy static shape is more specific than the Dataset's."""
+    specs = tf.nest.flatten(dataset.element_spec)
+    if len(specs) != len(leaves):
+        return True
+    for spec, leaf in zip(specs, leaves):
+        shape = getattr(spec, "shape", None)
+        if shape is not None and shape.is_compatible_with(leaf.shape) and \
+                shape.merge_with(leaf.shape) != shape:
+            return False
+    return True
+
+
+def _combine(streams: list[Stream]) -> Stream:
+    if not streams:
+        return Stream(tf.data.Dataset.from_tensors(np.int64(0)).repeat(), [], "none")
+    if len(streams) == 1:
+        return streams[0]
+    leaves = [leaf for s in streams for leaf in s.leaves]
+    return Stream(tf.data.Dataset.zip(tuple(s.dataset for s in streams)), leaves, "zip",
+                  tuple(streams))
+
+
+def _shard(rows, index: int, shards: int):
+    if shards == 1:
+        return rows
+    if isinstance(rows, tf.data.Dataset):
+        return rows.shard(shards, index)
+    return rows[index::shards]
+
+
+def _empty_rows(rows) -> tf.data.Dataset | None:
+    """An empty Dataset if `rows` (numpy) has no rows, else None."""
+    if isinstance(rows, np.ndarray) and rows.ndim >= 1 and rows.shape[0] == 0:
+        dtype = tf.string if rows.dtype.kind in "OSU" else tf.as_dtype(rows.dtype)
+        return tf.data.Dataset.from_tensor_slices(tf.zeros(rows.shape, dtype))
+    return None
+
+
+def _evaluate(region: _lift.LiftedRegion):
+    """Runs a region with no sources once: numpy eagerly, a tensor in a graph."""
+    if tf.executing_eagerly():
+        (value,) = tf.function(lambda: region())()
+        return value.numpy()
+    (value,) = region()
+    return value
+
+
+# --------------------------------------------------------------------- structure
+
+
+def _flatten(outputs, leaves: list):
+    """A spec of `outputs`' structure; appends its tensors to `leaves`."""
+    if isinstance(outputs, (tf.Tensor, tf.SparseTensor)):
+        leaves.append(outputs)
+        return None
+    if isinstance(outputs, Mapping):
+        return ("dict", [(key, _flatten(outputs[key], leaves)) for key in outputs])
+    if isinstance(outputs, (list, tuple)):
+        return ("tuple", [_flatten(item, leaves) for item in outputs])
+    raise TypeError(
+        f"{_API}: `outputs` must be what a queue_pipeline pipeline returned (tensors, "
+        "SparseTensors, or lists, tuples or dicts of them, or a producer's queue); got "
+        f"{type(outputs).__name__}: {outputs!r:.80}.")
+
+
+def _pack(spec, values) -> Any:
+    it = iter(values)
+
+    def build(s):
+        if s is None:
+            return next(it)
+        kind, items = s
+        if kind == "dict":
+            return {key: build(sub) for key, sub in items}
+        return tuple(build(sub) for sub in items)
+
+    return build(spec)
+
+
+def _is_flat_tuple(spec, count: int) -> bool:
+    return (spec is not None and spec[0] == "tuple" and count > 1
+            and all(sub is None for sub in spec[1]))
+
+
+def to_dataset(outputs, *, session: tf.compat.v1.Session | None = None) -> tf.data.Dataset:
+    """Rebuilds a queue_pipeline pipeline as a ``tf.data.Dataset``.
+
+    The Dataset delivers what running `outputs` in a Session would, one
+    element per ``sess.run``: the same element structure (lists and tuples,
+    named ones included, become plain tuples; dicts stay dicts), dtypes and
+    static shapes. It is built
+    from the pipeline's plan: each producer, reader and batching call becomes
+    its twin in :mod:`queue_pipeline.data`, and the user's own per-record ops
+    between them are lifted out of the legacy graph into ``Dataset.map``
+    functions (see NOTE [ Rebuilding from the plan ] and NOTE [ Lifting a
+    region ] in ``_lift.py``). The legacy graph is not modified and nothing
+    in it runs, except one read of each variable the per-record ops or the
+    producers read, through `session`.
+
+    Called outside the legacy graph (usual: build the pipeline under ``with
+    tf.Graph().as_default():``, call this after the block) it returns an
+    eager Dataset, for ``model.fit``, eager loops and tf.data service; called
+    inside a graph, a Dataset in that graph. A ``with Session(...)`` block
+    makes the legacy graph the default one: to get an eager Dataset, open the
+    session for `session` without ``with`` (and close it afterwards; the
+    Dataset does not need it).
+
+    Args:
+      outputs: what a queue_pipeline pipeline returned: a batching call's
+        tensors (a tensor, list, tuple or dict), a producer's queue, a
+        reader's ``(key, value)``, ``slice_input_producer``'s list, or tensors
+        computed from them.
+      session: a ``tf.compat.v1.Session`` on the legacy graph, in which the
+        variables the pipeline reads are initialized (e.g. preloaded data in
+        a variable). Default: the default session, if it runs that graph.
+
+    Returns:
+      A ``tf.data.Dataset``. It ends where the legacy pipeline raises
+      ``OutOfRangeError`` (``num_epochs``), and repeats forever where it does.
+
+    Raises:
+      NotRebuildableError: something cannot be rebuilt: a ``py_func``, a
+        placeholder, a per-record read of a variable that changes (trainable,
+        or written by an op other than its initializer), a variable read
+        without `session`, or a queue or reader that no queue_pipeline builder
+        recorded. The message names the op, its type, why, and the fix.
+      TypeError: `outputs` holds something other than tensors.
+      ValueError: the tensors come from several graphs, or `session` runs
+        another graph.
+
+    Differences from the legacy pipeline (those of the twins, see
+    ``queue_pipeline.data``, plus):
+      * Shuffled orders differ (another algorithm); per-epoch multisets
+        match. Several readers sharing one filename queue get fixed shards
+        of the files instead of the next free file.
+      * Variables are read once: later assignments are not seen (changing
+        variables are refused, see above).
+      * Control dependencies of per-record ops on ops outside them (asserts)
+        are kept only when those ops can be lifted too; queue_pipeline's own
+        diagnostics are never lifted.
+      * A region that uses no stage at all (``batch([tf.constant(1)])``)
+        repeats forever, as the legacy enqueue thread did.
+
+    Example::
+
+        with tf.Graph().as_default():
+            queue = queue_pipeline.string_input_producer(files, num_epochs=1)
+            _, line = queue_pipeline.TextLineReader().read(queue)
+            x, y = tf.io.decode_csv(line, [[0.0], [0]])
+            batch = queue_pipeline.shuffle_batch([x, y], 32, 1000, 500)
+        dataset = queue_pipeline.to_dataset(batch)   # (x [32], y [32]) batches
+        model.fit(dataset, epochs=1)
+    """
+    if hasattr(outputs, "queue_ref"):
+        return _queue_dataset(outputs, session)
+    leaves: list = []
+    spec = _flatten(outputs, leaves)
+    if not leaves:
+        raise ValueError(f"{_API}: `outputs` holds no tensor; got {outputs!r}.")
+    graphs = {t.graph for leaf in leaves for t in _components(leaf)}
+    if len(graphs) != 1:
+        raise ValueError(f"{_API}: the tensors of `outputs` must come from one graph; "
+                         f"they come from {len(graphs)}.")
+    graph = graphs.pop()
+    rebuilder = Rebuilder(graph, session=_session_for(graph, session))
+    rebuilder.restrict_to(leaves)
+    if not rebuilder.has_plan():
+        # Name the op at fault (a py_func, a foreign queue) when there is one.
+        _lift.find_sources([t for leaf in leaves for t in _components(leaf)],
+                           lambda t: False, api=_API)
+        raise NotRebuildableError(
+            f"{_API}: nothing upstream of `outputs` was built by queue_pipeline, so there "
+            "is no plan to rebuild. Fix: build the pipeline with queue_pipeline's "
+            "producers, readers and batching functions (or write its tf.data twin).",
+            reason="no plan")
+    if spec is None:
+        return rebuilder.rebuild(leaves, exact=True).dataset
+    stream = rebuilder.rebuild(leaves, pack=None if _is_flat_tuple(spec, len(leaves))
+                               else (lambda values: _pack(spec, values)))
+    return stream.dataset
+
+
+def _session_for(graph: tf.Graph, session):
+    if session is not None:
+        if getattr(session, "graph", None) is not graph:
+            raise ValueError(f"{_API}: `session` runs another graph than the pipeline's; "
+                             "pass a tf.compat.v1.Session on the legacy graph.")
+        return session
+    default = tf.compat.v1.get_default_session()
+    return default if default is not None and default.graph is graph else None
+
+
+def _queue_dataset(queue, session) -> tf.data.Dataset:
+    queue_op = _queue_op(queue)
+    rebuilder = Rebuilder(queue_op.graph, session=_session_for(queue_op.graph, session))
+    return rebuilder._producer_dataset(queue_op, None)  # noqa: SLF001 - same module
