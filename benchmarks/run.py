@@ -14,7 +14,9 @@ Usage::
     python benchmarks/run.py --scaling       # threads 1/2/4/8 and 8/1,000/10,000 files
 
 Variants: tf_queue_1/4 (tf.compat.v1.train at 1 and 4 threads), qp_queue_1/4
-(queue_pipeline, same code), twin (queue_pipeline.data, per-record decode),
+(queue_pipeline, same code), qp_dataset_engine (qp_queue_1's unmodified code
+built under ``queue_pipeline.engine("dataset")``: the same Session loop, fed
+by a tf.data iterator), twin (queue_pipeline.data, per-record decode),
 twin_batch_decode (the twin's batch-then-decode path), tfdata and
 tfdata_batch_decode (idiomatic hand-written tf.data of the same meaning).
 """
@@ -41,8 +43,8 @@ import tensorflow as tf  # noqa: E402
 import workloads  # noqa: E402
 
 WORKLOADS = ["W1", "W2", "W3", "W4"]
-VARIANTS = ["tf_queue_1", "tf_queue_4", "qp_queue_1", "qp_queue_4", "twin",
-            "twin_batch_decode", "tfdata", "tfdata_batch_decode"]
+VARIANTS = ["tf_queue_1", "tf_queue_4", "qp_queue_1", "qp_queue_4", "qp_dataset_engine",
+            "twin", "twin_batch_decode", "tfdata", "tfdata_batch_decode"]
 BASELINE = "tf_queue_1"
 
 
@@ -68,6 +70,11 @@ def measure(variant: str, workload: str, data) -> tuple[int, float]:
     """Runs one epoch of `variant` on `workload`; returns (examples, seconds)."""
     if variant.startswith(("tf_queue", "qp_queue")):
         return _measure_session(variant, workload, data)
+    if variant == "qp_dataset_engine":
+        import queue_pipeline  # noqa: PLC0415
+
+        with queue_pipeline.engine("dataset"):
+            return _measure_session("qp_queue_1", workload, data)
     if variant.startswith("twin"):
         from twins import twin_dataset  # noqa: PLC0415 - only when twins exist
 

@@ -6,7 +6,9 @@ thread (the same op ``num_threads`` times) or per list (joins), each
 conditional on ``keep_input`` -> a QueueRunner -> the fill summary -> dequeue
 ``batch_size`` (many, or up to) -> restore SparseTensors -> the caller's
 structure. Each step's graph, names and errors are TF 1.x's; the public
-functions in batching.py only choose a :class:`BatchKind`.
+functions in batching.py only choose a :class:`BatchKind`. Under
+``queue_pipeline.engine("dataset")`` the call is then served by a tf.data
+iterator instead (see :mod:`queue_pipeline._engine`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numbers
 
 import tensorflow as tf
 
-from queue_pipeline import _compat, _diagnostics, _sparse, _structure, plan
+from queue_pipeline import _compat, _diagnostics, _settings, _sparse, _structure, plan
 from queue_pipeline.runner import QueueRunner, add_queue_runner
 
 
@@ -78,7 +80,7 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
             else:
                 dequeued = queue.dequeue_many(batch_size, name=scope)
         result = _structure.as_original_type(original, _sparse.restore(dequeued, infos))
-    plan.record(api, dict(
+    node = plan.record(api, dict(
         batch_size=batch_size, keep_input=keep_input, capacity=capacity,
         num_threads=num_threads if not kind.join else len(lists),
         min_after_dequeue=min_after_dequeue, seed=seed, enqueue_many=enqueue_many,
@@ -86,6 +88,11 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
         allow_smaller_final_batch=allow_smaller_final_batch, shared_name=shared_name,
         name=name, num_lists=len(lists), structure=_structure_of(original)),
         _structure.flatten(lists), tf.nest.flatten(result), fills=queue)
+    if _settings.current().engine == "dataset":
+        # Imported here: the engine pulls in the rebuilder and the tf.data twins.
+        from queue_pipeline import _engine  # noqa: PLC0415
+
+        return _engine.serve(node, result, queue=queue, scope=scope)
     return result
 
 

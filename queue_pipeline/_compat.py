@@ -26,6 +26,23 @@ except ImportError:  # pragma: no cover - only if TF moves its private module.
     SessionInterface = tf.compat.v1.Session.__mro__[-2]
 
 
+class PrivateKey:
+    """A graph-collection key that no string equals.
+
+    ``Graph.get_all_collection_keys()`` lists string keys only, so a
+    collection under such a key is invisible to collection listings and to
+    meta-graph export, and its contents live (and die) with the graph. Use it
+    for per-graph state that holds tensors or ops: a dictionary keyed by graph
+    would keep every graph alive, since tensors hold their graph.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"<queue_pipeline {self._name}>"
+
+
 def require_graph(api: str) -> None:
     """Raises GraphModeRequiredError when `api` is called under eager execution.
 

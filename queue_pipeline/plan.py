@@ -20,24 +20,16 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import tensorflow as tf
 
+from queue_pipeline._compat import PrivateKey
+
 __all__ = ["Plan", "PlanNode", "plan_for", "plan_nodes"]
 
 _LOCK = threading.Lock()
 
 
-class _PlanKey:
-    """A graph-collection key no string equals: invisible to collection listings."""
-
-    def __repr__(self) -> str:
-        return "<queue_pipeline plan nodes>"
-
-
 # The PlanNodes, in recording (therefore topological) order, live in the
-# graph itself, in a collection under this non-string key, which
-# get_all_collection_keys() and meta-graph export skip. A dictionary keyed by
-# graph would keep every graph alive: the nodes hold tensors, and tensors hold
-# their graph.
-_KEY = _PlanKey()
+# graph itself, in a collection under a private key (see _compat.PrivateKey).
+_KEY = PrivateKey("plan nodes")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -1,0 +1,502 @@
+"""The dataset engine: legacy code, unchanged, served by tf.data inside its own graph.
+
+Every test builds the same legacy code under both engines, in fresh graphs,
+and checks what a legacy program can observe: the delivered examples (per
+epoch multisets, or exact order where both engines are deterministic), the
+returned structure and static shapes, the runner collection and the Session
+contract (``start_queue_runners``, Coordinator, ``MonitoredTrainingSession``,
+``OutOfRangeError``), summaries, the fallback to queues with its reason,
+determinism across runs and checkpoint/resume mid-epoch.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import logging
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import queue_pipeline as qp
+from conftest import drain, new_session, session_config
+from queue_pipeline import _engine, plan
+
+SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
+ENGINES = ("queue", "dataset")
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+@pytest.fixture(scope="module")
+def csv_files(tmp_path_factory):
+    """Three CSV files of 20 rows ``id,label`` with distinct ids."""
+    d = tmp_path_factory.mktemp("engine")
+    paths = []
+    for i in range(3):
+        path = d / f"part{i}.csv"
+        path.write_text("".join(f"{i * 100 + j},{j % 4}\n" for j in range(20)))
+        paths.append(str(path))
+    return paths
+
+
+def build(engine, fn, *, seed=None):
+    """fn() under `engine` in a fresh graph (graph seed `seed`); returns (graph, outputs)."""
+    graph = tf.Graph()
+    with graph.as_default(), qp.engine(engine):
+        if seed is not None:
+            tf.compat.v1.set_random_seed(seed)
+        return graph, fn()
+
+
+def run_both(fn, *, seed=None, max_steps=10_000):
+    """{engine: (outputs, batches)} of fn() drained to the end under each engine."""
+    out = {}
+    for engine in ENGINES:
+        graph, outputs = build(engine, fn, seed=seed)
+        out[engine] = outputs, drain(qp, graph, outputs, max_steps=max_steps)
+        out[engine + " graph"] = graph
+    return out
+
+
+def examples(batches) -> collections.Counter:
+    """The multiset of examples (rows of every component) in `batches`."""
+    rows = collections.Counter()
+    for batch in batches:
+        leaves = [np.asarray(x) for x in tf.nest.flatten(batch)]
+        for i in range(len(leaves[0])):
+            rows[tuple((x.dtype.str, x[i].shape, repr(x[i].tolist()) if x.dtype == object
+                        else x[i].tobytes()) for x in leaves)] += 1
+    return rows
+
+
+def served(outputs) -> bool:
+    """Whether the dataset engine served `outputs` (a graph: any call in it)."""
+    nodes = plan.plan_nodes(outputs) if isinstance(outputs, tf.Graph) else plan.plan_for(
+        outputs)
+    return any(node.args.get("engine") == "dataset" for node in nodes)
+
+
+def spec(outputs):
+    """Structure, kinds, dtypes and static shapes of what a batching call returned."""
+    return tf.nest.map_structure(
+        lambda t: ("SparseTensor" if isinstance(t, tf.SparseTensor) else "Tensor", t.dtype, t.shape.as_list() if t.shape.rank is not None
+                   else None), outputs)
+
+
+def csv_pipeline(files, *, num_epochs=1, shuffle=False, seed=None, threads=1):
+    queue = qp.string_input_producer(files, num_epochs=num_epochs, shuffle=shuffle, seed=seed)
+    _, line = qp.TextLineReader().read(queue)
+    ident, label = tf.io.decode_csv(line, [[0], [0]])
+    return qp.shuffle_batch([ident, label], 6, capacity=40, min_after_dequeue=10, seed=seed,
+                            num_threads=threads, allow_smaller_final_batch=True)
+
+
+# ----------------------------------------------------------- legacy examples
+
+
+LEGACY_EXAMPLES = ["csv_reading", "mnist_tfrecords", "preloaded_data", "multi_reader_join",
+                   "detection_dynamic_pad", "cifar10_binary", "feeding"]
+NO_BATCHING_CALL = {"csv_reading": "one example per run", "feeding": "fed by a py_func"}
+
+
+@pytest.mark.parametrize("name", LEGACY_EXAMPLES)
+def test_every_legacy_example_delivers_the_same_examples_on_both_engines(name):
+    module = importlib.import_module(f"legacy_examples.{name}")
+    result = run_both(module.legacy)
+    (queue_out, queue_batches), (dataset_out, dataset_batches) = result["queue"], \
+        result["dataset"]
+    assert spec(dataset_out) == spec(queue_out)
+    assert len(dataset_batches) == len(queue_batches) > 0
+    if name == "csv_reading":
+        queue_batches, dataset_batches = (
+            [[np.asarray(x)[None] for x in b] for b in batches]
+            for batches in (queue_batches, dataset_batches))
+    assert examples(dataset_batches) == examples(queue_batches)
+    # Programs without a batching call have nothing for the engine to serve.
+    assert served(result["dataset graph"]) == (name not in NO_BATCHING_CALL)
+
+
+def test_training_input_with_num_epochs_delivers_each_example_every_epoch():
+    from legacy_examples import mnist_tfrecords
+
+    paths = mnist_tfrecords._compare_files()  # noqa: SLF001 - the bundled files
+    result = run_both(lambda: mnist_tfrecords.inputs(paths["t10k"], 40, num_epochs=2,
+                                                     seed=1))
+    queue_rows, dataset_rows = (examples(result[e][1]) for e in ENGINES)
+    assert served(result["dataset"][0])
+    assert dataset_rows == queue_rows
+    assert set(dataset_rows.values()) == {2}  # every example once per epoch
+
+
+# ------------------------------------------------------------- Session contract
+
+
+def test_runner_collection_holds_one_thread_less_runner(csv_files, caplog):
+    graph, outputs = build("dataset", lambda: csv_pipeline(csv_files))
+    runners = graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+    assert [type(r).__name__ for r in runners] == ["_ServedRunner"]
+    assert runners[0].enqueue_ops == []
+    assert runners[0].queue.queue_ref.op.name == "shuffle_batch/random_shuffle_queue"
+    with graph.as_default(), new_session(graph) as sess, caplog.at_level(logging.WARNING):
+        sess.run(tf.compat.v1.local_variables_initializer())  # still works: epochs exist
+        coord = qp.Coordinator()
+        assert qp.start_queue_runners(sess, coord) == []
+        assert tf.compat.v1.train.start_queue_runners(sess, coord) == []  # TF's own
+        assert sess.run(outputs)[0].shape == (6,)
+        coord.request_stop()
+        coord.join([])
+    assert "no queue runners" not in caplog.text
+
+
+def test_end_of_input_is_out_of_range_error_every_time(csv_files):
+    graph, outputs = build("dataset", lambda: csv_pipeline(csv_files))
+    with graph.as_default(), new_session(graph) as sess:
+        sizes = []
+        with pytest.raises(tf.errors.OutOfRangeError):
+            for _ in range(100):
+                sizes.append(len(sess.run(outputs)[0]))
+        assert sum(sizes) == 60 and sizes[:-1] == [6] * 9
+        with pytest.raises(tf.errors.OutOfRangeError):
+            sess.run(outputs)
+
+
+def test_monitored_training_session_runs_until_the_end(csv_files):
+    graph, outputs = build("dataset", lambda: csv_pipeline(csv_files, num_epochs=2))
+    seen = []
+    with graph.as_default():
+        tf.compat.v1.train.get_or_create_global_step()
+        with tf.compat.v1.train.MonitoredTrainingSession(config=session_config()) as sess:
+            while not sess.should_stop():
+                seen += sess.run(outputs)[0].tolist()
+    assert sorted(seen) == sorted(2 * [i * 100 + j for i in range(3) for j in range(20)])
+
+
+def test_static_structure_and_types_equal_the_queue_engines(csv_files):
+    def pipeline():
+        queue = qp.string_input_producer(csv_files, num_epochs=1, shuffle=False)
+        _, line = qp.TextLineReader().read(queue)
+        ident, label = tf.io.decode_csv(line, [[0], [0]])
+        return {
+            "dict": qp.batch({"id": ident, "label": label}, 4),
+            "bare": qp.batch(ident, 5, allow_smaller_final_batch=True),
+        }
+
+    graphs = {e: build(e, pipeline) for e in ENGINES}
+    assert spec(graphs["dataset"][1]) == spec(graphs["queue"][1])
+    assert spec(graphs["dataset"][1]["dict"]) == {
+        "id": ("Tensor", tf.int32, [4]), "label": ("Tensor", tf.int32, [4])}
+
+
+CONFIGS = {
+    "shapes_and_dynamic_pad": lambda line, ident, label: qp.batch(
+        [tf.strings.split(line, ","), label], 4, dynamic_pad=True),
+    "sparse": lambda line, ident, label: qp.batch(
+        [tf.sparse.from_dense(tf.reshape(label, [1])), ident], 4),
+    "maybe_batch_per_record_keep": lambda line, ident, label: qp.maybe_batch(
+        [ident, label], tf.equal(label % 2, 0), 3, allow_smaller_final_batch=True),
+    "explicit_shapes": lambda line, ident, label: qp.batch(
+        [ident, label], 4, shapes=[[], []]),
+}
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_batching_options_same_shapes_and_examples(csv_files, config):
+    def pipeline():
+        queue = qp.string_input_producer(csv_files, num_epochs=1, shuffle=False)
+        _, line = qp.TextLineReader().read(queue)
+        ident, label = tf.io.decode_csv(line, [[0], [0]])
+        out = CONFIGS[config](line, ident, label)
+        return [tf.sparse.to_dense(x) if isinstance(x, tf.SparseTensor) else x
+                for x in out], out
+
+    graphs = {e: build(e, pipeline) for e in ENGINES}
+    assert spec(graphs["dataset"][1][1]) == spec(graphs["queue"][1][1])
+    assert served(graphs["dataset"][1][0])
+    batches = {e: drain(qp, g, out[0]) for e, (g, out) in graphs.items()}
+    assert [b[0].shape for b in batches["dataset"]] == [b[0].shape for b in batches["queue"]]
+    assert examples(batches["dataset"]) == examples(batches["queue"])
+
+
+def test_batch_join_and_a_batch_of_a_served_batch(csv_files):
+    def pipeline():
+        queue = qp.string_input_producer(csv_files, num_epochs=1, shuffle=False)
+        lists = []
+        for _ in range(2):
+            _, line = qp.TextLineReader().read(queue)
+            lists.append(list(tf.io.decode_csv(line, [[0], [0]])))
+        joined = qp.batch_join(lists, 4)
+        return qp.batch(joined, 5, enqueue_many=True)  # re-batch the batches
+
+    result = run_both(pipeline)
+    assert served(result["dataset"][0])
+    assert examples(result["dataset"][1]) == examples(result["queue"][1])
+    assert sum(examples(result["dataset"][1]).values()) == 60
+
+
+def test_fill_summaries_keep_tfs_tags_and_report_one(csv_files):
+    tags, values = {}, {}
+    for engine in ENGINES:
+        graph, outputs = build(engine, lambda: csv_pipeline(csv_files))
+        with graph.as_default(), new_session(graph) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            summary = tf.compat.v1.Summary.FromString(
+                sess.run(tf.compat.v1.summary.merge_all()))
+        tags[engine] = sorted(v.tag for v in summary.value)
+        values[engine] = {v.tag: v.simple_value for v in summary.value}
+    assert tags["dataset"] == tags["queue"] == [
+        "input_producer/fraction_of_32_full", "shuffle_batch/fraction_over_10_of_30_full"]
+    assert set(values["dataset"].values()) == {1.0}
+
+
+def test_plan_and_to_dataset_see_through_the_served_call(csv_files):
+    graph, outputs = build("dataset", lambda: csv_pipeline(csv_files))
+    assert plan.plan_for(outputs).kinds == ["string_input_producer",
+                                            "TextLineReader.read", "shuffle_batch"]
+    dataset = qp.to_dataset(outputs)
+    ids = sorted(i for batch, _ in dataset.as_numpy_iterator() for i in batch.tolist())
+    assert ids == sorted(i * 100 + j for i in range(3) for j in range(20))
+
+
+def test_default_engine_is_still_the_queue_engine(csv_files):
+    graph = tf.Graph()
+    with graph.as_default():
+        outputs = csv_pipeline(csv_files)
+    assert outputs[0].name == "shuffle_batch:0"
+    assert {type(r).__name__ for r in graph.get_collection("queue_runners")} == {"QueueRunner"}
+    assert not served(outputs)
+
+
+# ------------------------------------------------------------------- fallback
+
+
+def _python_pipeline(files):
+    queue = qp.string_input_producer(files, num_epochs=1, shuffle=False)
+    _, line = qp.TextLineReader().read(queue)
+    upper = tf.compat.v1.py_func(lambda s: s.upper(), [line], tf.string, name="shout")
+    upper.set_shape([])
+    return qp.batch([upper], 5)
+
+
+def test_py_func_falls_back_to_queues_and_says_why_once(csv_files, caplog):
+    with caplog.at_level(logging.INFO, logger="queue_pipeline"):
+        graph, outputs = build("dataset", lambda: _python_pipeline(csv_files))
+    warnings = [r for r in caplog.records
+                if r.levelno == logging.WARNING and r.name == "queue_pipeline"]
+    assert len(warnings) == 1
+    message = warnings[0].getMessage()
+    assert "batch 'batch' stays on the queue engine" in message
+    assert "'shout'" in message and "Python function" in message and "Fix:" in message
+    assert outputs.name == "batch:0" and not served(outputs)
+    assert {type(r).__name__ for r in graph.get_collection("queue_runners")} == {"QueueRunner"}
+    rows = drain(qp, graph, outputs)
+    assert len(rows) == 12 and rows[0].tolist() == [b"0,0", b"1,1", b"2,2", b"3,3", b"4,0"]
+
+
+def _variable_pipeline():
+    table = tf.compat.v1.Variable(np.arange(12), trainable=False, name="table")
+    return qp.batch(qp.slice_input_producer([table], num_epochs=1, shuffle=False), 4)
+
+
+def _foreign_queue_pipeline():
+    queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]])
+    enqueue = [queue.enqueue([tf.constant(1)]), queue.enqueue([tf.constant(2)])]
+    qp.add_queue_runner(qp.QueueRunner(queue, enqueue))
+    return qp.batch([queue.dequeue()], 4)
+
+
+@pytest.mark.parametrize("make,words", [
+    (_variable_pipeline, ["'table'", "sess.as_default()"]),
+    (_foreign_queue_pipeline, ["fifo_queue", "not a plain prefetch queue"]),
+], ids=["variable_needs_a_session", "foreign_queue"])
+def test_other_fallbacks_name_their_reason_and_still_deliver(make, words, caplog):
+    with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
+        graph, outputs = build("dataset", make)
+    [record] = [r for r in caplog.records if r.name == "queue_pipeline"]
+    assert all(word in record.getMessage() for word in words), record.getMessage()
+    assert not served(outputs)
+    assert len(drain(qp, graph, outputs, max_steps=3)) == 3
+
+
+def test_a_variable_is_read_once_through_the_default_session():
+    graph = tf.Graph()
+    with graph.as_default(), qp.engine("dataset"), new_session(graph) as sess:
+        table = tf.compat.v1.Variable(np.arange(12), trainable=False, name="table")
+        sess.run(table.initializer)
+        with sess.as_default():
+            outputs = qp.batch(qp.slice_input_producer([table], num_epochs=1,
+                                                       shuffle=False), 4)
+        assert served(outputs)
+        assert [sess.run(outputs).tolist() for _ in range(3)] == [[0, 1, 2, 3], [4, 5, 6, 7],
+                                                                  [8, 9, 10, 11]]
+
+
+def test_a_fallback_gets_back_the_shared_producer_runner(csv_files, caplog):
+    def pipeline():
+        queue = qp.string_input_producer(csv_files, num_epochs=1, shuffle=False)
+        _, line = qp.TextLineReader().read(queue)
+        served_batch = qp.batch([line], 5)
+        _, other = qp.TextLineReader().read(queue)
+        shout = tf.compat.v1.py_func(lambda s: s.upper(), [other], tf.string)
+        shout.set_shape([])
+        return served_batch, qp.batch([shout], 5, allow_smaller_final_batch=True)
+
+    with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
+        graph, (first, second) = build("dataset", pipeline)
+    assert served(first) and not served(second)
+    queues = {r.queue.queue_ref.op.name for r in graph.get_collection("queue_runners")
+              if type(r).__name__ == "QueueRunner"}
+    assert queues == {"input_producer", "batch_1/fifo_queue"}
+    assert sum(len(b) for b in drain(qp, graph, second)) == 60  # the producer is running
+
+
+# ------------------------------------------------------- determinism, checkpoints
+
+
+def _noisy_pipeline(files, seed):
+    queue = qp.string_input_producer(files, num_epochs=2, seed=seed)
+    _, line = qp.TextLineReader().read(queue)
+    ident, label = tf.io.decode_csv(line, [[0], [0]])
+    noise = tf.random.uniform([], maxval=1000, dtype=tf.int32, seed=seed)
+    return qp.shuffle_batch([ident, label + noise], 7, capacity=30, min_after_dequeue=10,
+                            num_threads=2, seed=seed, allow_smaller_final_batch=True)
+
+
+@pytest.mark.parametrize("graph_seed,op_seed", [(3, None), (None, 11)],
+                         ids=["graph_seed", "op_seed"])
+def test_seeded_pipelines_repeat_their_order_and_random_values(csv_files, graph_seed,
+                                                               op_seed):
+    runs = []
+    for _ in range(2):
+        graph, outputs = build("dataset", lambda: _noisy_pipeline(csv_files, op_seed),
+                               seed=graph_seed)
+        runs.append([tuple(x.tolist() for x in b) for b in drain(qp, graph, outputs)])
+    assert runs[0] == runs[1]
+    assert sum(len(b[0]) for b in runs[0]) == 120
+    ids = [i for b in runs[0] for i in b[0]]
+    assert ids != sorted(ids)  # it did shuffle
+
+
+def test_checkpoint_restores_the_input_position_mid_epoch(csv_files, tmp_path):
+    def make():
+        graph, outputs = build("dataset", lambda: csv_pipeline(csv_files, num_epochs=2,
+                                                               shuffle=True, seed=5))
+        with graph.as_default():
+            tf.compat.v1.Variable(1.0, name="weights")
+            saver = tf.compat.v1.train.Saver()
+            init = tf.compat.v1.global_variables_initializer()
+        return graph, outputs, saver, init
+
+    def fetch(sess, outputs, n):
+        return [[x.tolist() for x in sess.run(outputs)] for _ in range(n)]
+
+    graph, outputs, saver, init = make()
+    with graph.as_default(), new_session(graph) as sess:
+        sess.run(init)
+        fetch(sess, outputs, 4)  # 24 of 120 examples: mid-epoch, buffer full
+        path = saver.save(sess, str(tmp_path / "model"))
+        expected = fetch(sess, outputs, 5)
+    with graph.as_default(), new_session(graph) as sess:  # same graph, new session
+        saver.restore(sess, path)
+        assert fetch(sess, outputs, 5) == expected
+    graph, outputs, saver, init = make()  # the program rebuilt
+    with graph.as_default(), new_session(graph) as sess:
+        saver.restore(sess, path)
+        assert fetch(sess, outputs, 5) == expected
+    fresh = tf.Graph()  # the meta graph, with its thread-less runner
+    with fresh.as_default(), new_session(fresh) as sess:
+        restorer = tf.compat.v1.train.import_meta_graph(path + ".meta")
+        restorer.restore(sess, path)
+        names = [t.name for t in tf.nest.flatten(outputs)]
+        assert fetch(sess, names, 5) == expected
+        coord = qp.Coordinator()
+        threads = qp.start_queue_runners(sess, coord)
+        coord.request_stop()
+        coord.join(threads, stop_grace_period_secs=5)
+
+
+# ------------------------------------------------------------ vectorized decoding
+
+
+@pytest.mark.skipif(_engine._vectorizer() is None, reason="no vectorizer module")
+def test_vectorized_decoding_shuffles_raw_records_then_decodes_batches(csv_files, caplog):
+    with caplog.at_level(logging.INFO, logger="queue_pipeline"):
+        result = run_both(lambda: csv_pipeline(csv_files, num_epochs=2, shuffle=True, seed=2))
+    assert "vectorized, decoded once per batch" in caplog.text
+    assert examples(result["dataset"][1]) == examples(result["queue"][1])
+    ops = result["dataset graph"].get_operations()
+    shuffle = next(op for op in ops if op.type.startswith("ShuffleDataset"))
+    batch = next(op for op in ops if op.type.startswith("BatchDataset"))
+    decode = next(op for op in ops if op.type.startswith("ParallelMapDataset")
+                  and op.inputs[0].op.type.startswith("Prefetch"))
+    assert shuffle.get_attr("output_types") == [tf.string]  # the raw lines are shuffled,
+    assert batch.get_attr("output_types") == [tf.string]  # batched,
+    assert decode.get_attr("output_types") == [tf.int32, tf.int32]  # then decoded
+
+
+def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, caplog,
+                                                                   monkeypatch):
+    with caplog.at_level(logging.INFO, logger="queue_pipeline"):
+        build("dataset", lambda: _noisy_pipeline(csv_files, 1))  # a random op per record
+    assert "per-record map (" in caplog.text and "random" in caplog.text.lower()
+    caplog.clear()
+    monkeypatch.setattr(_engine, "_vectorizer", lambda: None)
+    with caplog.at_level(logging.INFO, logger="queue_pipeline"):
+        result = run_both(lambda: csv_pipeline(csv_files, num_epochs=1))
+    assert "queue_pipeline._vectorize is not available" in caplog.text
+    assert examples(result["dataset"][1]) == examples(result["queue"][1])
+
+
+def test_large_preloaded_arrays_are_gathered_in_memory(monkeypatch, caplog):
+    monkeypatch.setattr(_engine, "LARGE_ROWS_BYTES", 1_000)
+    images = np.arange(3000, dtype=np.float32).reshape(300, 10)
+    labels = np.arange(300) % 7
+
+    def pipeline():
+        image, label = qp.slice_input_producer([tf.constant(images), tf.constant(labels)],
+                                               num_epochs=2, shuffle=True, seed=4)
+        return qp.batch([image, label], 32, allow_smaller_final_batch=True)
+
+    with caplog.at_level(logging.INFO, logger="queue_pipeline"):
+        result = run_both(pipeline)
+    assert "bytes of preloaded rows gathered in memory" in caplog.text
+    assert spec(result["dataset"][0]) == spec(result["queue"][0])
+    assert examples(result["dataset"][1]) == examples(result["queue"][1])
+
+
+# ------------------------------------------------------------- unmodified script
+
+
+def test_unmodified_script_through_queue_pipeline_run_on_both_engines(tmp_path):
+    csv = tmp_path / "rows.csv"
+    csv.write_text("".join(f"{i},w{i % 5}\n" for i in range(11)))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("QUEUE_PIPELINE_ENGINE", None)
+    root = str(pathlib.Path(__file__).parents[1])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    procs = {engine: subprocess.Popen(
+        [sys.executable, "-m", "queue_pipeline", "run", "--engine", engine, str(SCRIPT),
+         str(csv), "--epochs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env, cwd=root) for engine in ENGINES}
+    out = {}
+    try:
+        for engine, proc in procs.items():
+            stdout, stderr = proc.communicate(timeout=120)
+            assert proc.returncode == 0, stderr[-3000:]
+            out[engine] = stdout
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    rows = {e: [line for line in text.splitlines() if line.startswith("row ")]
+            for e, text in out.items()}
+    assert rows["dataset"] == rows["queue"] and len(rows["queue"]) == 22
+    assert "runners: queue_pipeline._engine" in out["dataset"]
+    assert "runners: queue_pipeline.runner" in out["queue"]
