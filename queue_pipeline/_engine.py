@@ -322,7 +322,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
         leaves = list(node.outputs)
 
         def decode(*args):
-            outputs = pending.vectorized(*_dense(pending.base.flatten(args)))
+            outputs = pending.vectorized(*rebuild.dense_components(pending.base.flatten(args)))
             outputs = [_at_least(value, leaf.shape) for value, leaf in zip(outputs, leaves)]
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
@@ -350,7 +350,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
         if self.deterministic and stateful:
             self.paths.append(f"{role}: {path}, sequential for determinism "
                               f"({', '.join(stateful)})")
-            return _map_region(base, region, leaves, pack, parallel=None)
+            return super().apply_region(base, region, leaves, pack, parallel=None)
         self.paths.append(f"{role}: {path}")
         return super().apply_region(base, region, leaves, pack)
 
@@ -434,16 +434,6 @@ def _vectorize(module, region, fixed_lengths: dict[str, int]):
     return result, None
 
 
-def _dense(values) -> list:
-    out = []
-    for value in values:
-        if isinstance(value, tf.SparseTensor):
-            out += [value.indices, value.values, value.dense_shape]
-        else:
-            out.append(value)
-    return out
-
-
 def _at_least(value: tf.Tensor, shape: tf.TensorShape) -> tf.Tensor:
     """`value`, checked at run time to have `shape` where its static shape is vaguer."""
     value = tf.convert_to_tensor(value)
@@ -451,33 +441,6 @@ def _at_least(value: tf.Tensor, shape: tf.TensorShape) -> tf.Tensor:
             value.shape.merge_with(shape) == value.shape:
         return value
     return tf.ensure_shape(value, shape)
-
-
-def _map_region(base: rebuild.Stream, region, leaves: list, pack, *,
-                parallel) -> rebuild.Stream:
-    """``Dataset.map`` of `region` per record, with `parallel` calls (None: sequential)."""
-    sparse = [isinstance(leaf, tf.SparseTensor) for leaf in leaves]
-
-    def per_record(*args):
-        outputs = region(*_dense(base.flatten(args)))
-        values, i = [], 0
-        for leaf, is_sparse in zip(leaves, sparse):
-            if is_sparse:
-                value = tf.SparseTensor(*outputs[i:i + 3])
-                value.set_shape(value.shape.merge_with(leaf.shape))
-                values.append(value)
-                i += 3
-            else:
-                values.append(outputs[i])
-                i += 1
-        if pack is not None:
-            return pack(values)
-        return values[0] if len(values) == 1 else tuple(values)
-
-    dataset = base.dataset.map(tf.autograph.experimental.do_not_convert(per_record),
-                               num_parallel_calls=parallel)
-    form = "bare" if pack is None and len(leaves) == 1 else "tuple"
-    return rebuild.Stream(dataset, leaves, form)
 
 
 # ----------------------------------------------------------------------- runners

@@ -57,7 +57,7 @@ from queue_pipeline.data import producers as data_producers
 from queue_pipeline.data import readers as data_readers
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["Rebuilder", "Stream", "to_dataset"]
+__all__ = ["Rebuilder", "Stream", "dense_components", "to_dataset"]
 
 _API = "to_dataset"
 BATCHING_KINDS = frozenset({
@@ -115,7 +115,8 @@ def _components(leaf) -> list[tf.Tensor]:
     return [leaf]
 
 
-def _dense_args(values) -> list:
+def dense_components(values) -> list:
+    """The dense tensors of `values`: a SparseTensor gives its three components."""
     out = []
     for value in values:
         out += _components(value) if isinstance(value, tf.SparseTensor) else [value]
@@ -250,15 +251,24 @@ class Rebuilder:
         return self.apply_region(base, region, leaves, pack)
 
     def apply_region(self, base: Stream, region: _lift.LiftedRegion, leaves: list,
-                     pack: Callable[[list], Any] | None) -> Stream:
+                     pack: Callable[[list], Any] | None, *,
+                     parallel: int | None = tf.data.AUTOTUNE) -> Stream:
         """Maps `region` over `base`; returns the stream of `leaves`.
 
         Override to run regions differently (e.g. vectorized over batches).
+
+        Args:
+          base: the stream whose elements are the region's sources.
+          region: the lifted per-record ops.
+          leaves: the legacy values the mapped elements stand for.
+          pack: builds the final structure from the values, or None.
+          parallel: ``num_parallel_calls`` of the map (None: sequential,
+            which keeps per-record random ops reproducible).
         """
         sparse = [isinstance(leaf, tf.SparseTensor) for leaf in leaves]
 
         def per_record(*args):
-            outputs = region(*_dense_args(base.flatten(args)))
+            outputs = region(*dense_components(base.flatten(args)))
             values, i = [], 0
             for leaf, is_sparse in zip(leaves, sparse):
                 if is_sparse:
@@ -275,7 +285,7 @@ class Rebuilder:
 
         # No AutoGraph: the function is plain graph building (imports a GraphDef).
         dataset = base.dataset.map(tf.autograph.experimental.do_not_convert(per_record),
-                                   num_parallel_calls=tf.data.AUTOTUNE)
+                                   num_parallel_calls=parallel)
         if pack is not None:
             return Stream(dataset, leaves, "packed")
         return Stream(dataset, leaves, "bare" if len(leaves) == 1 else "tuple")
