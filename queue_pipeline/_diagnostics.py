@@ -65,7 +65,7 @@ def _marks_table(queue):
     except KeyError:
         pass
     with graph.as_default(), tf.control_dependencies(None), \
-            tf.compat.v1.name_scope(scope):
+            tf.device(queue.queue_ref.device), tf.compat.v1.name_scope(scope):
         table = tf.raw_ops.MutableHashTableV2(
             key_dtype=tf.int64, value_dtype=tf.int64, use_node_name_sharing=True,
             name="marks")
@@ -110,7 +110,8 @@ def dequeue_guard(queue, api: str) -> list:
         "tf.compat.v1.train.MonitoredTrainingSession, which starts them. To wait "
         "instead, as TF 1.x does, build the pipeline under "
         "queue_pipeline.diagnostics(unstarted_guard=False).")
-    with tf.control_dependencies(None), tf.compat.v1.name_scope(_guard_scope(name)):
+    with tf.control_dependencies(None), tf.device(queue.queue_ref.device), \
+            tf.compat.v1.name_scope(_guard_scope(name)):
         started = tf.raw_ops.Greater(
             x=tf.raw_ops.LookupTableSizeV2(table_handle=table),
             y=tf.constant(0, tf.int64))
@@ -169,7 +170,7 @@ def watch_session(sess) -> None:
             except tf.errors.OutOfRangeError as end:
                 session = owner()
                 failure = failure_for(session) if session is not None else None
-                if failure is None:
+                if failure is None or not _is_closed_queue(end, session.graph):
                     raise
                 raise _copy(failure) from end
 
@@ -180,6 +181,17 @@ def watch_session(sess) -> None:
         except AttributeError:  # a session type that forbids new attributes
             return
         _WATCHED.add(sess)
+
+
+_QUEUE_END_OPS = ("QueueDequeue", "ReaderRead")
+
+
+def _is_closed_queue(end, graph) -> bool:
+    """True if `end` comes from a closed queue (not, say, a tf.data iterator's end)."""
+    op = failing_op(end, graph)
+    if op is not None:
+        return op.type.startswith(_QUEUE_END_OPS)
+    return "is closed" in (getattr(end, "message", "") or "")
 
 
 def record_failure(sess, runner, error: BaseException) -> None:

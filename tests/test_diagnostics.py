@@ -334,6 +334,24 @@ def test_error_without_coordinator_unblocks_the_consumer():
     assert "queue 'fifo_queue'" in info.value.message
 
 
+def test_an_unrelated_dataset_end_stays_a_plain_end_after_a_runner_failed():
+    g = tf.Graph()
+    with g.as_default():
+        queue = tf.queue.FIFOQueue(10, tf.float32, shapes=[[]])
+        bad = tf.debugging.check_numerics(tf.constant(float("nan")), "boom")
+        runner = qp.QueueRunner(queue, [queue.enqueue(bad)])
+        rows = tf.compat.v1.data.make_one_shot_iterator(
+            tf.data.Dataset.range(2)).get_next()
+        with new_session(g) as sess:
+            (thread,) = runner.create_threads(sess, start=True)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="boom"):
+                sess.run(queue.dequeue())
+            thread.join(5)
+            assert [sess.run(rows), sess.run(rows)] == [0, 1]
+            with pytest.raises(tf.errors.OutOfRangeError):
+                sess.run(rows)  # the dataset's own end, not the runner's error
+
+
 def test_monitored_training_session_raises_the_root_cause(tmp_path):
     missing = str(tmp_path / "missing.csv")
     g = tf.Graph()
