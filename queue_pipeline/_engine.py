@@ -273,7 +273,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
       `enqueue_many`, a `keep_input` tensor) and that the vectorizer accepts
       is not mapped per record: the raw records go through the batching twin
       (record-level shuffle, then batch) and the vectorized region is mapped
-      on each batch (see :meth:`_batching_stream`).
+      on each batch (see :meth:`batching_stream`).
 
     Attributes:
       paths: one line per region mapped, saying which path it took and why.
@@ -310,10 +310,10 @@ class _EngineRebuilder(rebuild.Rebuilder):
                 leaves += [x for x in n.inputs if isinstance(x, (tf.Tensor, tf.SparseTensor))]
         super().restrict_to(leaves)
 
-    def _batching_stream(self, node: plan.PlanNode) -> rebuild.Stream:
+    def batching_stream(self, node: plan.PlanNode) -> rebuild.Stream:
         self._batching.append(node)
         try:
-            stream = super()._batching_stream(node)
+            stream = super().batching_stream(node)
         finally:
             self._batching.pop()
         pending = self._pending.pop(node.index, None)
@@ -331,8 +331,8 @@ class _EngineRebuilder(rebuild.Rebuilder):
         return rebuild.Stream(dataset.prefetch(tf.data.AUTOTUNE), leaves, stream.form)
 
     def apply_region(self, base: rebuild.Stream, region, leaves: list,
-                     pack: Callable[[list], Any] | None) -> rebuild.Stream:
-        role = self.regions[-1][0] if self.regions else "output"
+                     pack: Callable[[list], Any] | None, *, role: str = "output",
+                     parallel=tf.data.AUTOTUNE) -> rebuild.Stream:
         node = self._batching[-1] if self._batching else None
         path = "per-record map"
         if node is not None and role.startswith(f"{node.kind} list "):
@@ -350,11 +350,13 @@ class _EngineRebuilder(rebuild.Rebuilder):
         if self.deterministic and stateful:
             self.paths.append(f"{role}: {path}, sequential for determinism "
                               f"({', '.join(stateful)})")
-            return super().apply_region(base, region, leaves, pack, parallel=None)
+            return super().apply_region(base, region, leaves, pack, role=role,
+                                        parallel=None)
         self.paths.append(f"{role}: {path}")
-        return super().apply_region(base, region, leaves, pack)
+        return super().apply_region(base, region, leaves, pack, role=role,
+                                    parallel=parallel)
 
-    def _slice_stream(self, node: plan.PlanNode) -> rebuild.Stream:
+    def slice_stream(self, node: plan.PlanNode) -> rebuild.Stream:
         """``slice_input_producer``; large preloaded arrays stay out of the graph.
 
         See NOTE [ Large preloaded arrays ]. Smaller or computed rows take
@@ -365,7 +367,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
         if (len(arrays) != len(rows) or sum(a.nbytes for a in arrays) < LARGE_ROWS_BYTES
                 or len({a.shape[0] if a.ndim else -1 for a in arrays}) != 1
                 or arrays[0].ndim == 0 or arrays[0].shape[0] == 0):
-            return super()._slice_stream(node)
+            return super().slice_stream(node)
         args = node.args
         indices = data_producers.range_input_producer(
             arrays[0].shape[0], num_epochs=args["num_epochs"], shuffle=args["shuffle"],

@@ -39,7 +39,8 @@ next file to whichever reader is free). Unused reader keys are not built
 Extension points for other engines: :class:`Rebuilder` records every
 :class:`~queue_pipeline._lift.LiftedRegion` it maps in :attr:`Rebuilder.regions`,
 and a subclass can override :meth:`Rebuilder.apply_region` (e.g. to run a
-region on whole batches).
+region on whole batches; it gets the region's role), :meth:`Rebuilder.batching_stream`
+and :meth:`Rebuilder.slice_stream`, as the dataset engine (``_engine.py``) does.
 """
 
 from __future__ import annotations
@@ -248,10 +249,10 @@ class Rebuilder:
                 and _keeps_static_shapes(base.dataset, leaves)):
             return Stream(base.dataset, leaves, base.form)
         self.regions.append((role, region))
-        return self.apply_region(base, region, leaves, pack)
+        return self.apply_region(base, region, leaves, pack, role=role)
 
     def apply_region(self, base: Stream, region: _lift.LiftedRegion, leaves: list,
-                     pack: Callable[[list], Any] | None, *,
+                     pack: Callable[[list], Any] | None, *, role: str = "output",
                      parallel: int | None = tf.data.AUTOTUNE) -> Stream:
         """Maps `region` over `base`; returns the stream of `leaves`.
 
@@ -262,6 +263,8 @@ class Rebuilder:
           region: the lifted per-record ops.
           leaves: the legacy values the mapped elements stand for.
           pack: builds the final structure from the values, or None.
+          role: what the region feeds, e.g. ``"batch list 0"`` (as recorded
+            in :attr:`regions`).
           parallel: ``num_parallel_calls`` of the map (None: sequential,
             which keeps per-record random ops reproducible).
         """
@@ -311,9 +314,9 @@ class Rebuilder:
                     "and the others).")
             return self._dequeue_stream(op)
         if node.kind in BATCHING_KINDS:
-            return self._batching_stream(node)
+            return self.batching_stream(node)
         if node.kind == "slice_input_producer":
-            return self._slice_stream(node)
+            return self.slice_stream(node)
         if node.kind == "limit_epochs":
             limited = node.outputs[0]
             inner = self.rebuild([limited.op.inputs[0]], role="limit_epochs")
@@ -322,7 +325,11 @@ class Rebuilder:
 
     # ---------------------------------------------------------------- batching
 
-    def _batching_stream(self, node: plan.PlanNode) -> Stream:
+    def batching_stream(self, node: plan.PlanNode) -> Stream:
+        """The stream a batching call delivers: its twin over its rebuilt inputs.
+
+        An extension point, like :meth:`apply_region` and :meth:`slice_stream`.
+        """
         args = node.args
         num_lists = args.get("num_lists", 1)
         inputs = list(node.inputs)
@@ -351,7 +358,8 @@ class Rebuilder:
 
     # ---------------------------------------------------------------- producers
 
-    def _slice_stream(self, node: plan.PlanNode) -> Stream:
+    def slice_stream(self, node: plan.PlanNode) -> Stream:
+        """The stream of ``slice_input_producer``'s rows (an extension point)."""
         rows = [self._rows(t) for t in node.inputs]
         dataset = data_producers.slice_input_producer(
             rows, num_epochs=node.args["num_epochs"], shuffle=node.args["shuffle"],
