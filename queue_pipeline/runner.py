@@ -236,7 +236,12 @@ class QueueRunner:
           ``QueueRunnerThread-<queue>-<op>``; the close-on-stop thread last.
 
         Side effects:
-          Registers each thread with `coord`.
+          Registers each thread with `coord`. Marks the queue's runners as
+          started in `sess` (for the unstarted guard). Under the diagnostics
+          (see queue_pipeline._settings), also: wraps `sess.run` of this
+          session instance so a runner's error replaces the consumer's
+          closed-queue OutOfRangeError; warns once about partial
+          fixed-length tails; cancels the queue at interpreter exit.
         """
         settings = _settings.current()
         with self._lock:
