@@ -1,6 +1,6 @@
 """Diagnostics for the classic queue-pipeline traps (deliberate differences from TF 1.x).
 
-Three mechanisms, each behind a switch in :mod:`queue_pipeline._settings`:
+Four mechanisms, each behind a switch in :mod:`queue_pipeline._settings`:
 
 * **Unstarted guard** (``unstarted_guard``): every dequeue queue_pipeline
   builds gets a control dependency on an ``Assert`` that fails at once when,
@@ -17,6 +17,12 @@ Three mechanisms, each behind a switch in :mod:`queue_pipeline._settings`:
 * **Quiet shutdown** (``quiet_shutdown``): :func:`is_shutdown_error` tells a
   runner that its error is only the echo of a stop request or a closed
   session.
+* **Exit unblock** (``exit_unblock``): :func:`unblock_at_exit` cancels the
+  queues of live runners when the interpreter starts exiting; see
+  NOTE [ Interpreter exit ].
+
+The ``no_spin`` and ``tail_warning`` switches act in runner.py and
+_locate.py.
 """
 
 from __future__ import annotations
