@@ -107,9 +107,6 @@ from queue_pipeline.errors import NotRebuildableError
 
 __all__ = ["serve"]
 
-_DEQUEUES = ("QueueDequeueV2", "QueueDequeue", "QueueDequeueManyV2", "QueueDequeueMany",
-             "QueueDequeueUpToV2", "QueueDequeueUpTo")
-_READS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 # See NOTE [ Large preloaded arrays ].
 LARGE_ROWS_BYTES = 16 << 20
 _GATHER_ROWS = 1024
@@ -299,7 +296,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
         served = [n for n in plan.plan_nodes(self.graph) if n.args.get("engine") == "dataset"]
         added: set[int] = set()
         while True:
-            scope = _scope_ops(self.graph, leaves, self.graph.get_collection(QUEUE_RUNNERS))
+            scope = rebuild.upstream_ops(leaves, self.graph.get_collection(QUEUE_RUNNERS))
             more = [n for n in served if n.index not in added and any(
                 t.op.name in scope for leaf in n.outputs
                 for t in tf.nest.flatten(leaf, expand_composites=True))]
@@ -508,33 +505,13 @@ def _runner_of(graph: tf.Graph, queue):
     return None
 
 
-def _scope_ops(graph: tf.Graph, leaves: list, runners: list) -> set[str]:
-    """Names of the ops `leaves` depend on, through data, control and runners' enqueues."""
-    enqueues: dict[str, list] = {}
-    for qr in runners:
-        name = _queue_op_name(getattr(qr, "queue", None))
-        if name is not None:
-            enqueues.setdefault(name, []).extend(getattr(e, "op", e) for e in qr.enqueue_ops)
-    seen: set[str] = set()
-    stack = [t.op for leaf in leaves for t in tf.nest.flatten(leaf, expand_composites=True)]
-    while stack:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-        stack.extend(enqueues.get(op.name, ()))
-    return seen
-
-
 def _consumers(graph: tf.Graph) -> dict[str, list[str]]:
     """queue op name -> the dequeue and reader-read ops that take from it."""
     out: dict[str, list[str]] = {}
     for op in graph.get_operations():
-        if op.type in _DEQUEUES:
+        if op.type in rebuild.DEQUEUE_OPS:
             out.setdefault(op.inputs[0].op.name, []).append(op.name)
-        elif op.type in _READS:
+        elif op.type in rebuild.READ_OPS:
             out.setdefault(op.inputs[1].op.name, []).append(op.name)
     return out
 
@@ -542,7 +519,7 @@ def _consumers(graph: tf.Graph) -> dict[str, list[str]]:
 def _retire_runners(graph: tf.Graph, leaves: list) -> list:
     """Removes the faithful runners only the rebuilt pipeline consumed."""
     collection = graph.get_collection_ref(QUEUE_RUNNERS)
-    scope = _scope_ops(graph, leaves, list(collection))
+    scope = rebuild.upstream_ops(leaves, list(collection))
     consumers = _consumers(graph)
     retired = []
     for qr in list(collection):
@@ -562,7 +539,7 @@ def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> N
     with _LOCK:
         retired = graph.get_collection(_RETIRED)
     if retired:
-        scope = _scope_ops(graph, leaves, graph.get_collection(QUEUE_RUNNERS) + retired)
+        scope = rebuild.upstream_ops(leaves, graph.get_collection(QUEUE_RUNNERS) + retired)
         back = [qr for qr in retired if _queue_op_name(qr.queue) in scope]
         # Upstream first, as they were: runners start in collection order, and a
         # consumer's first dequeue must not come before its producer is marked

@@ -54,11 +54,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._diagnostics import GUARD_SUFFIX
 from queue_pipeline.errors import NotRebuildableError
 
 __all__ = ["LiftedRegion", "find_sources", "lift", "not_rebuildable", "variable_changes"]
 
-GUARD_SCOPE = "_qp_guard/"
+GUARD_SCOPE = GUARD_SUFFIX + "/"
 PY_FUNC_TYPES = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 PLACEHOLDER_TYPES = frozenset({"Placeholder", "PlaceholderV2"})
 # Ops that only read a resource variable (or ask about it); anything else with

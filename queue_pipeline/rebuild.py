@@ -58,7 +58,8 @@ from queue_pipeline.data import producers as data_producers
 from queue_pipeline.data import readers as data_readers
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["Rebuilder", "Stream", "dense_components", "to_dataset"]
+__all__ = ["DEQUEUE_OPS", "READ_OPS", "Rebuilder", "Stream", "dense_components",
+           "to_dataset", "upstream_ops"]
 
 _API = "to_dataset"
 BATCHING_KINDS = frozenset({
@@ -70,8 +71,8 @@ _READER_METHODS = ("read", "read_up_to")
 _DEQUEUE_ONE = ("QueueDequeueV2", "QueueDequeue")
 _DEQUEUE_MANY = ("QueueDequeueManyV2", "QueueDequeueMany")
 _DEQUEUE_UP_TO = ("QueueDequeueUpToV2", "QueueDequeueUpTo")
-_DEQUEUES = _DEQUEUE_ONE + _DEQUEUE_MANY + _DEQUEUE_UP_TO
-_READS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
+DEQUEUE_OPS = _DEQUEUE_ONE + _DEQUEUE_MANY + _DEQUEUE_UP_TO
+READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 _PREFETCH_QUEUES = ("FIFOQueueV2", "PaddingFIFOQueueV2")
 _BATCH_ARGS = ("batch_size", "num_threads", "capacity", "min_after_dequeue", "seed",
                "enqueue_many", "shapes", "dynamic_pad", "allow_smaller_final_batch")
@@ -122,6 +123,34 @@ def dense_components(values) -> list:
     for value in values:
         out += _components(value) if isinstance(value, tf.SparseTensor) else [value]
     return out
+
+
+def upstream_ops(leaves, runners) -> set[str]:
+    """Names of the ops `leaves` depend on, through data and control inputs and queues.
+
+    A queue op counts as depending on the enqueue ops of the `runners` that
+    fill it, so the walk crosses every stage of a legacy pipeline.
+
+    Args:
+      leaves: Tensors or SparseTensors.
+      runners: QueueRunner-like objects (``queue``, ``enqueue_ops``).
+    """
+    enqueues: dict[str, list] = {}
+    for qr in runners:
+        op = _queue_op(getattr(qr, "queue", None))
+        if op is not None:
+            enqueues.setdefault(op.name, []).extend(getattr(e, "op", e) for e in qr.enqueue_ops)
+    seen: set[str] = set()
+    stack = [t.op for leaf in leaves for t in _components(leaf)]
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+        stack.extend(enqueues.get(op.name, ()))
+    return seen
 
 
 def _queue_op(queue) -> tf.Operation | None:
@@ -185,23 +214,8 @@ class Rebuilder:
 
     def restrict_to(self, leaves) -> None:
         """Counts only the consumers of work queues that `leaves` depend on."""
-        runners: dict[str, list] = {}
-        for qr in self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
-            op = _queue_op(getattr(qr, "queue", None))
-            if op is not None:
-                runners.setdefault(op.name, []).extend(
-                    getattr(e, "op", e) for e in qr.enqueue_ops)
-        seen: set[str] = set()
-        stack = [t.op for leaf in leaves for t in _components(leaf)]
-        while stack:
-            op = stack.pop()
-            if op.name in seen:
-                continue
-            seen.add(op.name)
-            stack.extend(t.op for t in op.inputs)
-            stack.extend(op.control_inputs)
-            stack.extend(runners.get(op.name, ()))
-        self._scope = seen
+        self._scope = upstream_ops(
+            leaves, self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
 
     def has_plan(self) -> bool:
         """Whether a recorded builder is upstream of the leaves of :meth:`restrict_to`."""
@@ -296,7 +310,7 @@ class Rebuilder:
     # ----------------------------------------------------------------- sources
 
     def _is_source(self, t: tf.Tensor) -> bool:
-        return t.name in self._by_output or t.op.type in _DEQUEUES or t.op.type in _READS
+        return t.name in self._by_output or t.op.type in DEQUEUE_OPS or t.op.type in READ_OPS
 
     def _stream_key(self, t: tf.Tensor) -> str:
         node = self._by_output.get(t.name)
@@ -306,7 +320,7 @@ class Rebuilder:
         node = self._by_output.get(used[0].name)
         if node is None:
             op = used[0].op
-            if op.type in _READS:
+            if op.type in READ_OPS:
                 raise _lift.not_rebuildable(
                     self.api, op, "is a reader op that no queue_pipeline reader recorded "
                     "(e.g. TF's own tf.compat.v1 reader), so its reader is unknown",
@@ -422,9 +436,9 @@ class Rebuilder:
         for op in self.graph.get_operations():
             if self._scope is not None and op.name not in self._scope:
                 continue
-            if op.type in _DEQUEUES and op.inputs[0].op is queue_op:
+            if op.type in DEQUEUE_OPS and op.inputs[0].op is queue_op:
                 out.append(op)
-            elif op.type in _READS and op.inputs[1].op is queue_op:
+            elif op.type in READ_OPS and op.inputs[1].op is queue_op:
                 out.append(op)
         return sorted(out, key=lambda op: self._order[op.name])
 
