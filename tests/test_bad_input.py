@@ -585,18 +585,26 @@ def _error_through_batch(make_reader, files, *, num_threads=1, up_to=None):
         else:
             _, value = reader.read(queue)
             batch = qp.batch([_csv_row(value)], 1, num_threads=num_threads, capacity=1)
-        with new_session(g) as sess:
-            sess.run(tf.compat.v1.local_variables_initializer())
-            c = qp.Coordinator()
-            threads = qp.start_queue_runners(sess, c)
-            try:
-                with pytest.raises(tf.errors.InvalidArgumentError) as info:
-                    for _ in range(100):
-                        sess.run(batch)
-            finally:
-                c.request_stop()
-                with pytest.raises(tf.errors.InvalidArgumentError):
-                    c.join(threads, stop_grace_period_secs=5)
+    return _decode_error_message(g, batch, steps=100)
+
+
+def _decode_error_message(g, batch, *, steps):
+    """Runs `batch` with runners until the decode error; returns its message.
+
+    The consumer and ``Coordinator.join`` must both raise InvalidArgumentError.
+    """
+    with g.as_default(), new_session(g) as sess:
+        sess.run(tf.compat.v1.local_variables_initializer())
+        coord = qp.Coordinator()
+        threads = qp.start_queue_runners(sess, coord)
+        try:
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                for _ in range(steps):
+                    sess.run(batch)
+        finally:
+            coord.request_stop()
+            with pytest.raises(tf.errors.InvalidArgumentError):
+                coord.join(threads, stop_grace_period_secs=5)
     return info.value.message
 
 
@@ -628,20 +636,9 @@ def test_join_of_several_readers_names_the_failing_readers_record(tmp_path):
         rows = [[_csv_row(qp.TextLineReader().read(queue).value)] for _ in range(3)]
         batch = qp.shuffle_batch_join(rows, 2, capacity=20, min_after_dequeue=2,
                                       allow_smaller_final_batch=True)
-        with new_session(g) as sess:
-            sess.run(tf.compat.v1.local_variables_initializer())
-            coord = qp.Coordinator()
-            threads = qp.start_queue_runners(sess, coord)
-            try:
-                with pytest.raises(tf.errors.InvalidArgumentError) as info:
-                    for _ in range(20):
-                        sess.run(batch)
-            finally:
-                coord.request_stop()
-                with pytest.raises(tf.errors.InvalidArgumentError):
-                    coord.join(threads, stop_grace_period_secs=5)
-    assert f"file {files[3]}, record {files[3]}:3" in info.value.message
-    assert "most recent" not in info.value.message
+    message = _decode_error_message(g, batch, steps=20)
+    assert f"file {files[3]}, record {files[3]}:3" in message
+    assert "most recent" not in message
 
 
 def _example(**features) -> bytes:
