@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import tensorflow as tf
 
 from queue_pipeline.errors import GraphModeRequiredError
@@ -41,6 +42,67 @@ class PrivateKey:
 
     def __repr__(self) -> str:
         return f"<queue_pipeline {self._name}>"
+
+
+# NOTE [ TF1 mode ]
+# Legacy scripts run after `tf.compat.v1.disable_v2_behavior()`: no eager
+# execution anywhere, v1 `TensorShape`s whose items are `Dimension` objects
+# (`shape[0]` is `Dimension(5)`, not `5`; `Dimension(None)` is not None and
+# is unhashable), ref variables, and int32 where TF 2.x gives int64 (a
+# `tf.maximum(Dimension, 1)` is int32). Each of these is normalized in one
+# place: static dimensions by `static_dim`, scalar sizes that tf.data wants as
+# int64 by `as_int64`, variable kinds by `is_ref_variable`. Code never indexes
+# a TensorShape directly.
+
+
+def static_dim(shape, index: int) -> int | None:
+    """Dimension `index` of `shape` (a TensorShape or a Tensor) as an int, or None.
+
+    The same in both TF modes (a v1 shape's items are ``Dimension`` objects);
+    None for an unknown dimension or an unknown rank. See NOTE [ TF1 mode ].
+    """
+    shape = tf.TensorShape(getattr(shape, "shape", shape))
+    if shape.rank is None:
+        return None
+    return tf.compat.dimension_value(shape[index])
+
+
+def as_int64(value):
+    """A scalar size (Python/numpy int or integer tensor) as tf.data wants it.
+
+    Python and numpy integers become Python ints; integer tensors (int32 in
+    TF1 mode, where shapes and `tf.maximum` of Python ints are int32) are
+    cast to int64. See NOTE [ TF1 mode ].
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    value = tf.convert_to_tensor(value)
+    return value if value.dtype == tf.int64 else tf.cast(value, tf.int64)
+
+
+def is_ref_variable(variable) -> bool:
+    """True for a TF1 ref variable (``disable_resource_variables()``), False otherwise."""
+    return variable.dtype.base_dtype != variable.dtype or not hasattr(variable, "handle")
+
+
+VARIABLE_OP_TYPES = frozenset({"VarHandleOp", "VariableV2", "Variable"})
+
+
+def variable_op_read_by(tensor) -> tf.Operation | None:
+    """The variable op whose value `tensor` is, or None.
+
+    Covers both variable kinds (NOTE [ TF1 mode ]): a resource variable's
+    ``ReadVariableOp`` of its ``VarHandleOp``, and a ref variable's own
+    output or an ``Identity`` of it (its ``read`` snapshot, or what
+    ``convert_to_tensor`` gives).
+    """
+    op = tensor.op
+    if op.type == "ReadVariableOp":
+        handle = op.inputs[0].op
+        return handle if handle.type == "VarHandleOp" else None
+    while op.type == "Identity" and op.inputs and op.inputs[0].dtype._is_ref_dtype:  # noqa: SLF001
+        op = op.inputs[0].op
+    return op if op.type in VARIABLE_OP_TYPES else None
 
 
 def require_graph(api: str) -> None:
@@ -80,7 +142,7 @@ def count_up_to(variable, limit: int):
     Uses the resource op directly for resource variables (no deprecation
     warning) and the ref op otherwise.
     """
-    if variable.dtype.base_dtype != variable.dtype or not hasattr(variable, "handle"):
+    if is_ref_variable(variable):
         return variable.count_up_to(limit)  # ref variable (TF1 mode)
     return tf.raw_ops.ResourceCountUpTo(
         resource=variable.handle, limit=limit, T=variable.dtype.base_dtype)

@@ -62,7 +62,23 @@ What a legacy program sees, and why:
   a parallel ``map`` before batching. Which path each call took is logged
   once (INFO).
 * **Large preloaded arrays** (``slice_input_producer`` over constants of
-  16 MiB or more): see NOTE [ Large preloaded arrays ].
+  16 MiB or more): see NOTE [ Variables read when the input starts ]
+A legacy pipeline reads its variables when it runs: the classic
+``fully_connected_preloaded_var`` builds ``slice_input_producer`` over
+variables created with ``collections=[]`` whose initializers are run with a
+``feed_dict`` after the graph is built and before ``start_queue_runners``.
+The engine builds its Dataset when the batching call is made, so it cannot
+read them then. Its rebuilder lifts variable reads as reads in the legacy
+graph (``_lift.lift(capture=True)``): the Dataset captures the read tensors
+(``from_tensor_slices`` of a variable, or a per-record op reading one), and
+such a Dataset gets an initializable iterator, which the call's stand-in
+runner initializes when ``start_queue_runners`` (or MonitoredTrainingSession,
+or Supervisor) starts it, once per session: the variables are read then, as
+the faithful runners would read them. Variables that change while the input
+runs are refused as in ``to_dataset`` (the call falls back). A pipeline
+reading no variable keeps its one-shot iterator, which needs no start.
+
+NOTE [ Large preloaded arrays ].
 * **Not covered:** a pipeline with no batching call (a reader's value read
   directly) stays on queues; tensors fetched by the faithful graph's names
   (``"batch:0"``) read the unused faithful queue; variables the per-record
@@ -140,10 +156,10 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
     except Exception as e:  # noqa: BLE001 - any failure keeps the faithful graph
         _fall_back(graph, where, leaves, e)
         return result
-    iterator, values = served
+    iterator, values, initializer = served
     faithful = _runner_of(graph, queue)
     retired = _retire_runners(graph, leaves)
-    tf.compat.v1.add_to_collection(QUEUE_RUNNERS, _ServedRunner(queue, faithful))
+    tf.compat.v1.add_to_collection(QUEUE_RUNNERS, _ServedRunner(queue, faithful, initializer))
     _replace_fill_summaries(graph, {_queue_op_name(qr.queue) for qr in retired}, scope)
     _add_saveable(iterator)
     out = tf.nest.pack_sequence_as(result, values)
@@ -159,11 +175,12 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
 
 
 def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str):
-    """((iterator, flat values), paths) of the rebuilt pipeline; raises if it cannot be."""
+    """((iterator, flat values, initializer or None), paths) of the rebuilt pipeline.
+
+    Raises whatever stops the rebuild (the caller falls back).
+    """
     deterministic = _is_seeded(graph, leaves)
-    default = tf.compat.v1.get_default_session()
-    session = default if default is not None and default.graph is graph else None
-    rebuilder = _EngineRebuilder(graph, session=session, api=f"{node.kind} (dataset engine)",
+    rebuilder = _EngineRebuilder(graph, api=f"{node.kind} (dataset engine)",
                                  deterministic=deterministic, vectorizer=_vectorizer())
     rebuilder.restrict_to(leaves)
     with _quiet_tf_data(), tf.compat.v1.name_scope(f"{scope.rstrip('/')}_dataset/"):
@@ -173,13 +190,18 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str):
             options = tf.data.Options()
             options.deterministic = True
             dataset = dataset.with_options(options)
-        iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
+        if any(region.captured for _, region in rebuilder.regions):
+            iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
+            initializer = iterator.initializer
+        else:
+            iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
+            initializer = None
         element = iterator.get_next()
         values = [element] if len(leaves) == 1 else list(element)
         if len(values) != len(leaves):
             raise AssertionError(f"{len(values)} components for {len(leaves)} outputs")
         values = [_merge_static_shape(value, leaf) for value, leaf in zip(values, leaves)]
-    return (iterator, values), rebuilder.paths
+    return (iterator, values, initializer), rebuilder.paths
 
 
 def _merge_static_shape(value, leaf):
@@ -276,9 +298,10 @@ class _EngineRebuilder(rebuild.Rebuilder):
       paths: one line per region mapped, saying which path it took and why.
     """
 
-    def __init__(self, graph: tf.Graph, *, session, api: str, deterministic: bool,
+    def __init__(self, graph: tf.Graph, *, api: str, deterministic: bool,
                  vectorizer) -> None:
-        super().__init__(graph, session=session, api=api)
+        # See NOTE [ Variables read when the input starts ].
+        super().__init__(graph, api=api, capture_variables=True)
         self.deterministic = deterministic
         self.vectorizer = vectorizer
         self.paths: list[str] = []
@@ -450,10 +473,15 @@ class _ServedRunner:
 
     It has a QueueRunner's interface (TF's meta-graph exporter reads
     ``queue``, ``enqueue_ops``, ``close_op``, ``cancel_op`` and the closed
-    exception types) but no enqueue op, so it starts no thread.
+    exception types) but no enqueue op, so it starts no thread. When the
+    call's iterator is initializable (the pipeline reads variables), starting
+    the runner initializes it, once per session; see NOTE [ Variables read
+    when the input starts ].
     """
 
-    def __init__(self, queue, faithful) -> None:
+    def __init__(self, queue, faithful, initializer=None) -> None:
+        self._initializer = initializer
+        self._started: "weakref.WeakSet" = weakref.WeakSet()
         self._queue = queue
         self._enqueue_ops: list = []
         close_op = getattr(faithful, "close_op", None)
@@ -472,8 +500,18 @@ class _ServedRunner:
     name = property(lambda self: self._queue.name)
 
     def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
-        """Returns ``[]``: the Dataset runs its own threads inside the session."""
-        del sess, coord, daemon, start
+        """Returns ``[]``: the Dataset runs its own threads inside the session.
+
+        Side effect: the first call for `sess` runs the iterator's
+        initializer, if it has one (the variables it reads are read then).
+        """
+        del coord, daemon, start
+        if self._initializer is not None:
+            with _LOCK:
+                first = sess not in self._started
+                self._started.add(sess)
+            if first:
+                sess.run(self._initializer)
         return []
 
     def to_proto(self, export_scope=None):

@@ -54,10 +54,12 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._compat import VARIABLE_OP_TYPES
 from queue_pipeline._diagnostics import GUARD_SUFFIX
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["LiftedRegion", "find_sources", "lift", "not_rebuildable", "variable_changes"]
+__all__ = ["LiftedRegion", "external_inputs", "find_sources", "import_graph", "lift",
+           "not_rebuildable", "variable_changes"]
 
 GUARD_SCOPE = GUARD_SUFFIX + "/"
 PY_FUNC_TYPES = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
@@ -67,7 +69,6 @@ PLACEHOLDER_TYPES = frozenset({"Placeholder", "PlaceholderV2"})
 _VARIABLE_READERS = frozenset({"ReadVariableOp", "VarIsInitializedOp", "VariableShape",
                                "ResourceGather", "ResourceGatherNd", "IsVariableInitialized",
                                "Identity", "DestroyResourceOp"})
-_VARIABLE_TYPES = frozenset({"VarHandleOp", "VariableV2", "Variable"})
 
 
 def _is_guard(op: tf.Operation) -> bool:
@@ -223,7 +224,7 @@ class _Walker:
                 raise not_rebuildable(self.api, op, f"reads a variable through {variable.name!r} "
                              f"(type {variable.type}), not directly from its handle",
                              "read the variable itself (variable.read_value()).")
-        elif t.dtype._is_ref_dtype and op.type in _VARIABLE_TYPES:  # noqa: SLF001
+        elif t.dtype._is_ref_dtype and op.type in VARIABLE_OP_TYPES:  # noqa: SLF001
             variable = op
         else:
             return False
@@ -264,7 +265,7 @@ class _Walker:
                          "builder recorded, so its input cannot be rebuilt",
                          "build the stage with queue_pipeline's producers, readers "
                          "and batching functions (they record a plan).")
-        if op.type in _VARIABLE_TYPES or op.type in ("HashTableV2", "MutableHashTableV2",
+        if op.type in VARIABLE_OP_TYPES or op.type in ("HashTableV2", "MutableHashTableV2",
                                                      "MutableDenseHashTableV2",
                                                      "MutableHashTableOfTensorsV2"):
             raise not_rebuildable(self.api, op, "is a stateful resource (a variable or lookup "
@@ -272,7 +273,7 @@ class _Walker:
                          "read a variable's value first (variable.read_value()); build "
                          "lookup tables inside a hand-written Dataset.map.")
         for inp in op.inputs:
-            if inp.dtype == tf.resource and inp.op.type in _VARIABLE_TYPES:
+            if inp.dtype == tf.resource and inp.op.type in VARIABLE_OP_TYPES:
                 raise not_rebuildable(self.api, op, f"uses variable {inp.op.name!r} through its "
                              "handle (a per-record op that writes or gathers from it)",
                              "read the variable's value first (tf.identity(variable) "
@@ -308,6 +309,12 @@ class LiftedRegion:
       constants: legacy tensor name -> numpy value of each variable read,
         read once through the session.
       variables: legacy tensor name -> the name of the variable it reads.
+      captured: legacy tensor name -> that legacy tensor, for the variable
+        reads of a region lifted with ``capture=True``: the region then
+        reads the variable in the legacy graph each time it runs (when an
+        initializable iterator starts), so it can only be called in that
+        graph or its functions. See NOTE [ Variables read when the input
+        starts ].
     """
 
     graph: tf.Graph
@@ -318,11 +325,12 @@ class LiftedRegion:
     aliases: Mapping[str, tf.Tensor]
     constants: Mapping[str, np.ndarray]
     variables: Mapping[str, str]
+    captured: Mapping[str, tf.Tensor] = dataclasses.field(default_factory=dict)
 
     @property
     def is_identity(self) -> bool:
         """True when the function returns its arguments unchanged, in order."""
-        return (not self.ops and not self.constants and
+        return (not self.ops and not self.constants and not self.captured and
                 [s.name for s in self.sinks] == [s.name for s in self.sources])
 
     def describe(self) -> str:
@@ -334,6 +342,17 @@ class LiftedRegion:
         if self.variables:
             lines.append(f"variables read once: {sorted(set(self.variables.values()))}")
         return "\n".join(lines)
+
+    def variable_values(self) -> dict[str, tf.Tensor]:
+        """Legacy tensor name -> the tensor standing for each variable read, built here.
+
+        A constant of the value read once, or, for :attr:`captured` reads,
+        the legacy read itself (captured by the function being built).
+        """
+        values = {name: tf.constant(value, dtype=self.graph.get_tensor_by_name(
+            name).dtype.base_dtype) for name, value in self.constants.items()}
+        values.update(self.captured)
+        return values
 
     def __call__(self, *args) -> list[tf.Tensor]:
         """Imports the region with `args` as its sources; returns its sinks.
@@ -354,17 +373,11 @@ class LiftedRegion:
                             f"(one per source {[s.name for s in self.sources]}); got "
                             f"{len(args)}.")
         by_name = {s.name: tf.convert_to_tensor(a) for s, a in zip(self.sources, args)}
-        for name, value in self.constants.items():
-            by_name[name] = tf.constant(value, dtype=self.graph.get_tensor_by_name(
-                name).dtype.base_dtype)
+        by_name.update(self.variable_values())
         imported: dict[str, tf.Tensor] = {}
         if self.graph_def.node:
             wanted = [s.name for s in self.sinks if s.name not in by_name]
-            used = _external_inputs(self.graph_def)
-            input_map = {name: by_name[name] for name in used}
-            results = tf.compat.v1.import_graph_def(
-                self.graph_def, input_map=input_map, return_elements=wanted,
-                name="lifted")
+            results = import_graph(self.graph_def, by_name, wanted, name="lifted")
             imported = dict(zip(wanted, results))
         outputs = []
         for sink in self.sinks:
@@ -390,7 +403,52 @@ def _tensor_ref(t: tf.Tensor) -> str:
     return t.op.name if t.value_index == 0 else t.name
 
 
-def _external_inputs(graph_def) -> list[str]:
+# NOTE [ v1 control flow in a map function ]
+# In TF1 mode a region can hold v1 control flow: the Enter / Merge / Switch /
+# NextIteration / Exit frames of `tf.while_loop` or `tf.map_fn`, the Switch /
+# Merge of `tf.cond`. tf.data traces map functions with automatic control
+# dependencies, which chain the stateful ops of the imported region
+# (TensorArrays, Merges) in creation order across frames; the executor then
+# refuses the function ("has inputs from different frames"). Such a GraphDef
+# is imported into a function of its own, built without automatic control
+# dependencies (`tf.compat.v1.wrap_function`, TF's route for frozen TF1
+# graphs), and called from the map function.
+_V1_CONTROL_FLOW = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge",
+                              "Switch", "RefSwitch", "NextIteration", "RefNextIteration",
+                              "LoopCond"})
+
+
+def import_graph(graph_def, values: Mapping[str, tf.Tensor], wanted: Sequence[str], *,
+                 name: str) -> list[tf.Tensor]:
+    """Imports `graph_def` into the current graph or function; returns the `wanted` tensors.
+
+    Args:
+      graph_def: a region's GraphDef whose external inputs are legacy tensor
+        names.
+      values: legacy tensor name (``op:i``) -> the tensor to feed there; it
+        must hold every external input.
+      wanted: names of tensors of `graph_def` to return, in order.
+      name: the import scope.
+
+    See NOTE [ v1 control flow in a map function ].
+    """
+    used = external_inputs(graph_def)
+    if not any(node.op in _V1_CONTROL_FLOW for node in graph_def.node):
+        return tf.compat.v1.import_graph_def(
+            graph_def, input_map={n: values[n] for n in used}, return_elements=list(wanted),
+            name=name)
+    args = [tf.convert_to_tensor(values[n]) for n in used]
+
+    def body(*fed):
+        return tf.compat.v1.import_graph_def(
+            graph_def, input_map=dict(zip(used, fed)), return_elements=list(wanted),
+            name=name)
+
+    wrapped = tf.compat.v1.wrap_function(body, [tf.TensorSpec.from_tensor(a) for a in args])
+    return list(wrapped(*args))
+
+
+def external_inputs(graph_def) -> list[str]:
     """Tensor names the GraphDef's nodes read but do not define (``op:i`` form)."""
     defined = {node.name for node in graph_def.node}
     names = []
@@ -467,7 +525,7 @@ def find_sources(sinks: Sequence[tf.Tensor], is_source: Callable[[tf.Tensor], bo
 
 def lift(sinks: Sequence[tf.Tensor], sources: Sequence[tf.Tensor] = (), *,
          session: tf.compat.v1.Session | None = None, api: str = "lift",
-         values: dict | None = None) -> LiftedRegion:
+         values: dict | None = None, capture: bool = False) -> LiftedRegion:
     """Cuts the ops computing `sinks` from `sources` out of their legacy graph.
 
     See NOTE [ Lifting a region ] for what is copied, what is read once and
@@ -482,6 +540,10 @@ def lift(sinks: Sequence[tf.Tensor], sources: Sequence[tf.Tensor] = (), *,
       api: the public name used in error messages.
       values: a cache of variable values by tensor name, shared between
         regions so that each variable is read once; filled in place.
+      capture: do not read variables now: the region reads them in the
+        legacy graph when it runs (see :attr:`LiftedRegion.captured`); for
+        callers that build the Dataset in the legacy graph and start it with
+        an initializable iterator after the variables are initialized.
 
     Returns:
       A :class:`LiftedRegion`.
@@ -500,12 +562,16 @@ def lift(sinks: Sequence[tf.Tensor], sources: Sequence[tf.Tensor] = (), *,
     walker = _Walker(api, lambda t: t.name in names, follow_control=True)
     walker.walk(sinks)
     resolved_sinks = tuple(walker.resolve(s) for s in sinks)
-    constants = _read_variables(api, walker.reads, session, values)
+    if capture:
+        constants, captured = {}, {name: read.tensor for name, read in walker.reads.items()}
+    else:
+        constants, captured = _read_variables(api, walker.reads, session, values), {}
     return LiftedRegion(
         graph=graph, sources=sources, sinks=resolved_sinks,
         ops=tuple(walker.ops.values()), graph_def=_graph_def(graph, walker),
         aliases=dict(walker.aliases), constants=constants,
-        variables={name: read.variable.name for name, read in walker.reads.items()})
+        variables={name: read.variable.name for name, read in walker.reads.items()},
+        captured=captured)
 
 
 def _read_variables(api: str, reads: dict[str, _VariableRead], session, cache) -> dict:

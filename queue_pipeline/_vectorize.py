@@ -90,6 +90,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline import _lift
 from queue_pipeline._lift import LiftedRegion
 from queue_pipeline._vectorize_rules import (
     _BINARY,
@@ -203,16 +204,11 @@ class VectorizedRegion:
                 # The rules rely on the per-record shapes of the sources; check them.
                 value = tf.ensure_shape(value, expected)
             by_name[source.name] = value
-        for name, value in self.region.constants.items():
-            dtype = self.region.graph.get_tensor_by_name(name).dtype.base_dtype
-            by_name[name] = tf.constant(value, dtype=dtype)
+        by_name.update(self.region.variable_values())
         imported = {}
         if self.graph_def.node:
             wanted = sorted({n for n in self.outputs if n not in by_name})
-            input_map = {n: by_name[n] for n in _external_inputs(self.graph_def)}
-            results = tf.compat.v1.import_graph_def(
-                self.graph_def, input_map=input_map, return_elements=wanted,
-                name="vectorized")
+            results = _lift.import_graph(self.graph_def, by_name, wanted, name="vectorized")
             imported = dict(zip(wanted, results))
         first = by_name[sources[0].name]
         size = tf.shape(first)[0]
@@ -292,18 +288,6 @@ def _gd_ref(name: str) -> str:
     return op if index in ("", "0") else name
 
 
-def _external_inputs(graph_def) -> list[str]:
-    defined = {node.name for node in graph_def.node}
-    names = []
-    for node in graph_def.node:
-        for inp in node.input:
-            if not inp.startswith("^") and inp.partition(":")[0] not in defined:
-                full = _canonical(inp)
-                if full not in names:
-                    names.append(full)
-    return names
-
-
 def _with_shape(value: tf.Tensor, shape: tf.TensorShape, size) -> tf.Tensor:
     """`value` with static shape ``[size] + shape``, checked at run time as per record."""
     if shape.rank is not None:
@@ -335,7 +319,7 @@ class _Builder:
         self.shapes, self.values, self.dtypes = _per_record_facts(region)
         for source in region.sources:
             self._set(source.name, source.name, True)
-        for name in region.constants:
+        for name in list(region.constants) + list(region.captured):
             self._set(name, name, False)
         self.consumers: dict[str, list] = {}
         for node in region.graph_def.node:
@@ -574,15 +558,15 @@ def _per_record_facts(region: LiftedRegion):
         for name, value in region.constants.items():
             by_name[name] = tf.constant(value, dtype=region.graph.get_tensor_by_name(
                 name).dtype.base_dtype)
+        for i, (name, read) in enumerate(region.captured.items()):  # values known later
+            by_name[name] = tf.compat.v1.placeholder(read.dtype.base_dtype, read.shape,
+                                                     name=f"captured{i}")
         tensors = dict(by_name)
         if region.graph_def.node:
             names = [f"{node.name}:{i}" for node in region.graph_def.node
                      for i in range(len(region.graph.get_operation_by_name(
                          node.name).outputs))]
-            used = _external_inputs(region.graph_def)
-            imported = tf.compat.v1.import_graph_def(
-                region.graph_def, input_map={n: by_name[n] for n in used},
-                return_elements=names, name="per_record")
+            imported = _lift.import_graph(region.graph_def, by_name, names, name="per_record")
             tensors.update(zip(names, imported))
     shapes = {name: t.shape for name, t in tensors.items()}
     dtypes = {name: t.dtype.base_dtype for name, t in tensors.items()}

@@ -53,6 +53,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline import _lift, plan
+from queue_pipeline._compat import variable_op_read_by
 from queue_pipeline.data import batching as data_batching
 from queue_pipeline.data import producers as data_producers
 from queue_pipeline.data import readers as data_readers
@@ -177,6 +178,10 @@ class Rebuilder:
       graph: the legacy graph.
       session: a Session on `graph` for reading variables once (optional).
       api: the public name used in error messages.
+      capture_variables: lift variable reads as reads in the legacy graph
+        (``_lift.lift(capture=True)``) instead of values read once through
+        `session`; the Dataset must then be built in `graph` and started by
+        an initializable iterator.
 
     Attributes:
       regions: every lifted region mapped so far, in order, as
@@ -184,10 +189,11 @@ class Rebuilder:
     """
 
     def __init__(self, graph: tf.Graph, *, session: tf.compat.v1.Session | None = None,
-                 api: str = _API) -> None:
+                 api: str = _API, capture_variables: bool = False) -> None:
         self.graph = graph
         self.session = session
         self.api = api
+        self.capture_variables = capture_variables
         self.regions: list[tuple[str, _lift.LiftedRegion]] = []
         self._values: dict[str, np.ndarray] = {}
         self._nodes = plan.plan_nodes(graph)
@@ -255,7 +261,8 @@ class Rebuilder:
         streams = [self._build(key, tensors) for key, tensors in groups.items()]
         base = _combine(streams)
         region = _lift.lift(sinks, [t for leaf in base.leaves for t in _components(leaf)],
-                            session=self.session, api=self.api, values=self._values)
+                            session=self.session, api=self.api, values=self._values,
+                            capture=self.capture_variables)
         form = "bare" if len(leaves) == 1 else "tuple"
         if (pack is None and region.is_identity and base.form in (form, "tuple")
                 and (not exact or base.form == form)
@@ -535,14 +542,14 @@ class Rebuilder:
             if match is not None:
                 return match
         region = _lift.lift([tensor], session=self.session, api=self.api,
-                            values=self._values)
+                            values=self._values, capture=self.capture_variables)
         self.regions.append(("input", region))
         return _evaluate(region)
 
     def _matched_files(self, tensor: tf.Tensor):
-        if tensor.op.type != "ReadVariableOp":
+        handle = variable_op_read_by(tensor)
+        if handle is None:
             return None
-        handle = tensor.op.inputs[0].op
         for node in self._nodes:
             if node.kind == "match_filenames_once" and getattr(
                     getattr(node.outputs[0], "op", None), "name", None) == handle.name:

@@ -1,31 +1,83 @@
-"""Shared fixtures: fresh graphs, sessions with operation timeouts, data files.
+"""The suite's fixtures and its TF-mode switch.
+
+``--tf1`` (or ``QUEUE_PIPELINE_TEST_TF1=1``) runs the whole suite in TF1 mode:
+``tf.compat.v1.disable_v2_behavior()`` is applied in ``pytest_configure``,
+before any test module is imported and so before any graph is built, and each
+test then runs in a fresh default graph (as a fresh TF1 script would). The
+variable is exported, so subprocesses that tests start (scripts, the CLI)
+know the mode. Tests that only make sense in one mode carry
+``@pytest.mark.v2_only("reason")`` or ``@pytest.mark.tf1_only("reason")``.
 
 Every Session made here has ``operation_timeout_in_ms`` so a blocked queue
 fails a test instead of hanging it; every fixture that can start threads stops
-and joins them at teardown.
+and joins them at teardown. Helpers live in ``helpers.py``.
 """
 
 from __future__ import annotations
 
 import os
-import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-OP_TIMEOUT_MS = 20_000
+from helpers import TF, new_session, tf1_mode  # noqa: E402
+
+TF1_ENV = "QUEUE_PIPELINE_TEST_TF1"
 
 
-def session_config(timeout_ms: int = OP_TIMEOUT_MS) -> tf.compat.v1.ConfigProto:
-    """A ConfigProto whose operations time out instead of blocking forever."""
-    return tf.compat.v1.ConfigProto(operation_timeout_in_ms=timeout_ms)
+def pytest_addoption(parser):
+    parser.addoption(
+        "--tf1", action="store_true", default=False,
+        help=("run the suite in TF1 mode: tf.compat.v1.disable_v2_behavior() before "
+              f"any graph is built (also {TF1_ENV}=1)"))
 
 
-def new_session(graph: tf.Graph, timeout_ms: int = OP_TIMEOUT_MS) -> tf.compat.v1.Session:
-    """A Session on `graph` with an operation timeout."""
-    return tf.compat.v1.Session(graph=graph, config=session_config(timeout_ms))
+def _tf1_requested(config) -> bool:
+    return bool(config.getoption("--tf1")) or os.environ.get(TF1_ENV, "") not in ("", "0")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "v2_only(reason): the behaviour exists only under TF 2.x defaults "
+        "(eager execution, Keras 3); skipped in TF1 mode")
+    config.addinivalue_line(
+        "markers", "tf1_only(reason): the behaviour exists only in TF1 mode; skipped "
+        "under TF 2.x defaults")
+    if _tf1_requested(config):
+        os.environ[TF1_ENV] = "1"
+        tf.compat.v1.disable_v2_behavior()
+    else:
+        os.environ.pop(TF1_ENV, None)
+
+
+def pytest_report_header(config):
+    return "TF mode: " + ("TF1 (disable_v2_behavior)" if tf1_mode() else "TF 2.x defaults")
+
+
+def pytest_collection_modifyitems(config, items):
+    tf1 = tf1_mode()
+    for item in items:
+        for name, skipped in (("v2_only", tf1), ("tf1_only", not tf1)):
+            marker = item.get_closest_marker(name)
+            if marker is None:
+                continue
+            reason = marker.args[0] if marker.args else marker.kwargs.get("reason")
+            if not reason:
+                raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.{name} needs a reason")
+            if skipped:
+                item.add_marker(pytest.mark.skip(reason=f"{name}: {reason}"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_default_graph():
+    """In TF1 mode each test builds in a fresh default graph, as a new script would."""
+    if not tf1_mode():
+        yield
+        return
+    with tf.Graph().as_default():
+        yield
 
 
 @pytest.fixture
@@ -60,22 +112,6 @@ def text_files(tmp_path):
     return write
 
 
-class _TFOracle:
-    """TF's own implementation under queue_pipeline's names (the test oracle)."""
-
-    def __getattr__(self, name):
-        for module in (tf.compat.v1.train, tf.compat.v1):
-            if hasattr(module, name):
-                return getattr(module, name)
-        raise AttributeError(name)
-
-    def __repr__(self):
-        return "tf"
-
-
-TF = _TFOracle()
-
-
 def _impls():
     import queue_pipeline
 
@@ -86,98 +122,3 @@ def _impls():
 def impl(request):
     """Parametrizes a test over TF's own implementation and queue_pipeline's."""
     return _impls()[request.param]
-
-
-def build(impl, fn, seed=None):
-    """Calls fn(impl) in a fresh graph (with graph seed `seed`); returns (graph, result)."""
-    g = tf.Graph()
-    with g.as_default():
-        if seed is not None:
-            tf.compat.v1.set_random_seed(seed)
-        result = fn(impl)
-    return g, result
-
-
-def drain(impl, graph, fetch, *, max_steps=10_000, init=True, coord=True, join=True):
-    """Runs `fetch` until OutOfRangeError with `impl`'s runners and Coordinator.
-
-    Returns the list of fetched values. Stops and joins every thread; the
-    Coordinator's join re-raises any error a runner reported.
-    """
-    out = []
-    with graph.as_default(), new_session(graph) as sess:
-        if init:
-            sess.run([tf.compat.v1.global_variables_initializer(),
-                      tf.compat.v1.local_variables_initializer()])
-        c = impl.Coordinator() if coord else None
-        threads = impl.start_queue_runners(sess=sess, coord=c)
-        try:
-            for _ in range(max_steps):
-                out.append(sess.run(fetch))
-        except tf.errors.OutOfRangeError:
-            pass
-        finally:
-            if c is not None:
-                c.request_stop()
-                if join:
-                    c.join(threads, stop_grace_period_secs=5)
-                else:
-                    c.join(threads, stop_grace_period_secs=5, ignore_live_threads=True)
-    return out
-
-
-_FUNCTION_ATTRS = ("then_branch", "else_branch", "cond", "body", "f")
-
-
-GUARD = "_qp_guard/"
-
-
-def graph_nodes(graph, *, skip_attrs=(), strip_guards=True):
-    """{node name: (op type, inputs, device, attrs)} of a graph, for structural comparison.
-
-    Function names (cond branches) carry a process-wide counter, which is
-    stripped. With `strip_guards`, queue_pipeline's diagnostic ops (names
-    containing ``_qp_guard/``) and control inputs from them are left out, so
-    a default-mode graph compares equal to TF's when nothing else differs.
-    """
-    nodes = {}
-    for node in graph.as_graph_def().node:
-        if strip_guards and GUARD in node.name:
-            continue
-        attrs = {}
-        for key, value in node.attr.items():
-            if key in skip_attrs:
-                continue
-            if key in _FUNCTION_ATTRS and value.HasField("func"):
-                copy = type(value)()
-                copy.CopyFrom(value)
-                value = copy
-                value.func.name = re.sub(r"_\d+$", "", value.func.name)
-            attrs[key] = value.SerializeToString()
-        inputs = tuple(i for i in node.input
-                       if not (strip_guards and i.startswith("^") and GUARD in i))
-        nodes[node.name] = (node.op, inputs, node.device, attrs)
-    return nodes
-
-
-def drain_dataset(make, *, seed=None, limit=10_000):
-    """Builds make() (a Dataset) in a fresh graph and drains a one-shot iterator.
-
-    Returns the raw session outputs, in order, until OutOfRangeError; the
-    graph gets random seed `seed` if given.
-    """
-    g = tf.Graph()
-    with g.as_default():
-        if seed is not None:
-            tf.compat.v1.set_random_seed(seed)
-        dataset = make()
-        assert isinstance(dataset, tf.data.Dataset), type(dataset)
-        fetch = tf.compat.v1.data.make_one_shot_iterator(dataset.take(limit)).get_next()
-    out = []
-    with new_session(g) as sess:
-        try:
-            while True:
-                out.append(sess.run(fetch))
-        except tf.errors.OutOfRangeError:
-            pass
-    return out

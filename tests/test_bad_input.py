@@ -30,7 +30,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import TF, new_session
+from helpers import TF, new_session
 from queue_pipeline import _locate
 
 

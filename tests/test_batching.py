@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import TF, build, drain, graph_nodes, new_session
+from helpers import TF, build, drain, graph_nodes, new_session, tf1_mode
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnhandledThreadExceptionWarning")
@@ -239,12 +239,19 @@ def test_sparse_batches_match_tf():
 
 
 def test_sparse_with_dynamic_scalar_keep_input_works():
-    """Deliberate difference: TF 2.21 fails to build this (spec 1.8.5)."""
+    """Deliberate difference under TF 2.x: control flow v2 fails to build this
+    (spec 1.8.5); TF1 mode's control flow v1 builds it, and both deliver the same."""
     keep = lambda n: tf.equal(n % 2, 1)  # noqa: E731
-    with tf.Graph().as_default(), pytest.raises(TypeError, match="sparse_map_op"):
-        _sparse_stage(TF, keep)
+    if tf1_mode():
+        g, fetch = build(TF, lambda m: _sparse_stage(m, keep))
+        theirs = drain(TF, g, fetch)
+    else:
+        with tf.Graph().as_default(), pytest.raises(TypeError, match="sparse_map_op"):
+            _sparse_stage(TF, keep)
     g, fetch = build(qp, lambda m: _sparse_stage(m, keep))
     out = drain(qp, g, fetch)
+    if tf1_mode():
+        assert repr(out) == repr(theirs)
     (sparse, n), = out
     assert n.tolist() == [1, 3]
     assert _dense(sparse) == ([[0, 0], [1, 0], [1, 1], [1, 2]], [1.0, 3.0, 3.0, 3.0], [2, 4])
@@ -396,6 +403,8 @@ def test_bare_tensor_is_taken_as_one_element_list():
         assert out.shape.as_list() == [2]
 
 
+@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
+                     "test_builds_with_no_eager_at_all")
 @pytest.mark.parametrize("api", BATCH_APIS)
 def test_eager_raises_graph_mode_required(api):
     with pytest.raises(qp.GraphModeRequiredError, match=api) as info:
@@ -403,9 +412,40 @@ def test_eager_raises_graph_mode_required(api):
     assert isinstance(info.value, ValueError) and isinstance(info.value, RuntimeError)
 
 
+@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
+                     "test_argument_checks_with_no_eager_at_all")
 def test_eager_check_comes_before_argument_checks():
     with pytest.raises(qp.GraphModeRequiredError):
         qp.shuffle_batch([tf.constant(1)], 2, capacity=10, min_after_dequeue=10)
+
+
+@pytest.mark.tf1_only("TF1 mode has no eager execution; TF 2.x: "
+                      "test_eager_raises_graph_mode_required")
+@pytest.mark.parametrize("api", BATCH_APIS)
+def test_builds_with_no_eager_at_all(api):
+    """A TF1 script batches at the top level, in the default graph, as TF does."""
+    nodes = {}
+    for m in (TF, qp):
+        with tf.Graph().as_default() as g:  # a fresh "top level" per implementation
+            kwargs = {"batch_size": 2}
+            if api.startswith("maybe"):
+                kwargs["keep_input"] = True
+            if "shuffle" in api:
+                kwargs.update(capacity=10, min_after_dequeue=5)
+            tensors = [[tf.constant(1)]] if "join" in api else [tf.constant(1)]
+            result = getattr(m, api)(tensors, **kwargs)
+            assert tf.nest.flatten(result)[0].graph is tf.compat.v1.get_default_graph()
+            assert g.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+        nodes[m] = graph_nodes(g)
+    assert nodes[qp] == nodes[TF]
+
+
+@pytest.mark.tf1_only("TF1 mode has no eager execution; TF 2.x: "
+                      "test_eager_check_comes_before_argument_checks")
+def test_argument_checks_with_no_eager_at_all():
+    for m in (TF, qp):
+        with pytest.raises(ValueError, match="min_after_dequeue"):
+            m.shuffle_batch([tf.constant(1)], 2, capacity=10, min_after_dequeue=10)
 
 
 # --- shared_name across sessions --------------------------------------------------

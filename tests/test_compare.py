@@ -10,7 +10,7 @@ import tensorflow as tf
 
 import compare_pipelines as P
 import queue_pipeline as qp
-from conftest import TF
+from helpers import TF
 from queue_pipeline import _normalize
 from queue_pipeline._progress import Progress
 from queue_pipeline.compare import (

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import build, drain, new_session
+from helpers import build, dataset_values, drain, new_session
 from queue_pipeline import batching as legacy_batching
 from queue_pipeline.data import batching as data_batching
 
@@ -47,7 +47,8 @@ def _legacy(fn, seed=None):
 
 
 def _twin(ds):
-    return [_py(b) for b in ds]
+    """Batches of a twin Dataset, read as this TF mode's user would."""
+    return [_py(b) for b in dataset_values(ds)]
 
 
 def _graph_twin(make_dataset):
@@ -189,7 +190,7 @@ def test_structure_dtypes_and_static_shapes_match_legacy(api, structure, smaller
     ds = tf.data.Dataset.from_tensors(twin_element()).repeat()
     twin = _call(api, data_batching, [ds] if join else ds, allow_smaller_final_batch=smaller)
     assert _describe_spec(twin.element_spec) == _describe_legacy(legacy)
-    leading = tf.nest.flatten(twin.element_spec)[0].shape[0]
+    leading = tf.nest.flatten(twin.element_spec)[0].shape.as_list()[0]
     assert leading == (None if smaller else 4)
 
 
@@ -416,7 +417,25 @@ def test_shuffle_mixes_and_is_reproducible_with_a_seed(api):
     assert displaced > 30  # unshuffled: 0; a 200-buffer shuffle: about 100
     assert np.corrcoef(values, np.arange(600))[0, 1] < 0.99
     assert _examples(_twin(_shuffled(api, seed=7))) == values.tolist()
-    assert _examples(_twin(ds)) != values.tolist()  # reshuffled on each iteration
+
+
+@pytest.mark.v2_only("a second Python iteration over one eager Dataset exists only eagerly; "
+                     "TF1 mode: test_each_epoch_of_one_iterator_is_reshuffled")
+@pytest.mark.parametrize("api", SHUFFLE_APIS)
+def test_iterating_again_reshuffles(api):
+    ds = _shuffled(api, seed=7)
+    first = _examples(_twin(ds))
+    assert _examples(_twin(ds)) != first  # reshuffled on each iteration
+    assert sorted(_examples(_twin(ds))) == sorted(first)
+
+
+@pytest.mark.parametrize("api", SHUFFLE_APIS)
+def test_each_epoch_of_one_iterator_is_reshuffled(api):
+    """The Session way: one iterator over repeated epochs draws each epoch afresh."""
+    values = _examples(_twin(_shuffled(api, seed=7).repeat(2)))
+    first, second = values[:600], values[600:]
+    assert sorted(first) == sorted(second) == list(range(600))
+    assert first != second
 
 
 def test_shuffle_buffer_is_capacity_not_min_after_dequeue():
@@ -467,6 +486,8 @@ def test_graph_mode_one_shot_iterator_matches_eager(api):
         assert graph == eager
 
 
+@pytest.mark.v2_only("Keras 3 `fit` needs TF 2.x behaviour; TF1 mode: "
+                     "test_result_feeds_a_tf1_training_loop")
 def test_eager_result_feeds_keras_fit():
     x = np.random.RandomState(0).normal(size=(64, 3)).astype(np.float32)
     ds = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1, keepdims=True)))
@@ -477,6 +498,26 @@ def test_eager_result_feeds_keras_fit():
         warnings.simplefilter("ignore")  # Keras: "shuffle=True ... ignored" for Datasets
         history = model.fit(batches, epochs=2, verbose=0)
     assert len(history.history["loss"]) == 2
+
+
+def test_result_feeds_a_tf1_training_loop():
+    """The first migration step of a session script: get_next() in place of the batch."""
+    x = np.random.RandomState(0).normal(size=(64, 3)).astype(np.float32)
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.set_random_seed(1)
+        ds = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1, keepdims=True)))
+        batches = data_batching.shuffle_batch(ds.repeat(), 8, capacity=32,
+                                              min_after_dequeue=8, seed=1)
+        features, target = tf.compat.v1.data.make_one_shot_iterator(batches).get_next()
+        weights = tf.compat.v1.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.square(tf.matmul(features, weights) - target))
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init = tf.compat.v1.global_variables_initializer()
+    with new_session(g) as sess:
+        sess.run(init)
+        losses = [sess.run([train, loss])[1] for _ in range(60)]
+    assert np.mean(losses[-10:]) < 0.1 * np.mean(losses[:10])
 
 
 # --- arguments, warnings, errors -------------------------------------------------------

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from queue_pipeline.data import producers, readers
-from conftest import TF, build, drain, drain_dataset, new_session
+from helpers import TF, build, dataset_values, drain, drain_dataset, new_session
 
 NAMES = ["FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader",
          "TextLineReader", "WholeFileReader"]
@@ -33,9 +33,13 @@ def _py(value):
     return value
 
 
-def eager(ds):
-    """Every element of `ds`, iterated eagerly with a Python for."""
-    return [_py(tf.nest.map_structure(lambda t: t.numpy(), element)) for element in ds]
+def elements(ds, limit=10_000):
+    """The elements of `ds` (at most `limit`), read as this TF mode's user would.
+
+    Eagerly with a Python ``for`` under TF 2.x defaults; through a one-shot
+    iterator in a Session in TF1 mode (see ``helpers.dataset_values``).
+    """
+    return [_py(element) for element in dataset_values(ds, limit=limit)]
 
 
 def in_graph(make):
@@ -73,7 +77,7 @@ def assert_parity(make_reader, work, up_to=None, *, oracle=True, graph=False):
     def read(units):
         return twin.read(units) if up_to is None else twin.read_up_to(units, up_to)
 
-    assert eager(read(work)) == want
+    assert elements(read(work)) == want
     if graph:
         assert in_graph(lambda: read(tf.data.Dataset.from_tensor_slices(work))) == want
     return want
@@ -154,10 +158,10 @@ def test_keys_false_gives_the_same_values(tmp_path, reader):
             path.write_text("".join(f"l{i}{j}\n" for j in range(3 + i)))
         paths.append(str(path))
     make = READERS_FOR_KEYS[reader]
-    with_keys = [value for _, value in eager(make().read(paths))]
-    assert [v for v in eager(make().read(paths, keys=False))] == with_keys
-    batches = [tuple(values) for _, values in eager(make().read_up_to(paths, 2))]
-    assert [tuple(v) for v in eager(make().read_up_to(paths, 2, keys=False))] == batches
+    with_keys = [value for _, value in elements(make().read(paths))]
+    assert [v for v in elements(make().read(paths, keys=False))] == with_keys
+    batches = [tuple(values) for _, values in elements(make().read_up_to(paths, 2))]
+    assert [tuple(v) for v in elements(make().read_up_to(paths, 2, keys=False))] == batches
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -241,7 +245,7 @@ def test_fixed_length_partial_tail_fails_without_hop(tmp_path, encoding):
     assert [v for _, v in want] == [b"0123", b"4567"]  # hop_bytes=record_bytes: dropped
     error = tf.errors.DataLossError if encoding else tf.errors.InvalidArgumentError
     with pytest.raises(error, match="not an exact multiple of the record length"):
-        eager(readers.FixedLengthRecordReader(4, 2, 1, encoding=encoding).read(work))
+        elements(readers.FixedLengthRecordReader(4, 2, 1, encoding=encoding).read(work))
 
 
 # --------------------------------------------------------------------------- TFRecordReader
@@ -273,7 +277,7 @@ def test_tfrecord_reader_matches_legacy(tmp_path, case, up_to):
 def test_tfrecord_compressed_file_without_options_is_data_loss(tmp_path):
     work = [write_tfrecords(tmp_path, "z.tfr", [b"abc"], "ZLIB")]
     with pytest.raises(tf.errors.DataLossError):
-        eager(readers.TFRecordReader().read(work))
+        elements(readers.TFRecordReader().read(work))
 
 
 @pytest.mark.parametrize("options", ["BOGUS", 7])
@@ -306,10 +310,10 @@ def test_read_up_to_never_spans_two_files(tmp_path):
     """The legacy kernel contract: 5-record files with n=3 give 3, 2, 3, 2."""
     work = [write(tmp_path, f"{i}.txt", b"".join(b"l%d\n" % j for j in range(5)))
             for i in range(2)]
-    sizes = [len(keys) for keys, _ in eager(readers.TextLineReader().read_up_to(work, 3))]
+    sizes = [len(keys) for keys, _ in elements(readers.TextLineReader().read_up_to(work, 3))]
     assert sizes == [3, 2, 3, 2]
     n = tf.constant(3, tf.int64)  # a tensor num_records, as legacy accepts
-    sizes = [len(k) for k, _ in eager(readers.TextLineReader().read_up_to(work, n))]
+    sizes = [len(k) for k, _ in elements(readers.TextLineReader().read_up_to(work, n))]
     assert sizes == [3, 2, 3, 2]
 
 
@@ -330,14 +334,14 @@ def test_pipeline_matches_legacy_pipeline(text_work, num_epochs):
                                                 shuffle=False)
         return readers.TextLineReader(skip_header_lines=1).read(files)
 
-    assert eager(twin()) == want
+    assert elements(twin()) == want
     assert in_graph(twin) == want
 
 
 def test_shuffled_pipeline_reads_every_record_once_per_epoch(text_work):
     per_epoch = legacy(qp, lambda m: m.TextLineReader(), text_work)
     files = producers.string_input_producer(text_work, num_epochs=3, seed=2)
-    got = eager(readers.TextLineReader().read(files))
+    got = elements(readers.TextLineReader().read(files))
     assert collections.Counter(got) == collections.Counter(per_epoch * 3)
     # Files are read whole, one after another: each run of one file's records
     # is that whole file, in order.
@@ -356,10 +360,12 @@ def test_shuffled_pipeline_reads_every_record_once_per_epoch(text_work):
 
 def test_read_accepts_match_filenames_once(text_work, tmp_path):
     files = producers.match_filenames_once(str(tmp_path / "*.txt"))
-    got = eager(readers.WholeFileReader().read(files))
+    got = elements(readers.WholeFileReader().read(files))
     assert [k for k, _ in got] == sorted(f.encode() for f in text_work)
 
 
+@pytest.mark.v2_only("tf.train.Checkpoint of an eager iterator; TF1 mode: "
+                     "test_saver_over_the_iterator_replaces_serialize_state")
 def test_iterator_checkpoint_replaces_serialize_state(text_work, tmp_path):
     ds = readers.TextLineReader().read(text_work)
     iterator = iter(ds)
@@ -370,7 +376,36 @@ def test_iterator_checkpoint_replaces_serialize_state(text_work, tmp_path):
     fresh = iter(ds)
     tf.train.Checkpoint(iterator=fresh).restore(path)
     assert eager_rest(fresh) == rest
-    assert first + rest == eager(ds)
+    assert first + rest == elements(ds)
+
+
+def test_saver_over_the_iterator_replaces_serialize_state(text_work, tmp_path):
+    """The Session way of saving a reader's position: a Saver over the iterator."""
+    g = tf.Graph()
+    with g.as_default():
+        iterator = tf.compat.v1.data.make_initializable_iterator(
+            readers.TextLineReader().read(text_work))
+        next_record = iterator.get_next()
+        saveable = tf.compat.v1.data.experimental.make_saveable_from_iterator(iterator)
+        saver = tf.compat.v1.train.Saver([saveable])
+
+    def rest(sess):
+        out = []
+        with pytest.raises(tf.errors.OutOfRangeError):
+            while True:
+                out.append(_py(sess.run(next_record)))
+        return out
+
+    with new_session(g) as sess:
+        sess.run(iterator.initializer)
+        first = [_py(sess.run(next_record)) for _ in range(4)]
+        path = saver.save(sess, str(tmp_path / "ckpt"))
+        after_save = rest(sess)
+    with new_session(g) as sess:
+        sess.run(iterator.initializer)
+        saver.restore(sess, path)
+        assert rest(sess) == after_save
+    assert first + after_save == elements(readers.TextLineReader().read(text_work))
 
 
 def eager_rest(iterator):
@@ -382,8 +417,8 @@ def test_custom_reader_ref():
         lambda work: tf.data.Dataset.from_tensor_slices(
             (tf.strings.join([work, ":", ["a", "b", "c"]]), ["1", "2", "3"])))
     assert reader.supports_serialize is False and callable(reader.reader_ref)
-    assert eager(reader.read(["w"])) == [(b"w:a", b"1"), (b"w:b", b"2"), (b"w:c", b"3")]
-    assert [len(k) for k, _ in eager(reader.read_up_to(["v", "w"], 2))] == [2, 1, 2, 1]
+    assert elements(reader.read(["w"])) == [(b"w:a", b"1"), (b"w:b", b"2"), (b"w:c", b"3")]
+    assert [len(k) for k, _ in elements(reader.read_up_to(["v", "w"], 2))] == [2, 1, 2, 1]
 
 
 def test_supports_serialize_as_legacy():
@@ -441,7 +476,7 @@ def test_errors_name_api_and_argument(case):
 
 def test_missing_file_is_not_found(tmp_path):
     with pytest.raises(tf.errors.NotFoundError):
-        eager(readers.TextLineReader().read([str(tmp_path / "missing.txt")]))
+        elements(readers.TextLineReader().read([str(tmp_path / "missing.txt")]))
 
 
 INERT = {

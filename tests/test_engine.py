@@ -24,7 +24,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import drain, new_session, session_config
+from helpers import TF, dataset_values, drain, new_session, session_config
 from queue_pipeline import _engine, plan
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
@@ -260,7 +260,7 @@ def test_plan_and_to_dataset_see_through_the_served_call(csv_files):
     assert plan.plan_for(outputs).kinds == ["string_input_producer",
                                             "TextLineReader.read", "shuffle_batch"]
     dataset = qp.to_dataset(outputs)
-    ids = sorted(i for batch, _ in dataset.as_numpy_iterator() for i in batch.tolist())
+    ids = sorted(i for batch, _ in dataset_values(dataset) for i in batch.tolist())
     assert ids == sorted(i * 100 + j for i in range(3) for j in range(20))
 
 
@@ -299,11 +299,6 @@ def test_py_func_falls_back_to_queues_and_says_why_once(csv_files, caplog):
     assert len(rows) == 12 and rows[0].tolist() == [b"0,0", b"1,1", b"2,2", b"3,3", b"4,0"]
 
 
-def _variable_pipeline():
-    table = tf.compat.v1.Variable(np.arange(12), trainable=False, name="table")
-    return qp.batch(qp.slice_input_producer([table], num_epochs=1, shuffle=False), 4)
-
-
 def _foreign_queue_pipeline():
     queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]])
     enqueue = [queue.enqueue([tf.constant(1)]), queue.enqueue([tf.constant(2)])]
@@ -312,9 +307,8 @@ def _foreign_queue_pipeline():
 
 
 @pytest.mark.parametrize("make,words", [
-    (_variable_pipeline, ["'table'", "sess.as_default()"]),
     (_foreign_queue_pipeline, ["fifo_queue", "not a plain prefetch queue"]),
-], ids=["variable_needs_a_session", "foreign_queue"])
+], ids=["foreign_queue"])
 def test_other_fallbacks_name_their_reason_and_still_deliver(make, words, caplog):
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
         graph, outputs = build("dataset", make)
@@ -324,17 +318,80 @@ def test_other_fallbacks_name_their_reason_and_still_deliver(make, words, caplog
     assert len(drain(qp, graph, outputs, max_steps=3)) == 3
 
 
-def test_a_variable_is_read_once_through_the_default_session():
+def _preloaded_var_program(impl, images, labels, *, batch_size=4, num_epochs=1):
+    """The shape of TF's fully_connected_preloaded_var.py, on `impl`.
+
+    The variables (``collections=[]``) get their values by feeding their
+    initializers after the graph is built, before the runners start.
+    Returns the batches read until the end.
+    """
     graph = tf.Graph()
-    with graph.as_default(), qp.engine("dataset"), new_session(graph) as sess:
+    with graph.as_default():
+        images_in = tf.compat.v1.placeholder(images.dtype, images.shape)
+        labels_in = tf.compat.v1.placeholder(labels.dtype, labels.shape)
+        images_var = tf.compat.v1.Variable(images_in, trainable=False, collections=[])
+        labels_var = tf.compat.v1.Variable(labels_in, trainable=False, collections=[])
+        image, label = impl.slice_input_producer([images_var, labels_var],
+                                                 num_epochs=num_epochs, shuffle=False)
+        batch = impl.batch([image * 2, label], batch_size)
+        init = [tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.local_variables_initializer()]
+    out = []
+    with new_session(graph) as sess:
+        sess.run(init)
+        sess.run(images_var.initializer, feed_dict={images_in: images})
+        sess.run(labels_var.initializer, feed_dict={labels_in: labels})
+        coord = impl.Coordinator()
+        threads = impl.start_queue_runners(sess=sess, coord=coord)
+        try:
+            while True:
+                out.append(sess.run(batch))
+        except tf.errors.OutOfRangeError:
+            pass
+        finally:
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    return graph, batch, out
+
+
+def test_variables_fed_before_the_runners_start_are_read_then(caplog):
+    """fully_connected_preloaded_var: served, and reads the values fed at init time."""
+    images = np.arange(24, dtype=np.float32).reshape(12, 2)
+    labels = np.arange(12, dtype=np.int64)
+    _, _, want = _preloaded_var_program(TF, images, labels)
+    with caplog.at_level(logging.WARNING, logger="queue_pipeline"), qp.engine("dataset"):
+        graph, batch, got = _preloaded_var_program(qp, images, labels)
+    assert served(batch)
+    assert not [r for r in caplog.records if r.name == "queue_pipeline"]
+    assert [b.tolist() for b, _ in got] == [b.tolist() for b, _ in want]
+    assert [b.tolist() for _, b in got] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    # No thread reads the variables: the stand-in runner initializes the iterator.
+    assert {type(r).__name__ for r in graph.get_collection("queue_runners")} == {"_ServedRunner"}
+
+
+def test_a_served_variable_pipeline_starts_once_per_session():
+    graph = tf.Graph()
+    with graph.as_default(), qp.engine("dataset"):
         table = tf.compat.v1.Variable(np.arange(12), trainable=False, name="table")
+        outputs = qp.batch(qp.slice_input_producer([table], num_epochs=1, shuffle=False), 4)
+    assert served(outputs)
+    with graph.as_default(), new_session(graph) as sess:
         sess.run(table.initializer)
-        with sess.as_default():
-            outputs = qp.batch(qp.slice_input_producer([table], num_epochs=1,
-                                                       shuffle=False), 4)
-        assert served(outputs)
-        assert [sess.run(outputs).tolist() for _ in range(3)] == [[0, 1, 2, 3], [4, 5, 6, 7],
-                                                                  [8, 9, 10, 11]]
+        coord = qp.Coordinator()
+        threads = qp.start_queue_runners(sess=sess, coord=coord)
+        first = sess.run(outputs).tolist()
+        threads += qp.start_queue_runners(sess=sess, coord=coord)  # no restart
+        assert [first] + [sess.run(outputs).tolist() for _ in range(2)] == [
+            [0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+        coord.request_stop()
+        coord.join(threads)
+    with graph.as_default(), new_session(graph) as sess:  # a new session starts afresh
+        sess.run(table.initializer)
+        coord = qp.Coordinator()
+        threads = qp.start_queue_runners(sess=sess, coord=coord)
+        assert sess.run(outputs).tolist() == [0, 1, 2, 3]
+        coord.request_stop()
+        coord.join(threads)
 
 
 def test_a_fallback_gets_back_the_shared_producer_runner(csv_files, caplog):

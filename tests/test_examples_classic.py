@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import TF, build, drain
+from helpers import TF, build, drain
 from legacy_examples import cifar10_binary, feeding, mnist_tfrecords, preloaded_data
 from queue_pipeline import _bundled_data, compare
 import queue_pipeline as qp

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import TF, build, drain
+from helpers import TF, build, drain
 from legacy_examples import detection_dynamic_pad as detection
 from legacy_examples import multi_reader_join, tpu_input_fn
 from queue_pipeline import compare

@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import session_config
+from helpers import session_config
 from queue_pipeline import _install, cli
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"

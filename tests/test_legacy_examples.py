@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import TF, build, drain
+from helpers import TF, build, drain
 from legacy_examples import csv_reading
 import queue_pipeline as qp
 

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import TF, build, drain, graph_nodes, new_session
+from helpers import TF, build, drain, graph_nodes, new_session, session_config, tf1_mode
 
 # Each case builds a producer with `m` (TF's module or queue_pipeline) and
 # returns what to fetch per step.
@@ -171,7 +171,11 @@ def test_match_filenames_once(tmp_path):
         files = qp.match_filenames_once(str(tmp_path / "*.txt"))
         none = qp.match_filenames_once(str(tmp_path / "*.nothing"), name="mfo")
         assert files.name == "matching_filenames:0" and none.name == "mfo:0"
-        assert files.shape.as_list() == [None]
+        # TF's shape: [None] for TF 2.x's resource variable, unknown in TF1 mode.
+        with tf.Graph().as_default():
+            theirs = TF.match_filenames_once(str(tmp_path / "*.txt"))
+        assert str(files.shape) == str(theirs.shape)
+        assert str(files.shape) == ("<unknown>" if tf1_mode() else "(None,)")
         assert files in tf.compat.v1.local_variables()
         assert not tf.compat.v1.global_variables()
         with new_session(g) as sess:
@@ -237,36 +241,81 @@ def test_empty_tensor_fails_in_runner_and_reaches_join():
 
 
 def test_uninitialized_epochs_reported_like_tf():
-    """Without local init, TF2-graph reports NotFoundError naming the counter."""
+    """Without local init, TF reports the counter: NotFoundError for TF 2.x's
+    resource variable, FailedPreconditionError for TF1 mode's ref variable."""
+    error = tf.errors.FailedPreconditionError if tf1_mode() else tf.errors.NotFoundError
     for impl in (TF, qp):
         g, fetch = build(impl, lambda m: m.string_input_producer(
             ["a"], num_epochs=1).dequeue())
-        with pytest.raises(tf.errors.NotFoundError, match="limit_epochs/epochs"):
+        with pytest.raises(error, match="limit_epochs/epochs"):
             drain(impl, g, fetch, init=False, max_steps=5)
 
 
 # --- eager mode ---------------------------------------------------------------
 
 EAGER_BUILDERS = {
-    "string_input_producer": lambda: qp.string_input_producer(["a"]),
-    "string_input_producer_tensor": lambda: qp.string_input_producer(tf.constant(["a"])),
-    "input_producer": lambda: qp.input_producer(tf.constant([1, 2])),
-    "range_input_producer": lambda: qp.range_input_producer(3),
-    "slice_input_producer": lambda: qp.slice_input_producer([tf.constant([1, 2])]),
-    "limit_epochs": lambda: qp.limit_epochs(tf.constant(1), 2),
-    "match_filenames_once": lambda: qp.match_filenames_once("*"),
+    "string_input_producer": lambda m: m.string_input_producer(["a"]),
+    "string_input_producer_tensor": lambda m: m.string_input_producer(tf.constant(["a"])),
+    "input_producer": lambda m: m.input_producer(tf.constant([1, 2])),
+    "range_input_producer": lambda m: m.range_input_producer(3),
+    "slice_input_producer": lambda m: m.slice_input_producer([tf.constant([1, 2])]),
+    "limit_epochs": lambda m: m.limit_epochs(tf.constant(1), 2),
+    "match_filenames_once": lambda m: m.match_filenames_once("*"),
 }
 
 
+@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
+                     "test_builds_with_no_eager_at_all")
 @pytest.mark.parametrize("api", list(EAGER_BUILDERS))
 def test_eager_raises_graph_mode_required(api):
     assert tf.executing_eagerly()
     with pytest.raises(qp.GraphModeRequiredError) as info:
-        EAGER_BUILDERS[api]()
+        EAGER_BUILDERS[api](qp)
     assert isinstance(info.value, RuntimeError)
     message = str(info.value)
     assert api.replace("_tensor", "") in message
     assert "tf.Graph().as_default()" in message and "tf.data" in message
+
+
+@pytest.mark.tf1_only("TF1 mode has no eager execution; TF 2.x: "
+                      "test_eager_raises_graph_mode_required")
+@pytest.mark.parametrize("api", list(EAGER_BUILDERS))
+def test_builds_with_no_eager_at_all(api):
+    """A TF1 script builds at the top level, in the default graph, no Graph block."""
+    nodes = {}
+    for m in (TF, qp):
+        with tf.Graph().as_default() as g:  # a fresh "top level" per implementation
+            result = EAGER_BUILDERS[api](m)
+            tensor = (result.queue_ref if hasattr(result, "queue_ref")
+                      else tf.nest.flatten(result)[0])
+            assert tensor.graph is tf.compat.v1.get_default_graph()
+        nodes[m] = graph_nodes(g)
+    assert nodes[qp] == nodes[TF]
+
+
+@pytest.mark.tf1_only("TF1 mode has no eager execution")
+def test_top_level_pipeline_runs_in_a_plain_session_like_tf():
+    """The TF1 script shape: no Graph block, Session() with no graph argument."""
+    out = {}
+    for m in (TF, qp):
+        with tf.Graph().as_default():  # a fresh "top level" per implementation
+            value = m.string_input_producer(["a", "b", "c"], num_epochs=2,
+                                            shuffle=False).dequeue()
+            with tf.compat.v1.Session(config=session_config()) as sess:
+                sess.run(tf.compat.v1.local_variables_initializer())
+                coord = m.Coordinator()
+                threads = m.start_queue_runners(sess=sess, coord=coord)
+                got = []
+                try:
+                    while True:
+                        got.append(sess.run(value))
+                except tf.errors.OutOfRangeError:
+                    pass
+                finally:
+                    coord.request_stop()
+                    coord.join(threads, stop_grace_period_secs=5)
+        out[m] = got
+    assert out[qp] == out[TF] == [b"a", b"b", b"c"] * 2
 
 
 def test_eager_python_checks_come_first_as_in_tf():
@@ -313,11 +362,17 @@ def test_plan_counter_collects_nested_builders():
 
 def test_string_input_producer_accepts_match_filenames_once_variable(tmp_path):
     """Deliberate difference: the classic idiom fails in TF 2.21's graph mode,
-    whose non-null check calls bool() on the resource variable."""
+    whose non-null check calls bool() on the resource variable; TF1 mode's ref
+    variable works in both."""
     (tmp_path / "a.txt").write_text("x")
     pattern = str(tmp_path / "*.txt")
-    with tf.Graph().as_default(), pytest.raises(TypeError):
-        TF.string_input_producer(TF.match_filenames_once(pattern))
+    if tf1_mode():
+        g, fetch = build(TF, lambda m: m.string_input_producer(
+            m.match_filenames_once(pattern), num_epochs=1).dequeue())
+        assert drain(TF, g, fetch) == [str(tmp_path / "a.txt").encode()]
+    else:
+        with tf.Graph().as_default(), pytest.raises(TypeError):
+            TF.string_input_producer(TF.match_filenames_once(pattern))
     g, fetch = build(qp, lambda m: m.string_input_producer(
         m.match_filenames_once(pattern), num_epochs=1).dequeue())
     assert drain(qp, g, fetch) == [str(tmp_path / "a.txt").encode()]

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import build, drain
+from helpers import build, drain
 
 PACKAGE_DIR = pathlib.Path(qp.__file__).parent
 

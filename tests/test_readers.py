@@ -14,7 +14,7 @@ import queue_pipeline as qp
 from queue_pipeline import readers
 from queue_pipeline.errors import GraphModeRequiredError
 from queue_pipeline.plan import plan_for
-from conftest import new_session
+from helpers import new_session, session_config
 
 OURS = readers
 TF = tf.compat.v1
@@ -442,6 +442,8 @@ def test_all_is_sorted_and_complete():
     assert set(readers.__all__) == set(READER_NAMES)
 
 
+@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
+                     "test_readers_build_with_no_eager_at_all")
 @pytest.mark.parametrize("build", [
     lambda ns: ns.TextLineReader(), lambda ns: ns.FixedLengthRecordReader(4),
     lambda ns: ns.TFRecordReader(), lambda ns: ns.WholeFileReader(),
@@ -454,6 +456,25 @@ def test_eager_mode_raises(build):
     assert isinstance(err.value, RuntimeError)
     with pytest.raises(RuntimeError):  # TF's own type, for comparison
         build(TF)
+
+
+@pytest.mark.tf1_only("TF1 mode has no eager execution; TF 2.x: test_eager_mode_raises")
+def test_readers_build_with_no_eager_at_all(tmp_path):
+    """A TF1 script creates readers at the top level; they read as TF's do."""
+    path = tmp_path / "a.txt"
+    path.write_text("x\ny\n")
+    out = {}
+    for ns in (TF, OURS):
+        with tf.Graph().as_default():
+            queue = tf.queue.FIFOQueue(2, tf.string, shapes=[[]])
+            fill = queue.enqueue_many([[str(path)]])
+            close = queue.close()
+            key, value = ns.TextLineReader().read(queue)
+            assert value.graph is tf.compat.v1.get_default_graph()
+            with tf.compat.v1.Session(config=session_config()) as sess:
+                sess.run([fill, close])
+                out[ns] = [tuple(sess.run([key, value])) for _ in range(2)]
+    assert out[OURS] == out[TF] == [(f"{path}:1".encode(), b"x"), (f"{path}:2".encode(), b"y")]
 
 
 def test_supports_serialize_and_reader_ref_like_tf():

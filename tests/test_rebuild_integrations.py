@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
+from helpers import dataset_values, new_session
 from queue_pipeline import data
 
 ROWS = 48
@@ -41,6 +42,8 @@ def _legacy_csv_batches(files, num_epochs=1):
 
 
 # Keras warns about any Dataset of unknown length (the first epoch ends when it runs out).
+@pytest.mark.v2_only("Keras 3 `fit` needs TF 2.x behaviour; TF1 mode: "
+                     "test_a_session_training_loop_on_a_rebuilt_pipeline")
 @pytest.mark.filterwarnings("ignore:Your input ran out of data")
 @pytest.mark.filterwarnings("ignore:`shuffle=True` was passed")
 def test_keras_fit_trains_one_epoch_on_a_rebuilt_pipeline(csv_files):
@@ -61,7 +64,42 @@ def test_keras_fit_trains_one_epoch_on_a_rebuilt_pipeline(csv_files):
     assert len(history.history["loss"]) == 1 and np.isfinite(history.history["loss"][0])
     assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
     # One epoch is the legacy num_epochs=1: 48 rows in 6 batches, then the end.
-    assert sum(1 for _ in dataset) == ROWS // 8
+    assert len(dataset_values(dataset)) == ROWS // 8
+
+
+def test_a_session_training_loop_on_a_rebuilt_pipeline(csv_files):
+    """The TF1 way: the rebuilt Dataset's get_next() feeds a Session training loop."""
+    with tf.Graph().as_default():
+        features, labels = _legacy_csv_batches(csv_files)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.set_random_seed(0)
+        dataset = qp.to_dataset((features, labels))
+        assert dataset.element_spec == (tf.TensorSpec([8, 4], tf.float32),
+                                        tf.TensorSpec([8], tf.int32))
+        x, y = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        def dense(name, inputs, units):  # tf.compat.v1.layers needs Keras 2
+            w = tf.compat.v1.get_variable(f"{name}/w", [inputs.shape.as_list()[-1], units])
+            b = tf.compat.v1.get_variable(f"{name}/b", [units],
+                                          initializer=tf.zeros_initializer())
+            return tf.matmul(inputs, w) + b
+
+        logits = dense("out", tf.nn.relu(dense("hidden", x, 8)), 2)
+        loss = tf.compat.v1.losses.sparse_softmax_cross_entropy(y, logits)
+        train = tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+        init = tf.compat.v1.global_variables_initializer()
+        weights = tf.compat.v1.trainable_variables()
+    losses = []
+    with new_session(graph) as sess:
+        sess.run(init)
+        before = sess.run(weights)
+        with pytest.raises(tf.errors.OutOfRangeError):
+            while True:
+                losses.append(sess.run([train, loss])[1])
+        after = sess.run(weights)
+    # One epoch is the legacy num_epochs=1: 48 rows in 6 batches, then the end.
+    assert len(losses) == ROWS // 8 and np.all(np.isfinite(losses))
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))
 
 
 # ------------------------------------------------------------------ tf.data service
@@ -95,7 +133,7 @@ def _rebuilt_slices(num_epochs=1):
 
 def test_service_distributed_epoch_delivers_each_element_once(service):
     dataset = data.distribute(_rebuilt_slices(), service)
-    batches = [tuple(c.tolist() for c in b) for b in dataset.as_numpy_iterator()]
+    batches = [tuple(c.tolist() for c in b) for b in dataset_values(dataset)]
     rows = sorted(v for first, _ in batches for v in first)
     assert rows == list(range(30))
     assert all([2 * v for v in first] == second for first, second in batches)
@@ -108,7 +146,7 @@ def test_service_with_a_rebuilt_reader_pipeline_and_an_address(service, csv_file
         batch = qp.batch([line], 5, allow_smaller_final_batch=True)
     dataset = data.distribute(qp.to_dataset(batch), service.target,
                               processing_mode="distributed_epoch", job_name="lines")
-    lines = sorted(v for b in dataset.as_numpy_iterator() for v in b.tolist())
+    lines = sorted(v for b in dataset_values(dataset) for v in b.tolist())
     expected = sorted(line.encode() for path in csv_files
                       for line in open(path).read().splitlines()) * 2
     assert lines == sorted(expected)
@@ -116,7 +154,7 @@ def test_service_with_a_rebuilt_reader_pipeline_and_an_address(service, csv_file
 
 def test_service_parallel_epochs_runs_the_whole_pipeline_on_each_worker(service):
     dataset = data.distribute(_rebuilt_slices(), service, processing_mode="parallel_epochs")
-    rows = sorted(v for first, _ in dataset.as_numpy_iterator() for v in first.tolist())
+    rows = sorted(v for first, _ in dataset_values(dataset) for v in first.tolist())
     assert rows == sorted(list(range(30)) * 2)
 
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import TF, build, drain, graph_nodes, new_session, session_config
+from helpers import TF, build, drain, graph_nodes, new_session, session_config
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnhandledThreadExceptionWarning")
@@ -320,11 +320,24 @@ def test_add_queue_runner_has_no_guard_as_in_tf():
         assert g.get_collection("c") == ["anything"]
 
 
+@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
+                     "test_no_eager_at_all_gives_tfs_argument_errors")
 @pytest.mark.parametrize("api", ["QueueRunner", "start_queue_runners"])
 def test_eager_raises_graph_mode_required(api):
     with pytest.raises(qp.GraphModeRequiredError, match=api) as info:
         getattr(qp, api)()
     assert isinstance(info.value, RuntimeError)
+
+
+@pytest.mark.tf1_only("TF1 mode has no eager execution; TF 2.x: "
+                      "test_eager_raises_graph_mode_required")
+@pytest.mark.parametrize("api, match", [("QueueRunner", "queue and enqueue_ops"),
+                                        ("start_queue_runners", "No default session")])
+def test_no_eager_at_all_gives_tfs_argument_errors(api, match):
+    """At a TF1 script's top level the calls build; missing arguments fail as in TF."""
+    for m in (TF, qp):
+        with pytest.raises(ValueError, match=match):
+            getattr(m, api)()
 
 
 # --- protos and meta graphs ----------------------------------------------------

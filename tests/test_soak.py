@@ -24,7 +24,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from conftest import new_session
+from helpers import new_session
 
 pytestmark = pytest.mark.slow
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._compat import as_int64, static_dim
 from queue_pipeline.data._common import warn_inert
 
 __all__ = [
@@ -78,7 +79,7 @@ def _epochs(rows: tf.data.Dataset, count, num_epochs, shuffle: bool, seed):
     an int64 scalar tensor).
     """
     if shuffle:
-        buffer = max(count, 1) if isinstance(count, int) else tf.maximum(count, 1)
+        buffer = max(count, 1) if isinstance(count, int) else tf.maximum(as_int64(count), 1)
         rows = rows.shuffle(buffer, seed=seed, reshuffle_each_iteration=True)
     return rows.repeat(num_epochs)
 
@@ -129,16 +130,40 @@ def _rows(api: str, arg: str, value):
             raise ValueError(f"{api}: `{arg}` must be a finite Dataset (one pass is one "
                              "epoch); got an infinite one. Remove its repeat().")
         if count is None or count == tf.data.UNKNOWN_CARDINALITY:
-            return value, None, shape
+            return _checked_finite(api, arg, value), None, shape
         return value, int(count), shape
     tensor = tf.convert_to_tensor(value)
     if tensor.shape.rank == 0:
         raise ValueError(f"{api}: `{arg}` must have rank at least 1 (its rows are the "
                          f"elements); got a scalar {value!r}.")
-    count = tensor.shape[0]
+    count = static_dim(tensor, 0)
     if count is None:
         count = tf.shape(tensor, out_type=tf.int64)[0]
     return tf.data.Dataset.from_tensor_slices(tensor), count, tensor.shape[1:]
+
+
+def _checked_finite(api: str, arg: str, rows: tf.data.Dataset) -> tf.data.Dataset:
+    """`rows`, failing when iterated if it turns out infinite.
+
+    A Dataset's length is not static in a graph (TF1 mode, or under
+    ``Graph.as_default()``) nor after a ``filter``; an infinite one would
+    make the collected epoch (NOTE [ Epochs as a Dataset ]) wait forever, so
+    its cardinality is checked first, inside the Dataset (a one-shot iterator
+    drops control dependencies on ops outside its functions). A Dataset
+    whose infinity tf.data cannot tell (``repeat().filter(...)``: unknown
+    cardinality) still collects forever.
+    """
+    message = (f"{api}: `{arg}` must be a finite Dataset (one pass is one epoch); got "
+               "an infinite one. Remove its repeat().")
+
+    def check(_):
+        cardinality = rows.cardinality()
+        finite = tf.debugging.Assert(
+            tf.not_equal(cardinality, tf.data.INFINITE_CARDINALITY), [message])
+        with tf.control_dependencies([finite]):
+            return tf.identity(cardinality)
+
+    return tf.data.Dataset.from_tensors(np.int64(0)).map(check).flat_map(lambda _: rows)
 
 
 def _produce(api: str, rows, count, num_epochs, shuffle, seed, *, require_rows=False):
@@ -358,7 +383,7 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
         if t.shape.rank == 0:
             raise ValueError(f"{api}: `tensor_list[{i}]` must have rank at least 1; "
                              "got a scalar.")
-    firsts = [t.shape[0] for t in tensors]
+    firsts = [static_dim(t, 0) for t in tensors]
     known = {n for n in firsts if n is not None}
     if len(known) > 1:
         raise ValueError(f"{api}: the tensors in `tensor_list` must have equal first "

@@ -14,7 +14,8 @@ Differences every reader twin shares (each class adds its own):
 * There is no reader kernel or state: ``num_records_produced``,
   ``num_work_units_completed``, ``serialize_state``, ``restore_state`` and
   ``reset`` raise ``NotImplementedError`` naming the tf.data way (checkpoint
-  the iterator with ``tf.train.Checkpoint(iterator=...)``; a new iterator
+  the iterator with ``tf.train.Checkpoint(iterator=...)``, or in a Session
+  with a ``Saver`` over ``make_saveable_from_iterator``; a new iterator
   starts from the beginning).
 * The end of input is the end of the Dataset (``StopIteration`` eagerly,
   ``OutOfRangeError`` from a one-shot iterator's ``get_next()``); the `name`
@@ -227,7 +228,9 @@ class ReaderBase:
         raise NotImplementedError(
             f"{self._api('serialize_state')}: tf.data readers have no state to "
             "serialize; save the position with `tf.train.Checkpoint(iterator=it)"
-            ".save(path)` on an iterator `it = iter(dataset)`.")
+            ".save(path)` on an iterator `it = iter(dataset)` (in a Session: a "
+            "`tf.compat.v1.train.Saver` over "
+            "`tf.compat.v1.data.experimental.make_saveable_from_iterator(it)`).")
 
     def restore_state(self, state: Any, name: str | None = None):
         """Not available: restore a checkpointed iterator instead.
@@ -238,7 +241,9 @@ class ReaderBase:
         raise NotImplementedError(
             f"{self._api('restore_state')}: tf.data readers have no state to "
             "restore; restore the position with `tf.train.Checkpoint(iterator=it)"
-            ".restore(path)` on a fresh iterator `it = iter(dataset)`.")
+            ".restore(path)` on a fresh iterator `it = iter(dataset)` (in a "
+            "Session: `Saver.restore` with the iterator's saveable, see "
+            "serialize_state).")
 
     def reset(self, name: str | None = None):
         """Not available: a new iterator starts from the beginning.
@@ -248,7 +253,8 @@ class ReaderBase:
         """
         raise NotImplementedError(
             f"{self._api('reset')}: tf.data readers have no state to reset; create "
-            "a new iterator (`iter(dataset)`) to read from the beginning.")
+            "a new iterator (`iter(dataset)`, or in a Session run an initializable "
+            "iterator's `initializer` again) to read from the beginning.")
 
     def _api(self, method: str) -> str:
         return f"{_API}{type(self).__name__}.{method}"

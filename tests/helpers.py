@@ -1,0 +1,265 @@
+"""Helpers shared by the test modules (import them from here, never from conftest).
+
+Sessions made here have ``operation_timeout_in_ms``, so a blocked queue fails
+a test instead of hanging it; every helper that starts threads stops and
+joins them before it returns.
+
+The suite runs in two TF modes (``--tf1`` in ``conftest.py``): TF 2.x
+defaults, and TF1 mode after ``tf.compat.v1.disable_v2_behavior()``.
+:func:`dataset_values` reads a Dataset the way each mode's user would:
+eagerly under TF 2.x defaults, through an iterator in a Session otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+__all__ = ["GUARD", "OP_TIMEOUT_MS", "TF", "assert_produces", "build", "dataset_values",
+           "drain", "drain_dataset", "graph_nodes", "new_session", "py", "session_config",
+           "tf1_mode"]
+
+OP_TIMEOUT_MS = 20_000
+
+
+def tf1_mode() -> bool:
+    """True when v2 behaviour is disabled in this process (the suite's ``--tf1``).
+
+    A process-wide fact, unlike ``tf.executing_eagerly()``, which is False
+    inside any ``Graph.as_default()`` block in both modes.
+    """
+    return not tf.__internal__.tf2.enabled()
+
+
+def session_config(timeout_ms: int = OP_TIMEOUT_MS) -> tf.compat.v1.ConfigProto:
+    """A ConfigProto whose operations time out instead of blocking forever."""
+    return tf.compat.v1.ConfigProto(operation_timeout_in_ms=timeout_ms)
+
+
+def new_session(graph: tf.Graph, timeout_ms: int = OP_TIMEOUT_MS) -> tf.compat.v1.Session:
+    """A Session on `graph` with an operation timeout."""
+    return tf.compat.v1.Session(graph=graph, config=session_config(timeout_ms))
+
+
+class _TFOracle:
+    """TF's own implementation under queue_pipeline's names (the test oracle)."""
+
+    def __getattr__(self, name):
+        for module in (tf.compat.v1.train, tf.compat.v1):
+            if hasattr(module, name):
+                return getattr(module, name)
+        raise AttributeError(name)
+
+    def __repr__(self):
+        return "tf"
+
+
+TF = _TFOracle()
+
+
+def build(impl, fn, seed=None):
+    """Calls fn(impl) in a fresh graph (with graph seed `seed`); returns (graph, result)."""
+    g = tf.Graph()
+    with g.as_default():
+        if seed is not None:
+            tf.compat.v1.set_random_seed(seed)
+        result = fn(impl)
+    return g, result
+
+
+def drain(impl, graph, fetch, *, max_steps=10_000, init=True, coord=True, join=True):
+    """Runs `fetch` until OutOfRangeError with `impl`'s runners and Coordinator.
+
+    Returns the list of fetched values. Stops and joins every thread; the
+    Coordinator's join re-raises any error a runner reported.
+    """
+    out = []
+    with graph.as_default(), new_session(graph) as sess:
+        if init:
+            sess.run([tf.compat.v1.global_variables_initializer(),
+                      tf.compat.v1.local_variables_initializer()])
+        c = impl.Coordinator() if coord else None
+        threads = impl.start_queue_runners(sess=sess, coord=c)
+        try:
+            for _ in range(max_steps):
+                out.append(sess.run(fetch))
+        except tf.errors.OutOfRangeError:
+            pass
+        finally:
+            if c is not None:
+                c.request_stop()
+                if join:
+                    c.join(threads, stop_grace_period_secs=5)
+                else:
+                    c.join(threads, stop_grace_period_secs=5, ignore_live_threads=True)
+    return out
+
+
+# ----------------------------------------------------------------------- datasets
+
+
+def _numpy(value):
+    """An eager element as numpy, like a Session's output (SparseTensorValue for sparse)."""
+    if isinstance(value, tf.SparseTensor):
+        return tf.compat.v1.SparseTensorValue(
+            value.indices.numpy(), value.values.numpy(), value.dense_shape.numpy())
+    return value.numpy() if hasattr(value, "numpy") else value
+
+
+def _is_eager(dataset: tf.data.Dataset) -> bool:
+    return not tf.is_symbolic_tensor(dataset._variant_tensor)  # noqa: SLF001 - test helper
+
+
+def dataset_values(dataset: tf.data.Dataset, *, limit: int | None = 10_000,
+                   iterator: str = "one_shot", feed_dict=None) -> list:
+    """The elements of `dataset` as numpy, in order, until its end (or `limit`).
+
+    An eager Dataset (TF 2.x defaults) is iterated with a Python ``for``; a
+    Dataset in a graph (TF1 mode, or built under ``Graph.as_default()``) the
+    TF1 way: ``tf.compat.v1.data.make_one_shot_iterator`` (or, with
+    ``iterator="initializable"``, ``make_initializable_iterator``, initialized
+    with `feed_dict`) and ``get_next()`` run in a Session with an operation
+    timeout until OutOfRangeError. Structures come back as the Dataset's
+    (tuples, dicts); SparseTensors as ``SparseTensorValue``.
+    """
+    if iterator not in ("one_shot", "initializable"):
+        raise ValueError(f"dataset_values: `iterator` must be 'one_shot' or "
+                         f"'initializable'; got {iterator!r}.")
+    if _is_eager(dataset):
+        taken = dataset if limit is None else dataset.take(limit)
+        return [tf.nest.map_structure(_numpy, element, expand_composites=False)
+                for element in taken]
+    graph = dataset._graph  # noqa: SLF001 - test helper
+    with graph.as_default():
+        taken = dataset if limit is None else dataset.take(limit)
+        if iterator == "one_shot":
+            it = tf.compat.v1.data.make_one_shot_iterator(taken)
+            init = None
+        else:
+            it = tf.compat.v1.data.make_initializable_iterator(taken)
+            init = it.initializer
+        next_element = it.get_next()
+    out = []
+    with new_session(graph) as sess:
+        if init is not None:
+            sess.run(init, feed_dict=feed_dict)
+        try:
+            while True:
+                out.append(sess.run(next_element))
+        except tf.errors.OutOfRangeError:
+            pass
+    return out
+
+
+def drain_dataset(make, *, seed=None, limit=10_000, iterator="one_shot"):
+    """Builds make() (a Dataset) in a fresh graph and drains it in a Session.
+
+    Returns the raw session outputs, in order, until OutOfRangeError; the
+    graph gets random seed `seed` if given.
+    """
+    g = tf.Graph()
+    with g.as_default():
+        if seed is not None:
+            tf.compat.v1.set_random_seed(seed)
+        dataset = make()
+        assert isinstance(dataset, tf.data.Dataset), type(dataset)
+    return dataset_values(dataset, limit=limit, iterator=iterator)
+
+
+def py(value):
+    """A fetched or iterated value as plain, hashable Python.
+
+    Arrays become tuples (nested for rank > 1), numpy scalars Python scalars,
+    lists and tuples tuples, dicts dicts of the same, and SparseTensor values
+    ``("sparse", indices, values, dense_shape)``.
+    """
+    if isinstance(value, (tf.SparseTensor, tf.compat.v1.SparseTensorValue)):
+        return ("sparse", py(value.indices), py(value.values), py(value.dense_shape))
+    if isinstance(value, dict):
+        return {key: py(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(py(v) for v in value)
+    if isinstance(value, tf.Tensor):
+        value = value.numpy()
+    if isinstance(value, np.ndarray):
+        return tuple(py(v) for v in value.tolist()) if value.ndim else value.item()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def assert_produces(fetch, expected, *, ordered: bool = True, error=None, **kwargs) -> list:
+    """Asserts that `fetch` delivers `expected` (compared as :func:`py` values).
+
+    Serves legacy and twin tests alike: `fetch` is a ``tf.data.Dataset`` (read
+    with :func:`dataset_values`; `kwargs` go there) or a callable returning
+    the list of delivered elements (e.g. a legacy drain).
+
+    Args:
+      fetch: a Dataset, or a callable returning the elements.
+      expected: the elements, in order.
+      ordered: compare in order; else as multisets.
+      error: an exception type the reading must end in (after delivering
+        `expected`), or None for a clean end.
+
+    Returns:
+      The delivered elements, as :func:`py` values.
+    """
+    got: list = []
+
+    def read():
+        values = (dataset_values(fetch, **kwargs) if isinstance(fetch, tf.data.Dataset)
+                  else fetch())
+        got.extend(py(v) for v in values)
+
+    if error is None:
+        read()
+    else:
+        with pytest.raises(error):
+            read()
+    want = [py(v) for v in expected]
+    if ordered:
+        assert got == want
+    else:
+        assert sorted(map(repr, got)) == sorted(map(repr, want))
+    return got
+
+
+# --------------------------------------------------------------------- graph structure
+
+
+_FUNCTION_ATTRS = ("then_branch", "else_branch", "cond", "body", "f")
+
+
+GUARD = "_qp_guard/"
+
+
+def graph_nodes(graph, *, skip_attrs=(), strip_guards=True):
+    """{node name: (op type, inputs, device, attrs)} of a graph, for structural comparison.
+
+    Function names (cond branches) carry a process-wide counter, which is
+    stripped. With `strip_guards`, queue_pipeline's diagnostic ops (names
+    containing ``_qp_guard/``) and control inputs from them are left out, so
+    a default-mode graph compares equal to TF's when nothing else differs.
+    """
+    nodes = {}
+    for node in graph.as_graph_def().node:
+        if strip_guards and GUARD in node.name:
+            continue
+        attrs = {}
+        for key, value in node.attr.items():
+            if key in skip_attrs:
+                continue
+            if key in _FUNCTION_ATTRS and value.HasField("func"):
+                copy = type(value)()
+                copy.CopyFrom(value)
+                value = copy
+                value.func.name = re.sub(r"_\d+$", "", value.func.name)
+            attrs[key] = value.SerializeToString()
+        inputs = tuple(i for i in node.input
+                       if not (strip_guards and i.startswith("^") and GUARD in i))
+        nodes[node.name] = (node.op, inputs, node.device, attrs)
+    return nodes
