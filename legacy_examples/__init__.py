@@ -1,1 +1,1 @@
-"""The classic TF 1.x input programs, runnable on queue_pipeline with bundled data."""
+"""The classic TF 1.x input programs, runnable on queue_pipeline with bundled data, in both TF modes."""

@@ -25,7 +25,12 @@ The bundled CIFAR-10 files hold scikit-learn's digits, upscaled and tinted
 so the epoch sizes are counted from the files instead of CIFAR-10's 50,000
 and 10,000.
 
+``--tf1`` runs the program in TF1 mode, as legacy scripts run; the twin's
+batches are then read through a one-shot iterator in a Session (see
+``legacy_examples/README.rst``).
+
 Usage: python -m legacy_examples.cifar10_binary [--steps N] [--smoke] [--impl qp|tf]
+       [--tf1]
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
+from legacy_examples import _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -308,13 +314,13 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--smoke", action="store_true", help="a few batches, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
-    args = parser.parse_args(argv)
+    args = _twin_loop.parse_args(parser, argv)
     steps, batch_size = (3, 32) if args.smoke else (args.steps, args.batch_size)
     with tempfile.TemporaryDirectory() as tmp:
         _bundled_data.write_cifar_binary(tmp)
         legacy_batches = run(tmp, steps, args.impl, batch_size=batch_size)
-        twin_batches = [(i.numpy(), l.numpy()) for i, l in
-                        twin_distorted_inputs(tmp, batch_size, seed=0).take(steps)]
+        twin_batches = _twin_loop.values(
+            lambda: twin_distorted_inputs(tmp, batch_size, seed=0).take(steps))
     print(_summary(args.impl, legacy_batches))
     print(_summary("twin (tf.data)", twin_batches))
     return 0

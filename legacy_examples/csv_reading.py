@@ -3,9 +3,10 @@
 string_input_producer -> TextLineReader -> decode_csv with record_defaults,
 driven by the guide's Coordinator loop. Only the import changed: the guide's
 ``tf.train`` is ``queue_pipeline`` here (``--impl tf`` runs TF's own for
-comparison).
+comparison). ``--tf1`` runs it in TF1 mode, as legacy scripts run (see
+``legacy_examples/README.rst``).
 
-Usage: python -m legacy_examples.csv_reading [--steps N] [--smoke] [--impl qp|tf]
+Usage: python -m legacy_examples.csv_reading [--steps N] [--smoke] [--impl qp|tf] [--tf1]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
+from legacy_examples import _twin_loop  # noqa: E402
 
 IMPLS = {
     "qp": {"train": queue_pipeline, "TextLineReader": queue_pipeline.TextLineReader},
@@ -115,7 +117,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=1200)
     parser.add_argument("--smoke", action="store_true", help="a few steps, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
-    args = parser.parse_args(argv)
+    args = _twin_loop.parse_args(parser, argv)
     steps = 20 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         examples = run(write_csv_files(tmp), steps, args.impl)

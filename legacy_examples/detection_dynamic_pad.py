@@ -28,8 +28,11 @@ zero padding) which ends in ``prefetch``: the prefetcher's twin, with no
 thread to start or stop. With ``shuffle=False`` and one thread both sides are
 deterministic, and :func:`legacy` / :func:`twin` match batch for batch.
 
+``--tf1`` runs the program in TF1 mode, as legacy scripts run (see
+``legacy_examples/README.rst``).
+
 Usage: python -m legacy_examples.detection_dynamic_pad [--steps N] [--smoke]
-       [--impl qp|tf]
+       [--impl qp|tf] [--tf1]
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
+from legacy_examples import _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -190,8 +194,8 @@ def unpad(batch: dict, batch_size: int | None = None) -> list[dict]:
     The Object Detection API's ``BatchQueue.dequeue``: unstack the batch and
     cut every image to ``true_image_shape`` and every box list to
     ``num_groundtruth_boxes``. Works on graph tensors (a static batch
-    dimension, or `batch_size`, is needed to unstack), on eager tensors and
-    on numpy arrays.
+    dimension, or `batch_size`, is needed to unstack), in a ``Dataset.map``
+    in either TF mode, and eagerly on eager tensors and numpy arrays.
 
     Returns:
       One ``{"image": [h, w, 3], "groundtruth_boxes": [k, 4]}`` per example.
@@ -260,7 +264,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=30, help="batches to fetch")
     parser.add_argument("--smoke", action="store_true", help="a few steps, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
-    args = parser.parse_args(argv)
+    args = _twin_loop.parse_args(parser, argv)
     steps = 3 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         path, _ = write_records(tmp)

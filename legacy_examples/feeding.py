@@ -18,7 +18,9 @@ a feeding program at all is to migrate it to tf.data, which the twin shows:
 delivers the batches that ``next_batch`` fed (``next_batch`` also wraps
 epochs: the batch that crosses an epoch end takes the rest of one epoch and
 the start of the next, as ``repeat`` before ``batch`` does), and the same
-model trains on it eagerly.
+model trains on it: eagerly under TF 2.x, and in TF1 mode (``--tf1``, as
+legacy scripts run) through a one-shot iterator in a Session (see
+``legacy_examples._twin_loop``).
 
 For ``queue-pipeline compare``, whose harness runs graphs without feeds,
 :func:`legacy` emits the batches the loop feeds through a
@@ -28,7 +30,7 @@ The data are MNIST's idx files from ``queue_pipeline._bundled_data``
 (scikit-learn's digits at 28x28; 1,437 training and 360 test examples). The
 model is ``mnist_tfrecords.py``'s (the classic ``mnist.py``).
 
-Usage: python -m legacy_examples.feeding [--steps N] [--smoke] [--impl qp|tf]
+Usage: python -m legacy_examples.feeding [--steps N] [--smoke] [--impl qp|tf] [--tf1]
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from legacy_examples import _twin_loop  # noqa: E402
 from legacy_examples import mnist_tfrecords as mnist  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
@@ -199,30 +202,30 @@ def build_twin(images: np.ndarray, labels: np.ndarray, batch_size: int = BATCH_S
 def train_twin(arrays: dict, max_steps: int, *, batch_size: int = BATCH_SIZE,
                learning_rate: float = mnist.LEARNING_RATE, shuffle: bool = True,
                seed: int = 0) -> tuple[list[float], float]:
-    """Trains the same model eagerly on the twin; returns (losses, test precision @ 1).
+    """Trains the same model on the twin; returns (losses, test precision @ 1).
 
-    With ``shuffle=False`` it sees the batches of an unshuffled
-    :class:`DataSet`, so its losses follow :func:`run_training`'s.
+    Eagerly under TF 2.x defaults, through a one-shot iterator in a Session
+    otherwise (``legacy_examples._twin_loop.run``). With ``shuffle=False`` it
+    sees the batches of an unshuffled :class:`DataSet`, so its losses follow
+    :func:`run_training`'s.
     """
-    weights = mnist.make_weights(mnist.initial_weights(seed=seed))
 
-    @tf.function
-    def train_step(images, labels):
-        with tf.GradientTape() as tape:
-            loss_value = mnist.loss(mnist.inference(images, weights), labels)
-        for variable, gradient in zip(weights, tape.gradient(loss_value, weights)):
-            variable.assign_sub(learning_rate * gradient)
-        return loss_value
+    def build() -> _twin_loop.Loop:
+        weights = mnist.make_weights(mnist.initial_weights(seed=seed))
+        batches = build_twin(*arrays["train"], batch_size, shuffle=shuffle, seed=seed)
+        return _twin_loop.Loop(batches.take(max_steps),
+                               mnist.training_step(weights, learning_rate), final=weights)
 
-    batches = build_twin(*arrays["train"], batch_size, shuffle=shuffle, seed=seed)
-    losses = [float(train_step(images, labels)) for images, labels in batches.take(max_steps)]
-    test = tf.data.Dataset.from_tensor_slices(arrays["test"]).batch(
-        batch_size, drop_remainder=True)
-    true_count = num_examples = 0
-    for images, labels in test:
-        true_count += int(mnist.evaluation(mnist.inference(images, weights), labels))
-        num_examples += batch_size
-    return losses, true_count / num_examples
+    losses, weights = _twin_loop.run(build)
+
+    def build_eval() -> _twin_loop.Loop:
+        test = tf.data.Dataset.from_tensor_slices(arrays["test"]).batch(
+            batch_size, drop_remainder=True)
+        return _twin_loop.Loop(test, mnist.evaluation_step(weights))
+
+    counts = _twin_loop.run(build_eval).outputs
+    true_count = sum(int(correct) for correct, _ in counts)
+    return [float(value) for value in losses], true_count / (len(counts) * batch_size)
 
 
 # --- entry points for `queue-pipeline compare` ---------------------------------------
@@ -281,7 +284,7 @@ def main(argv=None) -> int:
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp",
                         help="no effect: the program uses no queue API")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = _twin_loop.parse_args(parser, argv)
     steps = 30 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         arrays = load_arrays(tmp)

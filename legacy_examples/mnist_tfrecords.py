@@ -14,15 +14,18 @@ order), as ``cifar10_eval.py`` evaluated a checkpoint. Only the import
 changed: ``tf.train`` is ``queue_pipeline`` (``--impl tf`` runs TF's own).
 
 The tf.data twin trains the same model from the same initial weights with the
-same plain gradient descent, eagerly, on ``queue_pipeline.data``'s twins
+same plain gradient descent on ``queue_pipeline.data``'s twins
 (``TFRecordReader.read(keys=False)`` and ``shuffle_batch(decode=...)``, which
-parses whole batches with ``tf.io.parse_example``).
+parses whole batches with ``tf.io.parse_example``): eagerly under TF 2.x,
+and in TF1 mode (``--tf1``, as legacy scripts run) through a one-shot
+iterator in a Session until ``OutOfRangeError``; one step function
+(:func:`training_step`) serves both (see ``legacy_examples._twin_loop``).
 
 The images are scikit-learn's bundled 8x8 digits scaled to 28x28 (1,437
 training and 360 t10k examples; see ``queue_pipeline._bundled_data``).
 
 Usage: python -m legacy_examples.mnist_tfrecords [--num-epochs N] [--steps N]
-       [--smoke] [--impl qp|tf]
+       [--smoke] [--impl qp|tf] [--tf1]
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
+from legacy_examples import _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -126,6 +130,37 @@ def evaluation(logits, labels):
     """mnist.evaluation: the number of examples whose top logit is the label."""
     return tf.reduce_sum(tf.cast(tf.nn.in_top_k(predictions=logits, targets=labels, k=1),
                                  tf.int32))
+
+
+def training_step(weights: list[tf.Variable], learning_rate: float):
+    """The twins' mnist.training: a step ``(images, labels) -> loss`` of plain gradient descent.
+
+    The step applies ``weights -= learning_rate * gradient`` (what
+    ``GradientDescentOptimizer`` does) and returns the loss before the update,
+    under the updates' control dependencies, so fetching it runs them. It
+    builds the same ops in a ``tf.function`` and in a TF1 graph (see NOTE
+    [ Eager loop vs Session loop ] in ``legacy_examples._twin_loop``).
+    """
+
+    def step(images, labels):
+        with tf.GradientTape() as tape:
+            loss_value = loss(inference(images, weights), labels)
+        gradients = tape.gradient(loss_value, weights)
+        updates = [variable.assign_sub(learning_rate * gradient)
+                   for variable, gradient in zip(weights, gradients)]
+        with tf.control_dependencies(updates):
+            return tf.identity(loss_value)
+
+    return step
+
+
+def evaluation_step(weights):
+    """The twins' evaluation step: ``(images, labels) -> (correct, examples)`` of one batch."""
+
+    def step(images, labels):
+        return evaluation(inference(images, weights), labels), tf.shape(labels)[0]
+
+    return step
 
 
 # --- the legacy program (fully_connected_reader.py) ----------------------------------
@@ -290,34 +325,30 @@ def twin_eval_inputs(filename: str, batch_size: int) -> tf.data.Dataset:
 def train_twin(train_file: str, num_epochs: int, *, batch_size: int = BATCH_SIZE,
                learning_rate: float = LEARNING_RATE, max_steps: int | None = None,
                seed: int = 0) -> tuple[list[np.ndarray], int]:
-    """Trains the same model eagerly on the twin; returns (trained weights, steps)."""
-    weights = make_weights(initial_weights(seed=seed))
+    """Trains the same model on the twin; returns (trained weights, steps).
 
-    @tf.function
-    def train_step(images, labels):
-        with tf.GradientTape() as tape:
-            loss_value = loss(inference(images, weights), labels)
-        for variable, gradient in zip(weights, tape.gradient(loss_value, weights)):
-            variable.assign_sub(learning_rate * gradient)  # GradientDescentOptimizer
-        return loss_value
+    Eagerly under TF 2.x defaults, through a one-shot iterator in a Session
+    otherwise (``legacy_examples._twin_loop.run``).
+    """
 
-    batches = twin_inputs(train_file, batch_size, num_epochs, seed=seed)
-    if max_steps is not None:
-        batches = batches.take(max_steps)
-    step = 0
-    for images, labels in batches:
-        train_step(images, labels)
-        step += 1
-    return [w.numpy() for w in weights], step
+    def build() -> _twin_loop.Loop:
+        weights = make_weights(initial_weights(seed=seed))
+        batches = twin_inputs(train_file, batch_size, num_epochs, seed=seed)
+        if max_steps is not None:
+            batches = batches.take(max_steps)
+        return _twin_loop.Loop(batches, training_step(weights, learning_rate), final=weights)
+
+    losses, weights = _twin_loop.run(build)
+    return weights, len(losses)
 
 
 def evaluate_twin(eval_file: str, weights: list[np.ndarray], *,
                   batch_size: int = BATCH_SIZE) -> float:
     """Precision @ 1 of `weights` on every example of `eval_file`, via tf.data."""
-    true_count = num_examples = 0
-    for images, labels in twin_eval_inputs(eval_file, batch_size):
-        true_count += int(evaluation(inference(images, weights), labels))
-        num_examples += int(labels.shape[0])
+    counts = _twin_loop.run(lambda: _twin_loop.Loop(twin_eval_inputs(eval_file, batch_size),
+                                                    evaluation_step(weights))).outputs
+    true_count = sum(int(correct) for correct, _ in counts)
+    num_examples = sum(int(n) for _, n in counts)
     return true_count / max(num_examples, 1)
 
 
@@ -355,7 +386,7 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="2 epochs, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = _twin_loop.parse_args(parser, argv)
     num_epochs = 2 if args.smoke else args.num_epochs
     with tempfile.TemporaryDirectory() as tmp:
         files = prepare_data(tmp)

@@ -41,8 +41,11 @@ Both deliver the same multiset per epoch as the legacy program; the order of
 a ``shuffle_batch_join`` is nondeterministic (threads and a
 RandomShuffleQueue), so :func:`legacy` and :func:`twin` compare as multisets.
 
+``--tf1`` runs the program in TF1 mode, as legacy scripts run (see
+``legacy_examples/README.rst``).
+
 Usage: python -m legacy_examples.multi_reader_join [--steps N] [--smoke]
-       [--impl qp|tf] [--readers N]
+       [--impl qp|tf] [--readers N] [--tf1]
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
+from legacy_examples import _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -231,7 +235,7 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a few steps, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
     parser.add_argument("--readers", type=int, default=2, help="readers sharing the queue")
-    args = parser.parse_args(argv)
+    args = _twin_loop.parse_args(parser, argv)
     steps = 5 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         batches = run(write_files(tmp), steps, args.impl, args.readers)

@@ -12,7 +12,9 @@ by ``batch``, in the guide's Coordinator loop. Only the import changed:
 The tf.data twin (:func:`build_twin`) slices the same arrays with
 ``queue_pipeline.data.slice_input_producer`` and batches them with
 ``queue_pipeline.data.batch``; in tf.data both (a) and (b) are
-``Dataset.from_tensor_slices`` of the arrays.
+``Dataset.from_tensor_slices`` of the arrays. ``--tf1`` runs the program in
+TF1 mode, as legacy scripts run; the twin's batches are then read through a
+one-shot iterator in a Session (see ``legacy_examples/README.rst``).
 
 The arrays are MNIST's training images ``[1437, 784]`` in [0, 1] and labels,
 read from the bundled idx files (scikit-learn's digits at 28x28; see
@@ -20,7 +22,7 @@ read from the bundled idx files (scikit-learn's digits at 28x28; see
 the MNIST model that ``mnist_tfrecords.py`` trains.
 
 Usage: python -m legacy_examples.preloaded_data [--mode constant|variable]
-       [--num-epochs N] [--steps N] [--smoke] [--impl qp|tf]
+       [--num-epochs N] [--steps N] [--smoke] [--impl qp|tf] [--tf1]
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
+from legacy_examples import _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -220,14 +223,14 @@ def main(argv=None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a few batches, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
+    args = _twin_loop.parse_args(parser, argv)
     steps = 5 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         images, labels = load_training_data(tmp)
     batches = run(images, labels, steps, args.impl, mode=args.mode,
                   num_epochs=args.num_epochs, seed=args.seed)
-    twin_batches = list(build_twin(images, labels, num_epochs=args.num_epochs,
-                                   seed=args.seed).take(len(batches)))
+    twin_batches = _twin_loop.values(lambda: build_twin(
+        images, labels, num_epochs=args.num_epochs, seed=args.seed).take(len(batches)))
     for name, got in ((f"{args.impl} ({args.mode})", batches), ("twin (tf.data)", twin_batches)):
         seen = np.concatenate([np.asarray(b[1]) for b in got])
         print(f"{name}: {len(got)} batches of {BATCH_SIZE} from {len(images)} preloaded "

@@ -21,16 +21,17 @@ known, batch dimension; :func:`static_shapes` shows it.
 
 The data are the bundled digits as MNIST TFRecords (``image_raw``,
 ``label``, ...), split into shards so the interleave has files to read in
-parallel.
+parallel. ``--tf1`` runs the program in TF1 mode, as TPUEstimator's
+graph-mode callers did: the batches are then read through a one-shot
+iterator in a Session (see ``legacy_examples._twin_loop``).
 
 Usage: python -m legacy_examples.tpu_input_fn [--steps N] [--smoke]
-       [--batch-size N]
+       [--batch-size N] [--tf1]
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import os
 import sys
 import tempfile
@@ -40,6 +41,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
 
+from legacy_examples import _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMAGE_PIXELS = 28 * 28
@@ -59,18 +61,16 @@ def write_shards(directory: str, num_shards: int = 4) -> str:
     whole = os.path.join(directory, "train.tfrecords")
     _bundled_data.convert_to_tfrecords(idx["train_images"], idx["train_labels"], whole)
 
-    def split():  # TF ops: run them eagerly, in a thread with no default graph
-        writers = [tf.io.TFRecordWriter(os.path.join(directory, f"train-{i:05d}.tfrecords"))
-                   for i in range(num_shards)]
-        try:
-            for i, record in enumerate(tf.data.TFRecordDataset(whole)):
-                writers[i % num_shards].write(record.numpy())
-        finally:
-            for writer in writers:
-                writer.close()
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        pool.submit(split).result()
+    # The records, in file order: eagerly, or through a Session in TF1 mode.
+    records = _twin_loop.values(lambda: tf.data.TFRecordDataset(whole))
+    writers = [tf.io.TFRecordWriter(os.path.join(directory, f"train-{i:05d}.tfrecords"))
+               for i in range(num_shards)]
+    try:
+        for i, record in enumerate(records):
+            writers[i % num_shards].write(record)
+    finally:
+        for writer in writers:
+            writer.close()
     os.remove(whole)
     return os.path.join(directory, "train-*.tfrecords")
 
@@ -130,14 +130,24 @@ def static_shapes(dataset: tf.data.Dataset) -> list[tuple[str, list]]:
 
 
 def run(file_pattern: str, steps: int, batch_size: int = 64, seed: int | None = 0) -> dict:
-    """Reads `steps` batches eagerly; returns their static shapes, count and labels."""
-    dataset = make_input_fn(file_pattern, seed=seed)({"batch_size": batch_size})
+    """Reads `steps` batches; returns their static shapes, count and labels.
+
+    Eagerly under TF 2.x defaults, through a one-shot iterator in a Session
+    otherwise (TPUEstimator called ``input_fn`` in a graph).
+    """
+    shapes = []
+
+    def make_dataset() -> tf.data.Dataset:
+        dataset = make_input_fn(file_pattern, seed=seed)({"batch_size": batch_size})
+        shapes.extend(static_shapes(dataset))
+        return dataset.take(steps)
+
     labels = []
-    for images, batch_labels in dataset.take(steps):
+    for images, batch_labels in _twin_loop.values(make_dataset):
         if images.shape != (batch_size, IMAGE_PIXELS):
             raise AssertionError(f"tpu_input_fn: batch of shape {images.shape}")
-        labels.extend(batch_labels.numpy().tolist())
-    return {"static_shapes": static_shapes(dataset), "batches": steps, "labels": labels}
+        labels.extend(batch_labels.tolist())
+    return {"static_shapes": shapes, "batches": steps, "labels": labels}
 
 
 def main(argv=None) -> int:
@@ -146,7 +156,7 @@ def main(argv=None) -> int:
     parser_.add_argument("--steps", type=int, default=200, help="batches to read")
     parser_.add_argument("--smoke", action="store_true", help="a few steps, in seconds")
     parser_.add_argument("--batch-size", type=int, default=64)
-    args = parser_.parse_args(argv)
+    args = _twin_loop.parse_args(parser_, argv)
     steps = 5 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         result = run(write_shards(tmp), steps, args.batch_size)

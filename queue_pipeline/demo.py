@@ -6,7 +6,13 @@ The legacy side is TF 1.x's ``mnist/fully_connected_reader.py`` with
 ``shuffle_batch`` (two enqueue threads) -> a small fully connected network
 trained in a ``Session`` under the ``Coordinator`` loop until the input ends.
 The twin is the same pipeline in ``queue_pipeline.data`` (a Dataset, batches
-decoded with ``parse_example``) feeding Keras ``Model.fit``.
+decoded with ``parse_example``) feeding Keras ``Model.fit`` under TF 2.x
+defaults. In TF1 mode (``--tf1``: ``tf.compat.v1.disable_v2_behavior()``
+first, as legacy scripts run, or a caller that already disabled v2
+behaviour) there is no eager execution and Keras 3 does not run, so the twin
+takes a session script's first migration step instead: the same network as
+graph ops, fed by ``tf.compat.v1.data.make_one_shot_iterator(dataset)
+.get_next()`` and trained in a ``Session`` until ``OutOfRangeError``.
 
 The data are the bundled digits (scikit-learn's real scans when it is
 installed), written as MNIST idx files and converted to TFRecords exactly as
@@ -29,7 +35,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import tensorflow as tf
@@ -65,6 +71,10 @@ LEGACY_CHAIN = ("string_input_producer -> TFRecordReader -> parse_single_example
 TWIN_CHAIN = ("queue_pipeline.data: string_input_producer -> "
               "TFRecordReader.read(keys=False) -> shuffle_batch(decode=parse_example) "
               "-> Keras Model.fit")
+TWIN_CHAIN_TF1 = ("queue_pipeline.data: string_input_producer -> "
+                  "TFRecordReader.read(keys=False) -> shuffle_batch(decode=parse_example) "
+                  "-> make_one_shot_iterator().get_next(), the same graph ops in a "
+                  "Session loop until OutOfRangeError (TF1 mode: no Keras)")
 
 
 def prepare_data(directory: str) -> dict[str, Any]:
@@ -145,6 +155,62 @@ def _dense(name: str, x, units: int, seed: int):
     return tf.matmul(x, weights) + biases
 
 
+class _GraphModel(NamedTuple):
+    """The network as TF 1.x graph ops on a batch of (images, labels)."""
+
+    train_op: tf.Operation
+    count: tf.Tensor
+    accuracy: tf.Tensor
+
+
+def _graph_model(images, labels, seed: int) -> _GraphModel:
+    """Builds the 784-64-10 network, its Adam step and its accuracy in the default graph."""
+    hidden = tf.nn.relu(_dense("hidden", images, HIDDEN_UNITS, seed))
+    logits = _dense("softmax_linear", hidden, NUM_CLASSES, seed + 1)
+    loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=logits))
+    train_op = tf.compat.v1.train.AdamOptimizer(LEARNING_RATE).minimize(loss)
+    accuracy = tf.reduce_mean(tf.cast(tf.equal(
+        tf.argmax(logits, 1, output_type=tf.int32), labels), tf.float32))
+    return _GraphModel(train_op, tf.shape(labels)[0], accuracy)
+
+
+def _session_steps(sess, model: _GraphModel, bar: _progress.Progress,
+                   should_stop=lambda: False) -> tuple[int, int, int, float]:
+    """Runs training steps until the input ends (OutOfRangeError) or `should_stop()`.
+
+    Returns:
+      ``(examples, steps, timed examples, seconds)``: the first step pays the
+      start-up and is not timed.
+    """
+    examples = steps = timed = 0
+    t0 = None
+    try:
+        while not should_stop():
+            _, n = sess.run([model.train_op, model.count])
+            examples, steps = examples + n, steps + 1
+            if t0 is None:
+                t0 = time.perf_counter()
+            else:
+                timed += n
+            bar.update(steps)
+    except tf.errors.OutOfRangeError:
+        pass  # num_epochs done: the queues are closed and drained, or the Dataset ended
+    seconds = time.perf_counter() - t0 if t0 is not None else 0.0
+    return int(examples), steps, int(timed), seconds
+
+
+def _session_config() -> tf.compat.v1.ConfigProto:
+    return tf.compat.v1.ConfigProto(operation_timeout_in_ms=60_000)
+
+
+def _numbers(pipeline: str, examples: int, steps: int, timed: int, seconds: float,
+             test_accuracy: float) -> dict[str, Any]:
+    return {"pipeline": pipeline, "examples": examples, "steps": steps, "seconds": seconds,
+            "examples_per_second": timed / seconds if seconds else None,
+            "test_accuracy": float(test_accuracy)}
+
+
 def train_legacy(train_file: str, test_images, test_labels, *, epochs: int, seed: int,
                  progress: bool | None, total_steps: int) -> dict[str, Any]:
     """Trains the network on the legacy pipeline, TF 1.x style; returns its numbers."""
@@ -152,55 +218,37 @@ def train_legacy(train_file: str, test_images, test_labels, *, epochs: int, seed
     with graph.as_default():
         tf.compat.v1.set_random_seed(seed)
         images, labels = legacy_inputs(train_file, epochs, seed)
-        hidden = tf.nn.relu(_dense("hidden", images, HIDDEN_UNITS, seed))
-        logits = _dense("softmax_linear", hidden, NUM_CLASSES, seed + 1)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=labels, logits=logits))
-        train_op = tf.compat.v1.train.AdamOptimizer(LEARNING_RATE).minimize(loss)
-        accuracy = tf.reduce_mean(tf.cast(tf.equal(
-            tf.argmax(logits, 1, output_type=tf.int32), labels), tf.float32))
-        count = tf.shape(labels)[0]
+        model = _graph_model(images, labels, seed)
         init = [tf.compat.v1.global_variables_initializer(),
                 tf.compat.v1.local_variables_initializer()]
-    config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=60_000)
-    examples = steps = timed = 0
-    seconds = 0.0
-    with tf.compat.v1.Session(graph=graph, config=config) as sess, \
+    with tf.compat.v1.Session(graph=graph, config=_session_config()) as sess, \
             _progress.Progress("legacy training steps", total_steps, enabled=progress) as bar:
         sess.run(init)
         coord = queue_pipeline.Coordinator()
         threads = queue_pipeline.start_queue_runners(sess=sess, coord=coord)
-        t0 = None
         try:
-            while not coord.should_stop():
-                _, n = sess.run([train_op, count])
-                examples, steps = examples + n, steps + 1
-                if t0 is None:  # the first step pays the start-up: not timed
-                    t0 = time.perf_counter()
-                else:
-                    timed += n
-                bar.update(steps)
-        except tf.errors.OutOfRangeError:
-            pass  # num_epochs done: the queues are closed and drained
+            counts = _session_steps(sess, model, bar, coord.should_stop)
         finally:
             coord.request_stop()
         coord.join(threads, stop_grace_period_secs=10)
-        if t0 is not None:
-            seconds = time.perf_counter() - t0
-        test_accuracy = float(sess.run(accuracy, {images: test_images, labels: test_labels}))
-    return {"pipeline": LEGACY_CHAIN, "examples": int(examples), "steps": steps,
-            "seconds": seconds, "examples_per_second": timed / seconds if seconds else None,
-            "test_accuracy": test_accuracy}
+        test_accuracy = sess.run(model.accuracy, {images: test_images, labels: test_labels})
+    return _numbers(LEGACY_CHAIN, *counts, test_accuracy)
 
 
 def train_twin(train_file: str, test_images, test_labels, *, epochs: int, seed: int,
                progress: bool | None, total_steps: int,
                examples_per_epoch: int) -> dict[str, Any]:
-    """Trains the same network on the tf.data twin with Keras; returns its numbers.
+    """Trains the same network on the tf.data twin; returns its numbers.
 
+    Under TF 2.x defaults (eager) with Keras ``Model.fit``; without eager
+    execution (TF1 mode) as graph ops fed by the Dataset's one-shot iterator
+    in a Session, since Keras 3 needs eager execution.
     `examples_per_epoch` is the size of the training file: Keras does not
     report example counts, and every example is delivered.
     """
+    if not tf.executing_eagerly():
+        return _train_twin_session(train_file, test_images, test_labels, epochs=epochs,
+                                   seed=seed, progress=progress, total_steps=total_steps)
     keras = tf.keras
     model = keras.Sequential([
         keras.Input((IMAGE_PIXELS,)),
@@ -235,9 +283,27 @@ def train_twin(train_file: str, test_images, test_labels, *, epochs: int, seed: 
     examples = examples_per_epoch * epochs
     seconds = (stats["t1"] - stats["t0"]) if stats["t0"] is not None else 0.0
     timed = examples - min(BATCH_SIZE, examples)
-    return {"pipeline": TWIN_CHAIN, "examples": examples, "steps": stats["steps"],
-            "seconds": seconds, "examples_per_second": timed / seconds if seconds else None,
-            "test_accuracy": float(test_accuracy)}
+    return _numbers(TWIN_CHAIN, examples, stats["steps"], timed, seconds, test_accuracy)
+
+
+def _train_twin_session(train_file: str, test_images, test_labels, *, epochs: int,
+                        seed: int, progress: bool | None, total_steps: int) -> dict[str, Any]:
+    """The twin without eager execution: the legacy network on ``get_next()``, in a Session."""
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.set_random_seed(seed)
+        dataset = twin_inputs(train_file, epochs, seed)
+        images, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        model = _graph_model(images, labels, seed)
+        init = [tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.local_variables_initializer()]
+    with tf.compat.v1.Session(graph=graph, config=_session_config()) as sess, \
+            _progress.Progress("twin training steps", total_steps, enabled=progress) as bar:
+        sess.run(init)
+        counts = _session_steps(sess, model, bar)
+        # Feeding the iterator's outputs evaluates without touching the iterator.
+        test_accuracy = sess.run(model.accuracy, {images: test_images, labels: test_labels})
+    return _numbers(TWIN_CHAIN_TF1, *counts, test_accuracy)
 
 
 def run_demo(*, epochs: int = 10, seed: int = 0, progress: bool | None = None) -> dict[str, Any]:
@@ -333,10 +399,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print a machine-readable summary instead of the report")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar; print only the one-line summary")
+    parser.add_argument("--tf1", action="store_true",
+                        help=("run in TF1 mode: tf.compat.v1.disable_v2_behavior() before "
+                              "anything is built, as legacy scripts run (the twin then "
+                              "trains as graph ops in a Session instead of Keras)"))
 
 
 def run(args: argparse.Namespace) -> int:
-    """Runs the demo for parsed `args`; returns the exit status (0, 1 or 2)."""
+    """Runs the demo for parsed `args`; returns the exit status (0, 1 or 2).
+
+    With ``args.tf1``, ``tf.compat.v1.disable_v2_behavior()`` runs first,
+    before anything is built.
+    """
+    if getattr(args, "tf1", False):
+        tf.compat.v1.disable_v2_behavior()
     if args.epochs < 1:
         sys.stderr.write(f"queue-pipeline demo: error: `--epochs` must be at least 1; "
                          f"got {args.epochs}.\n")

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import dataset_values
 from queue_pipeline import _bundled_data as bundled
 
 
@@ -49,13 +50,14 @@ def test_mnist_tfrecords_parse_with_the_classic_features(prepared):
                 "depth": tf.io.FixedLenFeature([], tf.int64)}
     idx = prepared["mnist_idx"]
     images, labels = bundled.read_mnist_idx(idx["t10k_images"], idx["t10k_labels"])
-    records = list(tf.data.TFRecordDataset(prepared["mnist_tfrecords"]["t10k"]))
-    assert len(records) == len(images)
-    parsed = tf.io.parse_single_example(records[0], features)
-    assert [int(parsed[k]) for k in ("height", "width", "depth")] == [28, 28, 1]
-    assert int(parsed["label"]) == labels[0]
-    pixels = np.frombuffer(parsed["image_raw"].numpy(), np.uint8).reshape(28, 28)
-    assert (pixels == images[0]).all()
+    records = tf.data.TFRecordDataset(prepared["mnist_tfrecords"]["t10k"]).map(
+        lambda record: tf.io.parse_single_example(record, features))
+    parsed = dataset_values(records)
+    assert len(parsed) == len(images)
+    assert [int(parsed[0][k]) for k in ("height", "width", "depth")] == [28, 28, 1]
+    assert [int(example["label"]) for example in parsed] == labels.tolist()
+    for example, image in zip(parsed, images):
+        assert (np.frombuffer(example["image_raw"], np.uint8).reshape(28, 28) == image).all()
 
 
 def test_cifar_binary_records_are_1_plus_3072_bytes(prepared):
@@ -73,8 +75,11 @@ def test_cifar_binary_records_are_1_plus_3072_bytes(prepared):
 
 
 def test_jpegs_decode_and_boxes_fit(prepared):
-    for path, boxes in prepared["jpegs"]:
-        image = tf.io.decode_jpeg(tf.io.read_file(path)).numpy()
+    paths = [path for path, _ in prepared["jpegs"]]
+    decoded = dataset_values(tf.data.Dataset.from_tensor_slices(paths).map(
+        lambda path: tf.io.decode_jpeg(tf.io.read_file(path))))
+    assert len(decoded) == len(paths)
+    for image, (_, boxes) in zip(decoded, prepared["jpegs"]):
         assert image.ndim == 3 and image.shape[2] == 3
         assert boxes.shape[1] == 4 and 1 <= len(boxes) <= 3
         assert (boxes[:, 2] <= image.shape[0]).all() and (boxes[:, 3] <= image.shape[1]).all()

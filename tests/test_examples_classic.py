@@ -13,7 +13,7 @@ import re
 import numpy as np
 import pytest
 
-from helpers import TF, build, drain
+from helpers import TF, build, dataset_values, drain
 from legacy_examples import cifar10_binary, feeding, mnist_tfrecords, preloaded_data
 from queue_pipeline import _bundled_data, compare
 import queue_pipeline as qp
@@ -83,9 +83,10 @@ def test_cifar10_distorted_batches(cifar_dir, impl):
 
 
 def test_cifar10_twin_distorted_batches(cifar_dir):
-    images, labels = next(iter(cifar10_binary.twin_distorted_inputs(cifar_dir, 16, seed=1)))
+    [(images, labels)] = dataset_values(
+        cifar10_binary.twin_distorted_inputs(cifar_dir, 16, seed=1), limit=1)
     assert images.shape == (16, 24, 24, 3) and labels.shape == (16,)
-    np.testing.assert_allclose(images.numpy().mean(axis=(1, 2, 3)), 0, atol=1e-3)
+    np.testing.assert_allclose(images.mean(axis=(1, 2, 3)), 0, atol=1e-3)
 
 
 def test_cifar10_eval_input_same_as_tf(cifar_dir):
@@ -191,8 +192,8 @@ def test_preloaded_variable_equals_twin(mnist_train_arrays):
     images, labels = mnist_train_arrays
     legacy = preloaded_data.run(images, labels, None, "qp", mode="variable", num_epochs=1,
                                 shuffle=False)
-    twin = [(i.numpy(), l.numpy()) for i, l in
-            preloaded_data.build_twin(images, labels, num_epochs=1, shuffle=False)]
+    twin = dataset_values(preloaded_data.build_twin(images, labels, num_epochs=1,
+                                                    shuffle=False))
     np.testing.assert_equal(legacy, twin)
 
 

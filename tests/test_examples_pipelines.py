@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import TF, build, drain
+from helpers import TF, build, dataset_values, drain
 from legacy_examples import detection_dynamic_pad as detection
 from legacy_examples import multi_reader_join, tpu_input_fn
 from queue_pipeline import compare
@@ -77,9 +77,12 @@ def test_multi_reader_join_twin_needs_a_file_per_reader(tmp_path):
 def scenes(tmp_path_factory):
     """The detection TFRecords, and each scene's decoded JPEG and boxes, in order."""
     path, written = detection.write_records(str(tmp_path_factory.mktemp("scenes")), count=10)
-    originals = [(tf.io.decode_jpeg(tf.io.read_file(jpeg), channels=3).numpy(),
-                  boxes.astype(np.float32)) for jpeg, boxes in written]
-    return path, originals
+    with tf.Graph().as_default():  # a private graph, read in a Session in both modes
+        jpegs = tf.data.Dataset.from_tensor_slices([jpeg for jpeg, _ in written]).map(
+            lambda jpeg: tf.io.decode_jpeg(tf.io.read_file(jpeg), channels=3))
+    images = dataset_values(jpegs)
+    return path, [(image, boxes.astype(np.float32))
+                  for image, (_, boxes) in zip(images, written)]
 
 
 def _assert_unpadded_equal(examples, originals):
@@ -105,7 +108,11 @@ def test_detection_legacy_unpads_to_the_original_images_and_boxes(scenes, impl):
 
 def test_detection_batches_are_padded_to_the_largest(scenes):
     path, originals = scenes
-    for i, batch in enumerate(detection.build_twin([path], num_epochs=1, shuffle=False)):
+    twin = detection.build_twin([path], num_epochs=1, shuffle=False).map(
+        lambda batch: (batch, tuple(detection.unpad(batch))))  # unpad on graph tensors
+    batches = dataset_values(twin)
+    assert len(batches) == 2  # 10 images: the tail of 2 is dropped
+    for i, (batch, unpadded) in enumerate(batches):
         part = originals[4 * i: 4 * i + 4]
         height = max(image.shape[0] for image, _ in part)
         width = max(image.shape[1] for image, _ in part)
@@ -114,7 +121,7 @@ def test_detection_batches_are_padded_to_the_largest(scenes):
         np.testing.assert_array_equal(batch[detection.NUM_BOXES], [len(b) for _, b in part])
         np.testing.assert_array_equal(batch[detection.TRUE_IMAGE_SHAPE],
                                       [image.shape for image, _ in part])
-        _assert_unpadded_equal(detection.unpad(batch), part)
+        _assert_unpadded_equal(unpadded, part)
 
 
 def test_detection_twin_matches_legacy_in_order():
@@ -151,9 +158,9 @@ def test_tpu_input_fn_smoke(capsys):
 def test_tpu_input_fn_static_shapes(mnist_shards):
     dataset = tpu_input_fn.make_input_fn(mnist_shards, seed=1)({"batch_size": 32})
     assert tpu_input_fn.static_shapes(dataset) == [("float32", [32, 784]), ("int32", [32])]
-    images, labels = next(iter(dataset))
+    [(images, labels)] = dataset_values(dataset, limit=1)
     assert images.shape == (32, 784) and labels.shape == (32,)
-    assert 0.0 <= float(tf.reduce_min(images)) and float(tf.reduce_max(images)) <= 1.0
+    assert 0.0 <= images.min() and images.max() <= 1.0
 
 
 def test_tpu_input_fn_static_shapes_in_a_graph(mnist_shards):
@@ -166,6 +173,6 @@ def test_tpu_input_fn_static_shapes_in_a_graph(mnist_shards):
 def test_tpu_input_fn_eval_reads_every_full_batch_once(mnist_shards):
     dataset = tpu_input_fn.make_input_fn(mnist_shards, is_training=False)(
         {"batch_size": 100})
-    labels = np.concatenate([labels.numpy() for _, labels in dataset])
+    labels = np.concatenate([labels for _, labels in dataset_values(dataset)])
     assert len(labels) == 1400  # 1,437 records: the remainder of 37 is dropped
     assert set(labels.tolist()) == set(range(10))
