@@ -6,12 +6,37 @@ median, min and max examples/s are reported with the ratio against TF's own
 queue API at 1 thread, plus each variant's peak memory (the child process's
 peak RSS: every measurement runs in a fresh process in the full mode).
 
+Both TF modes: by default every variant runs under TF 2.x defaults (the
+tf.data variants iterated eagerly, ``for batch in dataset``); ``--tf1``
+applies ``tf.compat.v1.disable_v2_behavior()`` before anything is built, as
+legacy scripts run, and the tf.data variants are then read the TF1 way:
+``tf.compat.v1.data.make_one_shot_iterator(ds).get_next()`` fetched whole,
+one ``sess.run`` per batch, until ``OutOfRangeError`` (the loop the queue
+variants and the dataset engine already use). One run is one mode; the result
+records it (``"tf_mode": "tf2"`` or ``"tf1"``; ``"mode"`` stays the data size,
+quick or full), and ``report.py`` puts a run of each mode side by side with
+the ratios taken inside each run.
+
+Progress goes to stderr, a line per measurement (workload, variant, repeat);
+the report goes to stdout.
+
 Usage::
 
     python benchmarks/run.py                 # full: about 15 minutes on 2 cores
+    python benchmarks/run.py --tf1           # full, in TF1 mode
     python benchmarks/run.py --quick         # under a minute, small data, in-process
+    python benchmarks/run.py --quick --tf1
     python benchmarks/run.py --json out.json --repeats 3 --workloads W1 W2
     python benchmarks/run.py --scaling       # threads 1/2/4/8 and 8/1,000/10,000 files
+
+The full run of both modes, kept in results/ (the .txt is the stdout report)::
+
+    python benchmarks/run.py --json benchmarks/results/DATE-full.json \
+        > benchmarks/results/DATE-full.txt
+    python benchmarks/run.py --tf1 --json benchmarks/results/DATE-full-tf1.json \
+        > benchmarks/results/DATE-full-tf1.txt
+    python benchmarks/report.py benchmarks/results/DATE-full.json \
+        benchmarks/results/DATE-full-tf1.json > benchmarks/results/DATE-modes.txt
 
 Variants: tf_queue_1/4 (tf.compat.v1.train at 1 and 4 threads), qp_queue_1/4
 (queue_pipeline, same code), qp_dataset_engine (qp_queue_1's unmodified code
@@ -41,11 +66,17 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import workloads  # noqa: E402
+from report import BASELINE, MODE_NAMES, format_table  # noqa: E402
 
 WORKLOADS = ["W1", "W2", "W3", "W4"]
 VARIANTS = ["tf_queue_1", "tf_queue_4", "qp_queue_1", "qp_queue_4", "qp_dataset_engine",
             "twin", "twin_batch_decode", "tfdata", "tfdata_batch_decode"]
-BASELINE = "tf_queue_1"
+SESSION_TIMEOUT_MS = 600_000
+
+
+def tf_mode() -> str:
+    """``"tf1"`` once v2 behaviour is disabled in this process (``--tf1``), else ``"tf2"``."""
+    return "tf2" if tf.__internal__.tf2.enabled() else "tf1"
 
 
 def _apis(variant):
@@ -62,8 +93,15 @@ def applicable(variant, workload) -> bool:
 
 
 def _count(batch) -> int:
+    """The batch size of a fetched batch (eager tensors, or numpy from a Session)."""
+    if isinstance(batch, dict):
+        batch = next(iter(batch.values()))
     first = batch[0] if isinstance(batch, (list, tuple)) else batch
     return int(first.shape[0])
+
+
+def _session_config() -> tf.compat.v1.ConfigProto:
+    return tf.compat.v1.ConfigProto(operation_timeout_in_ms=SESSION_TIMEOUT_MS)
 
 
 def measure(variant: str, workload: str, data) -> tuple[int, float]:
@@ -75,17 +113,46 @@ def measure(variant: str, workload: str, data) -> tuple[int, float]:
 
         with queue_pipeline.engine("dataset"):
             return _measure_session("qp_queue_1", workload, data)
-    if variant.startswith("twin"):
-        from twins import twin_dataset  # noqa: PLC0415 - only when twins exist
-
-        dataset = twin_dataset(workload, data, variant == "twin_batch_decode")
-    else:
-        dataset = workloads.handwritten(workload, data, variant == "tfdata_batch_decode")
+    if not tf.executing_eagerly():  # TF1 mode: no eager iteration
+        return _measure_dataset_session(variant, workload, data)
+    dataset = _dataset(variant, workload, data)
     examples = 0
     start = time.perf_counter()
     for batch in dataset:
         examples += _count(batch)
     return examples, time.perf_counter() - start
+
+
+def _dataset(variant, workload, data) -> tf.data.Dataset:
+    if variant.startswith("twin"):
+        from twins import twin_dataset  # noqa: PLC0415 - only when twins exist
+
+        return twin_dataset(workload, data, variant == "twin_batch_decode")
+    return workloads.handwritten(workload, data, variant == "tfdata_batch_decode")
+
+
+def _measure_dataset_session(variant, workload, data):
+    """A tf.data variant read the TF1 way: a one-shot iterator's get_next in a Session.
+
+    The same measurement as the eager loop: the Dataset is built before the
+    clock starts, the iterator is made by the first fetch (as the eager loop
+    makes it on entry), and each ``sess.run`` fetches one whole batch (every
+    component at once, as numpy), as the queue variants' loop does.
+    """
+    graph = tf.Graph()
+    with graph.as_default():
+        dataset = _dataset(variant, workload, data)
+        next_batch = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+        with tf.compat.v1.Session(config=_session_config()) as sess:
+            examples = 0
+            start = time.perf_counter()
+            try:
+                while True:
+                    examples += _count(sess.run(next_batch))
+            except tf.errors.OutOfRangeError:
+                pass
+            elapsed = time.perf_counter() - start
+    return examples, elapsed
 
 
 def _measure_session(variant, workload, data):
@@ -95,8 +162,7 @@ def _measure_session(variant, workload, data):
     with graph.as_default():
         fetches = workloads.queue_pipeline_fetches(api, readers, workload, data, threads)
         init = tf.compat.v1.local_variables_initializer()
-        config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=600_000)
-        with tf.compat.v1.Session(config=config) as sess:
+        with tf.compat.v1.Session(config=_session_config()) as sess:
             sess.run(init)
             coord = api.Coordinator()
             examples = 0
@@ -144,19 +210,27 @@ def _child(args) -> int:
         data["W1"] = sorted(os.path.join(args.files, f) for f in os.listdir(args.files))
     examples, seconds = measure(args.one[1], args.one[0], data[args.one[0]])
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"examples": examples, "seconds": seconds, "peak_rss_mb": peak_mb}))
+    print(json.dumps({"examples": examples, "seconds": seconds, "peak_rss_mb": peak_mb,
+                      "tf_mode": tf_mode()}))
     return 0
 
 
 def _run_child(data_dir, workload, variant, files=None) -> dict:
+    """One measurement in a fresh process, in this process's TF mode."""
     cmd = [sys.executable, os.path.abspath(__file__), "--one", workload, variant,
            "--data", data_dir]
     if files:
         cmd += ["--files", files]
+    if tf_mode() == "tf1":
+        cmd.append("--tf1")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(f"{workload}/{variant} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    sample = json.loads(out.stdout.strip().splitlines()[-1])
+    if sample.get("tf_mode") != tf_mode():
+        raise RuntimeError(f"{workload}/{variant} ran in {sample.get('tf_mode')}, "
+                           f"not in {tf_mode()}")
+    return sample
 
 
 def _summarize(samples):
@@ -171,13 +245,20 @@ def run_benchmarks(args) -> dict:
     sizes = workloads.QUICK if args.quick else workloads.FULL
     result = {"machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores",
               "python": platform.python_version(), "tensorflow": tf.__version__,
+              "tf_mode": tf_mode(),
               "date": time.strftime("%Y-%m-%d %H:%M"), "mode": "quick" if args.quick else "full",
               "batch_size": workloads.BATCH, "repeats": args.repeats, "workloads": {}}
     variants = [v for v in args.variants if v in VARIANTS]
+    samples = {(w, v): [] for w in args.workloads for v in variants if applicable(v, w)}
+    scaling = args.scaling and not args.quick
+    progress = Progress(len(samples) * args.repeats
+                        + (SCALING_MEASUREMENTS * args.repeats if scaling else 0))
+    progress.note(f"{result['mode']} run, {MODE_NAMES[result['tf_mode']]}, "
+                  f"{progress.total} measurements; writing the data")
     with tempfile.TemporaryDirectory() as tmp:
         data = load_data(tmp, sizes)
-        samples = {(w, v): [] for w in args.workloads for v in variants if applicable(v, w)}
-        for _ in range(args.repeats):  # interleaved repetitions
+        progress.note(f"data written in {_clock(time.perf_counter() - progress.start)}")
+        for repeat in range(args.repeats):  # interleaved repetitions
             for workload, variant in samples:
                 if args.quick:
                     examples, seconds = measure(variant, workload, data[workload])
@@ -185,91 +266,118 @@ def run_benchmarks(args) -> dict:
                 else:
                     sample = _run_child(tmp, workload, variant)
                 samples[(workload, variant)].append(sample)
-                _progress(f"{workload} {variant}: {sample['examples'] / sample['seconds']:,.0f}/s")
+                progress.step(f"{workload} {variant} repeat {repeat + 1}/{args.repeats}",
+                              sample)
         for (workload, variant), values in samples.items():
             result["workloads"].setdefault(workload, {})[variant] = _summarize(values)
         for workload, table in result["workloads"].items():
             base = table.get(BASELINE, {}).get("median")
             for row in table.values():
                 row["ratio_vs_tf_queue_1"] = row["median"] / base if base else None
-        if args.scaling and not args.quick:
-            result["scaling"] = run_scaling(tmp, args.repeats)
+        if scaling:
+            result["scaling"] = run_scaling(tmp, args.repeats, progress)
     return result
 
 
-def run_scaling(data_dir, repeats) -> dict:
+SCALING_THREADS = (1, 2, 4, 8)
+SCALING_FILES = (8, 1_000, 10_000)
+SCALING_FILE_VARIANTS = ("tf_queue_1", "qp_queue_1", "tfdata")
+SCALING_MEASUREMENTS = 2 * len(SCALING_THREADS) + len(SCALING_FILES) * len(SCALING_FILE_VARIANTS)
+
+
+def run_scaling(data_dir, repeats, progress=None) -> dict:
     """Throughput against num_threads (W1) and against the number of W1 files."""
+    progress = progress or Progress(SCALING_MEASUREMENTS * repeats)
     scaling = {"threads": {}, "files": {}}
+
+    def sample(what, variant, repeat, files=None):
+        result = _run_child(data_dir, "W1", variant, files=files)
+        progress.step(f"scaling {what} repeat {repeat + 1}/{repeats}", result)
+        return result
+
     for variant_base in ("tf_queue", "qp_queue"):
-        for threads in (1, 2, 4, 8):
+        for threads in SCALING_THREADS:
             variant = f"{variant_base}_{threads}"
-            samples = [_run_child(data_dir, "W1", variant) for _ in range(repeats)]
+            samples = [sample(variant, variant, r) for r in range(repeats)]
             scaling["threads"][variant] = _summarize(samples)
-            _progress(f"scaling {variant}: {scaling['threads'][variant]['median']:,.0f}/s")
     total = 20_000
-    for count in (8, 1_000, 10_000):
+    for count in SCALING_FILES:
         directory = os.path.join(data_dir, f"files_{count}")
         os.makedirs(directory)
+        progress.note(f"scaling: writing {count:,} W1 files")
         rng = np.random.default_rng(count)
         for i in range(count):
             np.savetxt(os.path.join(directory, f"{i:05d}.csv"),
                        rng.integers(0, 1000, size=(total // count, 5)), fmt="%d",
                        delimiter=",")
-        for variant in ("tf_queue_1", "qp_queue_1", "tfdata"):
-            samples = [_run_child(data_dir, "W1", variant, files=directory)
-                       for _ in range(repeats)]
+        for variant in SCALING_FILE_VARIANTS:
+            samples = [sample(f"{count} files {variant}", variant, r, files=directory)
+                       for r in range(repeats)]
             scaling["files"][f"{count} files {variant}"] = _summarize(samples)
-            _progress(f"scaling {count} files {variant}")
     return scaling
 
 
-def _progress(message):
-    if sys.stderr.isatty():
-        sys.stderr.write(f"\r\033[K{message}")
+class Progress:
+    """One line per measurement on stderr (stdout keeps only the report)::
+
+        [bench] full run, TF 2.x defaults, 102 measurements; writing the data
+        [  3/102 0:41 eta 22:15] W1 qp_queue_1 repeat 1/3: 21,752/s
+    """
+
+    def __init__(self, total: int):
+        self.total, self.done = total, 0
+        self.start = time.perf_counter()
+
+    @staticmethod
+    def _write(line: str) -> None:
+        sys.stderr.write(line + "\n")
         sys.stderr.flush()
 
+    def note(self, message: str) -> None:
+        self._write(f"[bench] {message}")
 
-def format_table(result) -> str:
-    lines = [f"# {result['machine']}, Python {result['python']}, TF {result['tensorflow']}, "
-             f"{result['date']}, {result['mode']} mode, batch {result['batch_size']}, "
-             f"{result['repeats']} repeats (examples/s: median [min-max]; ratio vs "
-             f"{BASELINE})"]
-    for workload, table in result["workloads"].items():
-        lines.append(f"\n{workload}  ({next(iter(table.values()))['examples']:,} examples)")
-        lines.append(f"  {'variant':22s} {'median/s':>11s} {'min':>10s} {'max':>10s} "
-                     f"{'ratio':>7s} {'peak MB':>8s}")
-        for variant, row in table.items():
-            ratio = f"{row['ratio_vs_tf_queue_1']:.2f}" if row["ratio_vs_tf_queue_1"] else "-"
-            peak = f"{row['peak_rss_mb']:.0f}" if row["peak_rss_mb"] else "-"
-            lines.append(f"  {variant:22s} {row['median']:11,.0f} {row['min']:10,.0f} "
-                         f"{row['max']:10,.0f} {ratio:>7s} {peak:>8s}")
-    for section, table in result.get("scaling", {}).items():
-        lines.append(f"\nscaling by {section}")
-        for name, row in table.items():
-            lines.append(f"  {name:28s} {row['median']:11,.0f}/s")
-    return "\n".join(lines)
+    def step(self, what: str, sample: dict) -> None:
+        self.done += 1
+        elapsed = time.perf_counter() - self.start
+        eta = elapsed / self.done * (self.total - self.done)
+        width = len(str(self.total))
+        self._write(f"[{self.done:{width}d}/{self.total} {_clock(elapsed)} eta {_clock(eta)}] "
+                    f"{what}: {sample['examples'] / sample['seconds']:,.0f}/s")
+
+
+def _clock(seconds: float) -> str:
+    minutes, seconds = divmod(int(round(seconds)), 60)
+    return f"{minutes}:{seconds:02d}"
 
 
 def main(argv=None) -> int:
+    """The command line. ``--tf1`` disables v2 behaviour for the whole process (it is
+    meant for a fresh one); a process already in TF1 mode measures in TF1 mode
+    with or without it, and records so."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small data, in-process")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
     parser.add_argument("--scaling", action="store_true")
+    parser.add_argument("--tf1", action="store_true",
+                        help="TF1 mode, as legacy scripts run: tf.compat.v1."
+                             "disable_v2_behavior() before anything is built (for the "
+                             "whole process); tf.data variants read through a one-shot "
+                             "iterator in a Session")
     parser.add_argument("--json", help="write the results to this JSON file")
     parser.add_argument("--one", nargs=2, metavar=("WORKLOAD", "VARIANT"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.tf1 and tf_mode() == "tf2":
+        tf.compat.v1.disable_v2_behavior()
     if args.one:
         return _child(args)
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
     result = run_benchmarks(args)
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
     print(format_table(result))
     if args.json:
         with open(args.json, "w") as f:

@@ -1,14 +1,31 @@
-"""Smoke test of the benchmark harness: it runs and reports; no time is asserted."""
+"""Smoke tests of the benchmark harness in both TF modes: it runs and reports; no time is asserted.
+
+The in-process quick run measures in the suite's own mode (under ``--tf1`` the
+process is in TF1 mode, so the tf.data variants go through a Session); the
+subprocess run always passes ``--tf1``, so both suite modes also check a TF1
+run of a fresh process, as ``python benchmarks/run.py --tf1`` makes it.
+"""
 
 from __future__ import annotations
 
+import copy
 import json
 import pathlib
+import re
+import subprocess
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "benchmarks"))
+import pytest
 
+BENCHMARKS = pathlib.Path(__file__).parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import report  # noqa: E402 - benchmarks/report.py
 import runner_loop  # noqa: E402
+from helpers import tf1_mode  # noqa: E402
+
+PROGRESS_LINE = re.compile(r"^\[\s*(\d+)/(\d+) \d+:\d\d eta \d+:\d\d\] (W\d) (\S+) repeat "
+                           r"(\d+)/(\d+): [\d,]+/s$", re.MULTILINE)
 
 
 def test_runner_loop_benchmark_quick(tmp_path, capsys):
@@ -19,17 +36,123 @@ def test_runner_loop_benchmark_quick(tmp_path, capsys):
     assert "ratio TF / queue_pipeline" in capsys.readouterr().out
 
 
+def _expected_variants(run, workload):
+    return {v for v in run.VARIANTS if run.applicable(v, workload)}
+
+
+def _check_quick_result(run, result, tf_mode):
+    """Every variant of every workload ran, read the same epoch, in `tf_mode`."""
+    assert result["mode"] == "quick" and result["tf_mode"] == tf_mode
+    assert set(result["workloads"]) == {"W1", "W2", "W3", "W4"}
+    for workload, table in result["workloads"].items():
+        assert set(table) == _expected_variants(run, workload)
+        counts = {row["examples"] for row in table.values()}
+        assert len(counts) == 1, (workload, counts)  # every variant read the same epoch
+        assert all(row["median"] > 0 for row in table.values())
+
+
+def _check_progress(run, stderr, stdout, repeats=1):
+    """A progress line per (workload, variant, repeat) on stderr, none on stdout."""
+    lines = PROGRESS_LINE.findall(stderr)
+    measured = {(w, v, int(r)) for _, _, w, v, r, _ in lines}
+    expected = {(w, v, r) for w in run.WORKLOADS for v in _expected_variants(run, w)
+                for r in range(1, repeats + 1)}
+    assert len(lines) == len(expected) and measured == expected
+    assert [int(done) for done, *_ in lines] == list(range(1, len(lines) + 1))
+    assert not PROGRESS_LINE.search(stdout) and "[bench]" not in stdout
+
+
 def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
-    """The quick mode (the one the README documents) runs end to end."""
+    """The quick mode (the one the README documents) runs end to end, in the suite's mode."""
     import run  # benchmarks/run.py
 
     out = tmp_path / "bench.json"
     assert run.main(["--quick", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert result["mode"] == "quick" and set(result["workloads"]) == {"W1", "W2", "W3", "W4"}
-    for workload, table in result["workloads"].items():
-        expected = {v for v in run.VARIANTS if run.applicable(v, workload)}
-        assert set(table) == expected
-        counts = {row["examples"] for row in table.values()}
-        assert len(counts) == 1, (workload, counts)  # every variant read the same epoch
-    assert "ratio vs tf_queue_1" in capsys.readouterr().out
+    _check_quick_result(run, result, "tf1" if tf1_mode() else "tf2")
+    captured = capsys.readouterr()
+    assert "ratio vs tf_queue_1" in captured.out
+    assert ("TF1 mode" in captured.out.splitlines()[0]) == tf1_mode()
+    assert captured.out.rstrip("\n") == report.format_table(report.load(str(out)))
+    _check_progress(run, captured.err, captured.out)
+
+
+@pytest.fixture(scope="module")
+def tf1_quick_run(tmp_path_factory):
+    """``python benchmarks/run.py --quick --tf1 --json FILE`` in a fresh process."""
+    out = tmp_path_factory.mktemp("bench_tf1") / "bench_tf1.json"
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--tf1",
+                           "--json", str(out)], capture_output=True, text=True, timeout=110)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(out.read_text()), done.stdout, done.stderr, out
+
+
+def test_harness_tf1_quick_run_every_variant_with_mode_recorded(tf1_quick_run):
+    """``--tf1``: every variant runs with v2 behaviour disabled (tf.data through a
+    one-shot iterator in a Session), and the result says so."""
+    import run
+
+    result, stdout, stderr, _ = tf1_quick_run
+    _check_quick_result(run, result, "tf1")
+    header = stdout.splitlines()[0]
+    assert "TF1 mode (disable_v2_behavior)" in header and "ratio vs tf_queue_1" in header
+    _check_progress(run, stderr, stdout)
+    assert "TF1 mode" in stderr.split("[bench]", 1)[1].splitlines()[0]
+
+
+def test_harness_child_measures_in_the_suites_mode(tmp_path):
+    """The full mode's child process (one measurement, fresh process) gets the
+    parent's TF mode: ``--tf1`` is passed on when the parent is in TF1 mode."""
+    import run
+    import workloads
+
+    run.load_data(str(tmp_path), workloads.QUICK)
+    for variant in ("tfdata", "qp_queue_1"):
+        sample = run._run_child(str(tmp_path), "W4", variant)
+        assert sample["examples"] == workloads.QUICK.preloaded
+        assert sample["seconds"] > 0 and sample["peak_rss_mb"] > 0
+        assert sample["tf_mode"] == ("tf1" if tf1_mode() else "tf2")
+
+
+def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys):
+    """report.py puts a TF 2.x run and a TF1 run side by side, every variant a row,
+    with the ratios against tf_queue_1 and hand-written tf.data inside each run."""
+    tf1, _, _, tf1_path = tf1_quick_run
+    tf2 = copy.deepcopy(tf1)
+    tf2["tf_mode"] = "tf2"
+    for table in tf2["workloads"].values():
+        for row in table.values():
+            row["median"] *= 2
+    tf2_path = tmp_path / "tf2.json"
+    tf2_path.write_text(json.dumps(tf2))
+    assert report.main([str(tf2_path), str(tf1_path)]) == 0
+    text = capsys.readouterr().out
+    assert "TF 2.x defaults, tf.data iterated eagerly" in text
+    assert "TF1 mode (disable_v2_behavior), tf.data through a one-shot iterator" in text
+    for workload, table in tf1["workloads"].items():
+        block = text.split(f"\n{workload}  (", 1)[1].split("\n\n", 1)[0]
+        rows = {line.split()[0]: line.split()[1:] for line in block.splitlines()[3:]}
+        assert set(rows) == set(table)
+        for variant, row in table.items():
+            cells = rows[variant]
+            assert len(cells) == 7  # (median, x tfq1, x hand) per mode, then tf1/tf2
+            assert cells[-1] == "0.50"  # TF1 median / TF 2.x median
+            assert cells[1] == cells[4]  # a run's own ratios do not move with its speed
+            assert cells[2] == cells[5]
+        assert rows["tf_queue_1"][1] == "1.00" and rows["tfdata"][2] == "1.00"
+        if "tfdata_batch_decode" in table:
+            assert rows["tfdata_batch_decode"][2] == "1.00"
+            twin, hand = (table[v]["median"] for v in ("twin_batch_decode",
+                                                        "tfdata_batch_decode"))
+            assert rows["twin_batch_decode"][2] == f"{twin / hand:.2f}"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (BENCHMARKS / "results").glob("*.json")
+                                        if p.with_suffix(".txt").exists()))
+def test_committed_results_still_render(name):
+    """The committed results (TF 2.x defaults, before ``tf_mode`` existed) load as
+    TF 2.x runs and render to their committed tables, byte for byte."""
+    path = BENCHMARKS / "results" / f"{name}.json"
+    result = report.load(str(path))
+    assert report.tf_mode(result) == "tf2"
+    assert report.format_table(result) == path.with_suffix(".txt").read_text().rstrip("\n")
