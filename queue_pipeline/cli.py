@@ -9,12 +9,14 @@ Subcommands:
             tf.data twin on bundled digits; compare them; exit as ``compare``.
   run       run an unmodified TF 1.x script with ``tf.compat.v1``'s queue API
             routed to queue_pipeline; exit with the script's status (1 if it
-            raised).
+            raised). ``--tf1`` runs a script written for TF 1.x itself
+            (``import tensorflow as tf``) in TF1 mode.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -93,32 +95,60 @@ RUN_DESCRIPTION = (
     "producers, batchers, QueueRunner, start_queue_runners, Coordinator and the "
     "tf.compat.v1 readers are queue_pipeline's. --engine (before SCRIPT.py or right "
     "after it) picks the build engine, also for subprocesses through "
-    "QUEUE_PIPELINE_ENGINE; default: that variable, else 'queue'. Every other "
-    "argument goes to the script. Exit status: the script's own (0 when it ends "
-    "normally); 1 with its traceback and a one-line error if it raised; 2 if it "
-    "could not be started.")
+    "QUEUE_PIPELINE_ENGINE; default: that variable, else 'queue'. --tf1 (before "
+    "SCRIPT.py or right after it; also QUEUE_PIPELINE_TF1=1, which it sets for "
+    "subprocesses) runs a script written for TensorFlow 1.x itself: TF1 mode "
+    "(tf.compat.v1.disable_v2_behavior()), and `import tensorflow` in the script and "
+    "in the modules it imports gives tensorflow.compat.v1; a use of what TensorFlow "
+    "2.x removed (tf.contrib, tf.estimator, ...) is reported with its replacement. "
+    "Every other argument goes to the script. Exit status: the script's own (0 when "
+    "it ends normally); 1 with its traceback and a one-line error if it raised; 2 if "
+    "it could not be started.")
+
+
+def _leading_run_flags(engine: str | None, tf1: bool,
+                       script_args: list[str]) -> tuple[str | None, bool, list[str]]:
+    """Takes ``--engine E`` / ``--engine=E`` / ``--tf1`` given right after SCRIPT.py.
+
+    Each is taken once, only if not given before the script, and only while
+    they lead: ``run SCRIPT.py --engine dataset --tf1 --epochs 3``. Anything
+    else (``--engines``, a second ``--tf1``) is the script's own.
+    """
+    rest = list(script_args)
+    while rest:
+        flag = rest[0]
+        if flag == "--tf1" and not tf1:
+            tf1 = True
+            rest.pop(0)
+        elif engine is None and flag.startswith("--engine="):
+            engine = rest.pop(0).partition("=")[2]
+        elif engine is None and flag == "--engine" and len(rest) > 1:
+            rest.pop(0)
+            engine = rest.pop(0)
+        else:
+            break
+    return engine, tf1, rest
 
 
 def _run(args) -> int:
-    from queue_pipeline import _install
+    from queue_pipeline import _install, _tf1_script
 
-    engine, script_args = args.engine, list(args.args)
-    if engine is None and script_args and script_args[0].startswith("--engine"):
-        flag = script_args.pop(0)  # `run SCRIPT.py --engine dataset ...`
-        if flag.startswith("--engine="):
-            engine = flag.partition("=")[2]
-        elif flag == "--engine" and script_args:
-            engine = script_args.pop(0)
-        else:
-            script_args.insert(0, flag)  # e.g. `--engines`: the script's own
+    engine, tf1, script_args = _leading_run_flags(args.engine, args.tf1, args.args)
     try:
-        return _install.run_script(args.script, script_args, engine=engine)
+        tf1 = tf1 or _tf1_script.from_environment()
+    except ValueError as e:
+        return report_error("run", e, as_json=False)
+    command = "run --tf1" if tf1 else "run"
+    try:
+        with _tf1_script.tf1_mode() if tf1 else contextlib.nullcontext():
+            return _install.run_script(args.script, script_args, engine=engine)
     except _install.ScriptError as failure:
         sys.stderr.write(failure.traceback)
-        report_error("run", failure.error, as_json=False)
+        error = (_tf1_script.explain(failure.error) if tf1 else None) or failure.error
+        report_error(command, error, as_json=False)
         return 1
     except (OSError, ValueError) as e:  # the script could not be started
-        return report_error("run", e, as_json=False)
+        return report_error(command, e, as_json=False)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,11 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo_parser.set_defaults(run=_demo)
     run_parser = commands.add_parser(
         "run", help="run an unmodified TF 1.x script on queue_pipeline",
-        usage="queue-pipeline run [--engine {queue,dataset}] SCRIPT.py "
-              "[--engine {queue,dataset}] [ARGS...]",
+        usage="queue-pipeline run [--engine {queue,dataset}] [--tf1] SCRIPT.py "
+              "[--engine {queue,dataset}] [--tf1] [ARGS...]",
         description=RUN_DESCRIPTION)
     run_parser.add_argument("--engine", choices=["queue", "dataset"], default=None,
                      help="build engine (default: $QUEUE_PIPELINE_ENGINE, else 'queue')")
+    run_parser.add_argument("--tf1", action="store_true",
+                     help="run a script written for TensorFlow 1.x (`import tensorflow as "
+                          "tf`) in TF1 mode (default: $QUEUE_PIPELINE_TF1)")
     run_parser.add_argument("script", metavar="SCRIPT.py")
     run_parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
                      help="arguments passed to the script")

@@ -57,5 +57,105 @@ def test_readme_commands_are_the_demo_and_what_ci_runs():
     commands = [line.strip() for line in readme.splitlines()
                 if line.startswith("    pip install")]
     assert commands[:2] == ["pip install -e '.[examples]' && queue-pipeline demo",
-                            "pip install -e '.[test]' && python -m pytest -q -p no:cacheprovider"]
+                            "pip install -e '.[test]' && python -m pytest -q -p no:cacheprovider"
+                            " && python -m pytest -q -p no:cacheprovider --tf1"]
     assert commands[1] in (root / ".ci" / "run").read_text()
+
+
+# --- `run`'s own flags: --engine and --tf1, before or right after the script ----
+
+@pytest.fixture
+def recorded_run(monkeypatch, tmp_path):
+    """Replaces the run itself; returns (script, calls), each call (engine, tf1, args)."""
+    import contextlib
+
+    from queue_pipeline import _install, _tf1_script
+
+    calls = []
+    state = {"tf1": False}
+
+    @contextlib.contextmanager
+    def tf1_mode():
+        state["tf1"] = True
+        try:
+            yield
+        finally:
+            state["tf1"] = False
+
+    def run_script(script, args, *, engine=None):
+        calls.append((engine, state["tf1"], list(args)))
+        return 0
+
+    monkeypatch.setattr(_tf1_script, "tf1_mode", tf1_mode)  # no TF mode switch here
+    monkeypatch.setattr(_install, "run_script", run_script)
+    monkeypatch.delenv("QUEUE_PIPELINE_TF1", raising=False)
+    script = tmp_path / "train.py"
+    script.write_text("")
+    return str(script), calls
+
+
+RUN_FLAGS = [
+    ("plain", ["S", "a"], (None, False, ["a"])),
+    ("tf1-before", ["--tf1", "S", "a"], (None, True, ["a"])),
+    ("tf1-after", ["S", "--tf1", "a"], (None, True, ["a"])),
+    ("both-after", ["S", "--engine", "dataset", "--tf1", "x"], ("dataset", True, ["x"])),
+    ("both-after-swapped", ["S", "--tf1", "--engine=dataset", "x"], ("dataset", True, ["x"])),
+    ("both-before", ["--engine", "dataset", "--tf1", "S", "--engine", "q"],
+     ("dataset", True, ["--engine", "q"])),
+    ("second-tf1-is-the-scripts", ["--tf1", "S", "--tf1"], (None, True, ["--tf1"])),
+    ("not-leading", ["S", "a", "--tf1"], (None, False, ["a", "--tf1"])),
+    ("engine-without-value", ["S", "--engine"], (None, False, ["--engine"])),
+    ("engines-is-the-scripts", ["S", "--engines", "--tf1"], (None, False, ["--engines", "--tf1"])),
+]
+
+
+@pytest.mark.parametrize("argv, expected", [r[1:] for r in RUN_FLAGS],
+                         ids=[r[0] for r in RUN_FLAGS])
+def test_run_takes_engine_and_tf1_before_or_right_after_the_script(recorded_run, argv,
+                                                                     expected):
+    script, calls = recorded_run
+    argv = [script if a == "S" else a for a in argv]
+    assert cli.main(["run", *argv]) == 0
+    assert calls == [expected]
+
+
+@pytest.mark.parametrize("value, tf1", [("1", True), ("0", False), ("", False)])
+def test_run_reads_queue_pipeline_tf1(recorded_run, monkeypatch, value, tf1):
+    script, calls = recorded_run
+    monkeypatch.setenv("QUEUE_PIPELINE_TF1", value)
+    assert cli.main(["run", script]) == 0
+    assert calls == [(None, tf1, [])]
+
+
+def test_run_tf1_reports_a_removed_api_as_its_replacement(recorded_run, monkeypatch, capsys):
+    import tensorflow as tf
+
+    from queue_pipeline import _install
+
+    script, _ = recorded_run
+    try:
+        tf.compat.v1.contrib  # noqa: B018 - what a TF 1.x script does
+    except AttributeError as e:
+        error = e
+
+    def failing(*args, **kwargs):
+        raise _install.ScriptError(error, "Traceback (most recent call last):\n...\n")
+
+    monkeypatch.setattr(_install, "run_script", failing)
+    assert cli.main(["run", "--tf1", script]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback")
+    assert err.rstrip().splitlines()[-1].startswith(
+        "queue-pipeline run --tf1: error: RemovedAttributeError: `tf.contrib` was removed "
+        "in TensorFlow 2.x; its modules moved into TensorFlow")
+    assert cli.main(["run", script]) == 1  # without --tf1: the script's own error
+    last = capsys.readouterr().err.rstrip().splitlines()[-1]
+    assert last.startswith("queue-pipeline run: error: AttributeError: module ")
+    assert last.endswith("has no attribute 'contrib'")
+
+
+def test_run_help_documents_tf1(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["run", "--help"])
+    out = capsys.readouterr().out
+    assert "--tf1" in out and "QUEUE_PIPELINE_TF1" in out and "tensorflow.compat.v1" in out
