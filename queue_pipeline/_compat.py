@@ -51,8 +51,8 @@ class PrivateKey:
 # is unhashable), ref variables, and int32 where TF 2.x gives int64 (a
 # `tf.maximum(Dimension, 1)` is int32). Each of these is normalized in one
 # place: static dimensions by `static_dim`, scalar sizes that tf.data wants as
-# int64 by `as_int64`, variable kinds by `is_ref_variable`. Code never indexes
-# a TensorShape directly.
+# int64 by `as_int64`, variable kinds by `is_ref_variable`, `is_ref_tensor`
+# and `variable_op_read_by`. Code never indexes a TensorShape directly.
 
 
 def static_dim(shape, index: int) -> int | None:
@@ -80,6 +80,11 @@ def as_int64(value):
     return value if value.dtype == tf.int64 else tf.cast(value, tf.int64)
 
 
+def is_ref_tensor(tensor) -> bool:
+    """True for a TF1 ref tensor (a ref variable's own output), False otherwise."""
+    return bool(tensor.dtype._is_ref_dtype)  # noqa: SLF001 - TF has no public spelling
+
+
 def is_ref_variable(variable) -> bool:
     """True for a TF1 ref variable (``disable_resource_variables()``), False otherwise."""
     return variable.dtype.base_dtype != variable.dtype or not hasattr(variable, "handle")
@@ -100,7 +105,7 @@ def variable_op_read_by(tensor) -> tf.Operation | None:
     if op.type == "ReadVariableOp":
         handle = op.inputs[0].op
         return handle if handle.type == "VarHandleOp" else None
-    while op.type == "Identity" and op.inputs and op.inputs[0].dtype._is_ref_dtype:  # noqa: SLF001
+    while op.type == "Identity" and op.inputs and is_ref_tensor(op.inputs[0]):
         op = op.inputs[0].op
     return op if op.type in VARIABLE_OP_TYPES else None
 
@@ -139,11 +144,12 @@ def local_variable(initial_value, *, name: str, validate_shape: bool = True):
 def count_up_to(variable, limit: int):
     """Increments `variable` each run; raises OutOfRangeError after `limit`.
 
-    Uses the resource op directly for resource variables (no deprecation
-    warning) and the ref op otherwise.
+    Uses the raw ops directly, ``ResourceCountUpTo`` for resource variables
+    and ``CountUpTo`` for ref variables (TF1 mode): the same nodes as TF's,
+    without the deprecation warning ``Variable.count_up_to`` logs.
     """
     if is_ref_variable(variable):
-        return variable.count_up_to(limit)  # ref variable (TF1 mode)
+        return tf.raw_ops.CountUpTo(ref=variable._ref(), limit=limit)  # noqa: SLF001
     return tf.raw_ops.ResourceCountUpTo(
         resource=variable.handle, limit=limit, T=variable.dtype.base_dtype)
 

@@ -244,16 +244,32 @@ def legacy_nondeterminism(graph) -> list[Nondeterminism]:
     return out
 
 
+def _serialized_dataset(dataset) -> bytes:
+    """The GraphDef of `dataset`, eager or in a graph (TF1 mode: run in a Session)."""
+    variant = dataset._variant_tensor  # noqa: SLF001 - no public way
+    if not tf.is_symbolic_tensor(variant):
+        return tf.raw_ops.DatasetToGraphV2(
+            input_dataset=variant, external_state_policy=1,
+            strip_device_assignment=True).numpy()
+    with variant.graph.as_default():
+        serialized = tf.raw_ops.DatasetToGraphV2(
+            input_dataset=variant, external_state_policy=1, strip_device_assignment=True)
+    config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=_PROBE_TIMEOUT_MS * 20)
+    with tf.compat.v1.Session(graph=variant.graph, config=config) as sess:
+        return sess.run(serialized)
+
+
 def dataset_nondeterminism(dataset) -> list[Nondeterminism] | None:
-    """Shuffles and nondeterministic parallel ops in an eager Dataset; None if unknown."""
+    """Shuffles and nondeterministic parallel ops in a Dataset; None if unknown.
+
+    Works on an eager Dataset and on one in a graph (TF1 mode), where the
+    serialization runs once in a throwaway Session on the Dataset's graph.
+    """
     try:
         from tensorflow.core.framework import graph_pb2
 
-        serialized = tf.raw_ops.DatasetToGraphV2(
-            input_dataset=dataset._variant_tensor,  # noqa: SLF001 - no public way
-            external_state_policy=1, strip_device_assignment=True)
-        graph_def = graph_pb2.GraphDef.FromString(serialized.numpy())
-    except Exception:  # noqa: BLE001 - graph mode or an unserializable dataset
+        graph_def = graph_pb2.GraphDef.FromString(_serialized_dataset(dataset))
+    except Exception:  # noqa: BLE001 - an unserializable dataset (a feed it needs)
         return None
     nodes = list(graph_def.node)
     for function in graph_def.library.function:

@@ -54,7 +54,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._compat import VARIABLE_OP_TYPES
+from queue_pipeline._compat import VARIABLE_OP_TYPES, is_ref_tensor
 from queue_pipeline._diagnostics import GUARD_SUFFIX
 from queue_pipeline.errors import NotRebuildableError
 
@@ -224,7 +224,7 @@ class _Walker:
                 raise not_rebuildable(self.api, op, f"reads a variable through {variable.name!r} "
                              f"(type {variable.type}), not directly from its handle",
                              "read the variable itself (variable.read_value()).")
-        elif t.dtype._is_ref_dtype and op.type in VARIABLE_OP_TYPES:  # noqa: SLF001
+        elif is_ref_tensor(t) and op.type in VARIABLE_OP_TYPES:
             variable = op
         else:
             return False
@@ -279,7 +279,7 @@ class _Walker:
                              "read the variable's value first (tf.identity(variable) "
                              "or variable.read_value()), and never assign to it "
                              "per record.")
-            if inp.dtype._is_ref_dtype and op.type not in ("Identity",):  # noqa: SLF001
+            if is_ref_tensor(inp) and op.type not in ("Identity",):
                 raise not_rebuildable(self.api, op, f"uses ref variable {inp.op.name!r} directly "
                              "(it writes it, or reads it in place)",
                              "read the variable's value (variable.value()) and never "
@@ -409,10 +409,12 @@ def _tensor_ref(t: tf.Tensor) -> str:
 # Merge of `tf.cond`. tf.data traces map functions with automatic control
 # dependencies, which chain the stateful ops of the imported region
 # (TensorArrays, Merges) in creation order across frames; the executor then
-# refuses the function ("has inputs from different frames"). Such a GraphDef
-# is imported into a function of its own, built without automatic control
-# dependencies (`tf.compat.v1.wrap_function`, TF's route for frozen TF1
-# graphs), and called from the map function.
+# refuses the function ("has inputs from different frames"). Imported into a
+# function, such a GraphDef goes into a function of its own, built without
+# automatic control dependencies (`tf.compat.v1.wrap_function`, TF's route for
+# frozen TF1 graphs), called from the map function. Into a plain graph (the
+# vectorizer's scratch graph, where static values are folded) it is imported
+# as is.
 _V1_CONTROL_FLOW = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge",
                               "Switch", "RefSwitch", "NextIteration", "RefNextIteration",
                               "LoopCond"})
@@ -433,7 +435,8 @@ def import_graph(graph_def, values: Mapping[str, tf.Tensor], wanted: Sequence[st
     See NOTE [ v1 control flow in a map function ].
     """
     used = external_inputs(graph_def)
-    if not any(node.op in _V1_CONTROL_FLOW for node in graph_def.node):
+    if not (tf.compat.v1.get_default_graph().building_function
+            and any(node.op in _V1_CONTROL_FLOW for node in graph_def.node)):
         return tf.compat.v1.import_graph_def(
             graph_def, input_map={n: values[n] for n in used}, return_elements=list(wanted),
             name=name)

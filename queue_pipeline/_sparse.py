@@ -24,6 +24,8 @@ import dataclasses
 
 import tensorflow as tf
 
+from queue_pipeline._compat import static_dim
+
 _MAP_OPS = ("AddSparseToTensorsMap", "AddManySparseToTensorsMap")
 
 
@@ -108,7 +110,7 @@ def _store_one(t, enqueue_many, keep_input, smart_cond, shared_info):
     else:
         handle = smart_cond(keep_input, lambda: add(False),
                             lambda: tf.constant(-1, tf.int64))
-    rank = tf.compat.dimension_value(t.dense_shape.shape.with_rank(1)[0])
+    rank = static_dim(t.dense_shape.shape.with_rank(1), 0)
     if rank is not None and enqueue_many:
         rank -= 1
     if shared_info is not None:

@@ -91,6 +91,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline import _lift
+from queue_pipeline._compat import static_dim
 from queue_pipeline._lift import LiftedRegion
 from queue_pipeline._vectorize_rules import (
     _BINARY,
@@ -212,7 +213,7 @@ class VectorizedRegion:
             imported = dict(zip(wanted, results))
         first = by_name[sources[0].name]
         size = tf.shape(first)[0]
-        static_size = tf.compat.dimension_value(first.shape[0])
+        static_size = static_dim(first, 0)
         outputs = []
         for sink, name, batched in zip(self.region.sinks, self.outputs, self.batched):
             value = by_name[name] if name in by_name else imported[name]

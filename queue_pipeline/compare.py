@@ -339,7 +339,7 @@ def _read_dataset(fn, side, *, limit, timeout, arg, progress, legacy=None) -> _S
             raise PipelineError(f"{_API}: the twin's elements must be tensors, SparseTensors "
                                 f"or tuples/dicts of them: {e}") from None
         side = _Side(paths, specs, batched=_twin_batched(legacy, specs))
-        side.nondeterminism = _inspect.dataset_nondeterminism(dataset) if eager else None
+        side.nondeterminism = _inspect.dataset_nondeterminism(dataset)
     reader = _harness.TwinReader(dataset, timeout=timeout, api=f"{_API} ({arg} side)",
                                  graph=graph)
     bar = _progress.Progress(f"{arg} examples", limit, enabled=progress)

@@ -13,14 +13,15 @@ eagerly under TF 2.x defaults, through an iterator in a Session otherwise.
 from __future__ import annotations
 
 import re
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 __all__ = ["GUARD", "OP_TIMEOUT_MS", "TF", "assert_produces", "build", "dataset_values",
-           "drain", "drain_dataset", "graph_nodes", "new_session", "py", "session_config",
-           "tf1_mode"]
+           "drain", "drain_dataset", "graph_nodes", "new_session", "py", "python_argv",
+           "session_config", "tf1_mode"]
 
 OP_TIMEOUT_MS = 20_000
 
@@ -96,6 +97,34 @@ def drain(impl, graph, fetch, *, max_steps=10_000, init=True, coord=True, join=T
                 else:
                     c.join(threads, stop_grace_period_secs=5, ignore_live_threads=True)
     return out
+
+
+# -------------------------------------------------------------------- subprocesses
+
+# Runs a module (-m NAME) or a script with v2 behaviour disabled first: the
+# subprocess twin of the suite's --tf1.
+_TF1_BOOT = (
+    "import runpy, sys\n"
+    "import tensorflow as tf\n"
+    "tf.compat.v1.disable_v2_behavior()\n"
+    "target = sys.argv.pop(1)\n"
+    "if target == '-m':\n"
+    "    runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n"
+    "else:\n"
+    "    sys.argv[0] = target\n"
+    "    runpy.run_path(target, run_name='__main__')\n")
+
+
+def python_argv(*args: str) -> list[str]:
+    """The command line running ``python ARGS...`` in this suite's TF mode.
+
+    `args` are what would follow ``python``: a script path or ``-m MODULE``,
+    then its arguments. In TF1 mode the program runs after
+    ``tf.compat.v1.disable_v2_behavior()``, as a legacy script would.
+    """
+    if not tf1_mode():
+        return [sys.executable, *args]
+    return [sys.executable, "-c", _TF1_BOOT, *args]
 
 
 # ----------------------------------------------------------------------- datasets

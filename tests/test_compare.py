@@ -115,6 +115,8 @@ def test_shuffle_batch_is_compared_by_multisets():
     assert r.mode == "multiset" and "nondeterministic" in r.mode_reason
     assert not r.legacy.deterministic and not r.twin.deterministic
     assert any("RandomShuffleQueue" in n for n in r.legacy.nondeterminism)
+    # Read off the twin's own graph, eagerly or through a Session (TF1 mode).
+    assert any("Shuffle" in n for n in r.twin.nondeterminism), r.twin.nondeterminism
     assert not r.epochs_required  # the shuffle queue mixes epochs
     assert r.legacy.shuffle is not None and r.twin.shuffle is not None
     assert r.legacy.shuffle.rank_correlation < 0.9 and r.mixing_gap is not None
@@ -293,8 +295,11 @@ def test_normalize_canonical_structure():
     paths, leaves = _normalize.flatten(({"k": 1}, 2))
     assert paths == ["[0][k]", "[1]"]
     a = _normalize.leaves_of(np.array([1, 2], np.int32))
-    b = _normalize.leaves_of(tf.constant([1, 2], tf.int64))
+    b = _normalize.leaves_of(np.array([1, 2], np.int64))  # as a Session fetches it
     assert _normalize.example_key(a) == _normalize.example_key(b)
+    if tf.executing_eagerly():  # an eager element normalizes alike
+        eager = _normalize.leaves_of(tf.constant([1, 2], tf.int64))
+        assert _normalize.example_key(eager) == _normalize.example_key(a)
     rows = _normalize.split_examples([np.array([b"a\x00", b"b"], dtype=object)])
     assert _normalize.format_example([""], rows[0]) == "b'a\\x00'"
 

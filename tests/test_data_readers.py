@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
+from queue_pipeline import data
 from queue_pipeline.data import producers, readers
 from helpers import TF, build, dataset_values, drain, drain_dataset, new_session
 
@@ -501,3 +502,38 @@ def test_name_arguments_warn(name):
         reader.read(["w"], name="x")
     with pytest.warns(UserWarning, match=rf"{name}\.read_up_to: the `name` argument"):
         reader.read_up_to(["w"], 2, name="x")
+
+
+# --------------------------------------------------------------------------- the TF1 way
+
+def test_files_fed_to_an_initializable_iterator(tmp_path):
+    """The TF1 tf.data idiom: file names fed through a placeholder at initialization.
+
+    One graph serves two file lists, each read to its end after its own
+    ``initializer`` run, as TF 1.x training/validation scripts switch inputs.
+    """
+    first = [write_tfrecords(tmp_path, "a.tfr", [b"a1", b"a2"]),
+             write_tfrecords(tmp_path, "b.tfr", [b"b1"])]
+    second = [write_tfrecords(tmp_path, "c.tfr", [b"c1", b"c2", b"c3"])]
+    g = tf.Graph()
+    with g.as_default():
+        names = tf.compat.v1.placeholder(tf.string, [None], name="filenames")
+        queue = producers.string_input_producer(names, num_epochs=1, shuffle=False)
+        records = readers.TFRecordReader().read(queue, keys=False)
+        ds = data.batch(records, 2, allow_smaller_final_batch=True)
+        iterator = tf.compat.v1.data.make_initializable_iterator(ds)
+        next_batch = iterator.get_next()
+
+    def read_all(sess, files):
+        sess.run(iterator.initializer, feed_dict={names: files})
+        out = []
+        with pytest.raises(tf.errors.OutOfRangeError):
+            while True:
+                out.append(sess.run(next_batch).tolist())
+        return out
+
+    with new_session(g) as sess:
+        assert read_all(sess, first) == [[b"a1", b"a2"], [b"b1"]]
+        assert read_all(sess, second) == [[b"c1", b"c2"], [b"c3"]]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="non-null input tensor"):
+            sess.run(iterator.initializer, feed_dict={names: []})  # no file: refused

@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import TF, new_session
+from helpers import TF, new_session, python_argv
 from queue_pipeline import _settings
 
 SHORT_MS = 1500  # sessions expected to block use this timeout
@@ -459,7 +459,7 @@ def test_non_daemon_runner_threads_do_not_keep_the_interpreter_alive(tmp_path):
         print("script done")
     """))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+    done = subprocess.run(python_argv(str(script)), capture_output=True, text=True,
                           timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "script done" in done.stdout

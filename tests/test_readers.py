@@ -472,7 +472,8 @@ def test_readers_build_with_no_eager_at_all(tmp_path):
             key, value = ns.TextLineReader().read(queue)
             assert value.graph is tf.compat.v1.get_default_graph()
             with tf.compat.v1.Session(config=session_config()) as sess:
-                sess.run([fill, close])
+                sess.run(fill)
+                sess.run(close)
                 out[ns] = [tuple(sess.run([key, value])) for _ in range(2)]
     assert out[OURS] == out[TF] == [(f"{path}:1".encode(), b"x"), (f"{path}:2".encode(), b"y")]
 

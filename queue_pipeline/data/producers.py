@@ -337,8 +337,8 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capaci
         raise TypeError(f"{api}: `limit` must be an integer scalar; got {limit!r}.")
     static = tf.get_static_value(limit)
     count = max(int(static), 0) if static is not None else tf.maximum(
-        tf.cast(limit, tf.int64), 0)
-    rows = tf.data.Dataset.range(tf.cast(limit, tf.int64), output_type=limit.dtype)
+        as_int64(limit), 0)
+    rows = tf.data.Dataset.range(as_int64(limit), output_type=limit.dtype)
     return _produce(api, rows, count, num_epochs, shuffle, seed)
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
+from queue_pipeline._compat import as_int64
 from queue_pipeline.data._common import as_dataset, warn_inert
 
 __all__ = [
@@ -190,7 +191,7 @@ class ReaderBase:
                                    or int(static) <= 0):
             raise ValueError(f"{api}: `num_records` must be a positive integer scalar; "
                              f"got {num_records!r}.")
-        num_records = tf.cast(num_records, tf.int64)
+        num_records = as_int64(num_records)
         units = _work_units(api, filenames)
         if not keys:
             return units.flat_map(lambda work: self._unit_values(work).batch(num_records))

@@ -3,8 +3,8 @@
 tests/test_install.py runs it through ``queue-pipeline run``:
 string_input_producer -> TextLineReader -> decode_csv -> batch, driven by
 Coordinator and start_queue_runners. It prints what it delivered (one
-``row`` line per record, sorted), where its queue runners come from, and the
-engine in its environment.
+``row`` line per record, sorted), where its queue runners come from, the
+engine in its environment, and whether eager execution is on (TF1 mode: off).
 
 Usage: legacy_csv_batch.py CSV [--epochs N] [--fail] [--exit-code N]
 """
@@ -24,6 +24,7 @@ def main():
     parser.add_argument("--exit-code", type=int, default=None)
     flags = parser.parse_args()
     print("argv:", " ".join(sys.argv[1:]))
+    print("eager:", tf.executing_eagerly())  # False in TF1 mode
 
     rows = []
     with tf.Graph().as_default():
