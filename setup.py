@@ -25,7 +25,9 @@ setup(
     extras_require={
         # pytest-timeout: the suite's global per-test timeout, so that a
         # regression that blocks a queue fails instead of hanging CI.
-        "test": ["pytest>=7", "pytest-timeout>=2", "scikit-learn"],
+        # tf-slim: the best-known downstream of TF's queue API; the tests run
+        # its data layer unmodified under install() (tests/test_downstreams.py).
+        "test": ["pytest>=7", "pytest-timeout>=2", "scikit-learn", "tf-slim>=1.1"],
         # scikit-learn ships real handwritten digits inside its wheel (no
         # download): the demo and legacy_examples write them in the classic
         # formats; without it they use a synthetic stand-in.

@@ -52,7 +52,9 @@ What a legacy program sees, and why:
   (``tf.compat.v1.data.experimental.make_saveable_from_iterator``), so a
   default ``tf.compat.v1.train.Saver()`` (and ``MonitoredTrainingSession``'s)
   saves and restores the input position, shuffle buffers included, in the
-  same or a rebuilt graph. The state of per-record random ops is not saved
+  same or a rebuilt graph; a checkpoint without it (trained natively or on
+  queues) still restores, from the start of the input (NOTE [ Checkpoints
+  without an input position ] in ``_input_position.py``). The state of per-record random ops is not saved
   (external state is ignored): after a restore the same records come, in the
   same order, but their random distortions start a fresh stream.
 * **Vectorized decoding.** When :mod:`queue_pipeline._vectorize` is present
@@ -116,7 +118,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import queue_runner_pb2
 
-from queue_pipeline import plan, rebuild
+from queue_pipeline import _input_position, plan, rebuild
 from queue_pipeline.data import producers as data_producers
 from queue_pipeline._compat import QUEUE_RUNNERS, SUMMARIES, PrivateKey, logger
 from queue_pipeline.errors import NotRebuildableError
@@ -653,4 +655,5 @@ def _add_saveable(iterator) -> None:
             iterator, external_state_policy="ignore")
     finally:
         tf_logger.removeFilter(quiet)
+    _input_position.mark(saveable)  # see NOTE [ Checkpoints without an input position ]
     tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS, saveable)

@@ -36,6 +36,22 @@ __all__ = ["Installed", "ScriptError", "install", "run_script", "uninstall"]
 # (they change between TF versions), install() walks every loaded
 # ``tensorflow`` module, and every module object reachable from one, and
 # rebinds each attribute that *is* (identity) one of the home originals.
+#
+# The home modules themselves are never changed: TF's own code resolves
+# names in its module's globals when it runs (``super(LooperThread, self)``
+# in ``LooperThread.__init__``, which Supervisor's ``SVSummaryThread`` and
+# the other classes TF derived at import time call), and rebinding those
+# names would hand TF's methods queue_pipeline's classes. Instead every
+# *reference* to a home module outside it -- ``sys.modules``, its package's
+# attribute, and any module's global that holds the module object
+# (``coordinator`` in ``supervisor.py`` and ``monitored_session.py``,
+# ``tf_input`` in tf-slim, in any loaded module) -- is pointed at a
+# :class:`_HomeView`: a module object that answers the routed names with
+# queue_pipeline's objects and everything else (private helpers such as
+# ``_as_tensor_list``, constants, other classes) from the real module, so
+# code that reaches TF through ``from tensorflow.python.training import
+# input`` gets queue_pipeline's API and TF's own helpers.
+#
 # Code that looks a symbol up through a module at call time -- legacy
 # scripts (``tf.compat.v1.train.batch``, ``import tensorflow.compat.v1 as
 # tf``), tf-slim (``from tensorflow.python.training import input``),
@@ -44,14 +60,14 @@ __all__ = ["Installed", "ScriptError", "install", "run_script", "uninstall"]
 # classes and functions have TF's interface (DESIGN.md, principle 3).
 # Names bound *before* install() by ``from ... import X`` outside TensorFlow,
 # and classes that TF subclassed at import time (Supervisor's LooperThread
-# subclasses, LMDBReader's ReaderBase), keep TF's objects.
+# subclasses, LMDBReader's ReaderBase), keep TF's objects, and keep working.
 #
 # Every rebinding is recorded as (module, name, original, replacement) and
 # uninstall() restores them in reverse order, only where the binding still
 # holds queue_pipeline's object (a later assignment by the user is left
 # alone). TensorFlow modules first imported *while* installed bind
-# queue_pipeline's objects; uninstall() sweeps those too, back to TF's
-# originals, so the TF oracle is whole again after uninstall().
+# queue_pipeline's objects (or a view); uninstall() sweeps those too, back
+# to TF's originals, so the TF oracle is whole again after uninstall().
 
 # The home of each symbol install() routes, and the names routed from it.
 _HOMES: dict[str, tuple[str, ...]] = {
@@ -77,17 +93,53 @@ _ALIAS_MODULES = (
 
 @dataclasses.dataclass(frozen=True)
 class _Patch:
-    module: types.ModuleType
+    module: types.ModuleType | dict  # a module, or sys.modules
     name: str
     original: object
     replacement: object
 
     def describe(self) -> str:
+        if self.module is sys.modules:
+            return f"sys.modules[{self.name!r}]"
         return f"{_module_name(self.module)}.{self.name}"
 
 
 def _module_name(module: types.ModuleType) -> str:
     return str(vars(module).get("__name__", "?"))
+
+
+class _HomeView(types.ModuleType):
+    """A home module as code outside it sees it while installed.
+
+    See NOTE [ What install() patches ]. The routed names are the view's own
+    attributes (queue_pipeline's objects); every other attribute is read
+    from, and written to, the real module.
+    """
+
+    def __init__(self, real: types.ModuleType, routed: dict[str, object]) -> None:
+        super().__init__(real.__name__, real.__doc__)
+        namespace = vars(real)
+        for key in ("__file__", "__spec__", "__loader__", "__package__", "__path__"):
+            if key in namespace:
+                vars(self)[key] = namespace[key]
+        vars(self).update(routed)
+        vars(self)["_qp_real"] = real
+        vars(self)["_qp_routed"] = frozenset(routed)
+
+    def __getattr__(self, name: str):
+        return getattr(vars(self)["_qp_real"], name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name in vars(self)["_qp_routed"]:
+            vars(self)[name] = value
+        else:
+            setattr(vars(self)["_qp_real"], name, value)
+
+    def __dir__(self) -> list[str]:
+        return sorted(set(dir(vars(self)["_qp_real"])) | set(vars(self)["_qp_routed"]))
+
+    def __repr__(self) -> str:
+        return f"<module {self.__name__!r} (queue_pipeline install() view)>"
 
 
 def _is_tf_module(value: object) -> bool:
@@ -135,33 +187,119 @@ class _Installation:
         self.routes = _routes()
         self.patches: list[_Patch] = []
         replacements = {id(rep) for _, rep in self.routes.values()}
+        self.homes = {name: sys.modules[name] for name in _HOMES}
+        self.views = {
+            name: _HomeView(real, {n: self.routes[id(vars(real)[n])][1] for n in _HOMES[name]
+                                   if id(vars(real)[n]) in self.routes})
+            for name, real in self.homes.items()}
         # Bindings of queue_pipeline objects that predate install(): not ours to undo.
         self.preexisting = {
             (id(module), name) for module in _tf_modules()
             for name, value in list(vars(module).items()) if id(value) in replacements}
 
+    def _set(self, module, name: str, original, replacement) -> None:
+        setattr(module, name, replacement)
+        self.patches.append(_Patch(module, name, original, replacement))
+
     def patch(self) -> None:
-        """Rebinds every TF binding of an original; records each rebinding."""
-        for module in _tf_modules():
+        """Points every outside reference at the views and rebinds every TF binding.
+
+        See NOTE [ What install() patches ]; each change is recorded.
+        """
+        homes = {id(real): self.views[name] for name, real in self.homes.items()}
+        derived = self._derived_homes()
+        for name, real in self.homes.items():
+            view = self.views[name]
+            if sys.modules.get(name) is real:
+                sys.modules[name] = view
+                self.patches.append(_Patch(sys.modules, name, real, view))
+                # The routed names, listed as the bindings they stand for.
+                for routed in sorted(vars(view)["_qp_routed"]):
+                    self.patches.append(_Patch(view, routed, vars(real)[routed],
+                                               vars(view)[routed]))
+        for module in _all_modules():
+            if id(module) in homes or isinstance(module, _HomeView):
+                continue  # TF's own code keeps resolving TF's names
+            tf_module = _is_tf_module(module)
             for name, value in list(vars(module).items()):
-                route = self.routes.get(id(value))
-                if name.startswith("__") or route is None or route[0] is not value:
+                if name.startswith("__"):
                     continue
-                setattr(module, name, route[1])
-                self.patches.append(_Patch(module, name, route[0], route[1]))
+                view = homes.get(id(value))
+                if view is not None:
+                    if id(value) not in derived.get(id(module), ()):
+                        self._set(module, name, value, view)
+                    continue
+                route = self.routes.get(id(value)) if tf_module else None
+                if route is not None and route[0] is value:
+                    self._set(module, name, route[0], route[1])
+
+    def _derived_homes(self) -> dict[int, set[int]]:
+        """id(module) -> ids of the home modules whose routed classes it subclasses.
+
+        Such a module (``supervisor.py``: its ``SVSummaryThread`` and the
+        others derive from TF's ``LooperThread``; tf-slim's
+        ``parallel_reader``: ``ParallelReader(io_ops.ReaderBase)``) keeps the
+        real home module: its classes were built on TF's, whose methods
+        check for TF's own types (``LooperThread`` wants TF's
+        ``Coordinator``), so the objects it makes from that home must stay
+        TF's. See NOTE [ What install() patches ].
+        """
+        originals = {id(orig): home for home, names in _HOMES.items()
+                     for orig in (vars(self.homes[home])[n] for n in names)
+                     if isinstance(orig, type)}
+        derived: dict[int, set[int]] = {}
+        for module in _all_modules():
+            name = vars(module).get("__name__")
+            for value in list(vars(module).values()):
+                if not (isinstance(value, type) and value.__module__ == name):
+                    continue
+                for base in value.__mro__[1:]:
+                    home = originals.get(id(base))
+                    if home is not None:
+                        derived.setdefault(id(module), set()).add(id(self.homes[home]))
+        return derived
 
     def restore(self) -> None:
         """Undoes the patches (newest first), then sweeps bindings made while installed."""
         for patch in reversed(self.patches):
-            if vars(patch.module).get(patch.name) is patch.replacement:
+            if isinstance(patch.module, _HomeView):
+                continue  # a view's own names: the view goes away with its references
+            if patch.module is sys.modules:
+                if sys.modules.get(patch.name) is patch.replacement:
+                    sys.modules[patch.name] = patch.original
+            elif vars(patch.module).get(patch.name) is patch.replacement:
                 setattr(patch.module, patch.name, patch.original)
         originals = {id(rep): orig for orig, rep in self.routes.values()}
-        for module in _tf_modules():
+        reals = {id(view): self.homes[name] for name, view in self.views.items()}
+        for name, view in self.views.items():
+            if sys.modules.get(name) is view:
+                sys.modules[name] = self.homes[name]
+        for module in _all_modules():
+            if isinstance(module, _HomeView):
+                continue
+            tf_module = _is_tf_module(module)
             for name, value in list(vars(module).items()):
-                if (id(value) in originals and not name.startswith("__")
-                        and (id(module), name) not in self.preexisting):
+                if name.startswith("__"):
+                    continue
+                if id(value) in reals:
+                    setattr(module, name, reals[id(value)])
+                elif (tf_module and id(value) in originals
+                      and (id(module), name) not in self.preexisting):
                     setattr(module, name, originals[id(value)])
         self.patches.clear()
+
+
+def _all_modules() -> list[types.ModuleType]:
+    """Every loaded module: TensorFlow's (with the ones reachable from them) and the rest.
+
+    The rest (tf-slim, user code) is searched only for references to home
+    modules; names in it are never rebound.
+    """
+    tf_modules = _tf_modules()
+    seen = {id(m) for m in tf_modules}
+    others = [m for m in list(sys.modules.values())
+              if isinstance(m, types.ModuleType) and id(m) not in seen]
+    return tf_modules + others
 
 
 _LOCK = threading.RLock()

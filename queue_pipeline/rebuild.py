@@ -20,13 +20,28 @@ tensors into a stream in three steps:
    rebuilt stream of each input list (the joins: one per list, interleaved
    by the twin); a reader -> its twin's ``read``/``read_up_to`` over the
    rebuilt work queue; a dequeue from a producer's queue -> the producer's
-   twin; a dequeue from a queue no builder recorded but that one QueueRunner
-   fills with one enqueue op (a prefetch queue, as the Object Detection
-   API's) -> the rebuilt enqueued tensors with ``prefetch(capacity)``;
+   twin; a dequeue from a queue no builder recorded but that QueueRunners
+   fill with plain enqueue ops (a prefetch queue, as the Object Detection
+   API's, or tf-slim's parallel reader) -> the rebuilt enqueued tensors
+   interleaved, with ``prefetch(capacity)`` (NOTE [ Queues no builder
+   recorded ]);
    several stages feeding one example are zipped (each ``sess.run``
    evaluated each stage once);
 3. lift the ops between the stage outputs and the tensors into one function
    and ``map`` it (no map when there are none).
+
+NOTE [ Queues no builder recorded ]
+A queue that no queue_pipeline builder recorded is rebuilt only when its
+contents are plain: a FIFO, padding FIFO or random shuffle queue, filled by
+QueueRunners whose enqueue ops each enqueue one element of upstream tensors
+that can themselves be rebuilt, and dequeued one element at a time. One
+enqueue op is a prefetch queue (the Object Detection API's prefetcher,
+tf-slim's ``prefetch_queue``); several are a gathering queue (tf-slim's
+``parallel_reader``: N readers on one filename queue, each enqueueing what it
+reads), whose rebuilt streams are interleaved one element from each in turn
+(the queue's order is whichever thread comes first, so any interleaving is
+one it could deliver). A random shuffle queue adds ``shuffle(capacity)``
+(with the queue's seed); every one ends in ``prefetch(capacity)``.
 
 Work queues shared by several consumers (N readers on one
 ``string_input_producer``, the "Reading data" guide's multiple readers) are
@@ -54,6 +69,7 @@ import tensorflow as tf
 
 from queue_pipeline import _lift, plan
 from queue_pipeline._compat import variable_op_read_by
+from queue_pipeline.data import _common as data_common
 from queue_pipeline.data import batching as data_batching
 from queue_pipeline.data import producers as data_producers
 from queue_pipeline.data import readers as data_readers
@@ -74,7 +90,7 @@ _DEQUEUE_MANY = ("QueueDequeueManyV2", "QueueDequeueMany")
 _DEQUEUE_UP_TO = ("QueueDequeueUpToV2", "QueueDequeueUpTo")
 DEQUEUE_OPS = _DEQUEUE_ONE + _DEQUEUE_MANY + _DEQUEUE_UP_TO
 READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
-_PREFETCH_QUEUES = ("FIFOQueueV2", "PaddingFIFOQueueV2")
+_GATHERING_QUEUES = ("FIFOQueueV2", "PaddingFIFOQueueV2", "RandomShuffleQueueV2")
 _BATCH_ARGS = ("batch_size", "num_threads", "capacity", "min_after_dequeue", "seed",
                "enqueue_many", "shapes", "dynamic_pad", "allow_smaller_final_batch")
 
@@ -404,7 +420,10 @@ class Rebuilder:
         return Stream(dataset, list(op.outputs), "bare")
 
     def _prefetch_stream(self, op: tf.Operation) -> Stream:
-        """A queue no builder recorded: rebuildable only as a plain prefetch queue."""
+        """A queue no builder recorded: rebuildable only as a plain gathering queue.
+
+        See NOTE [ Queues no builder recorded ].
+        """
         queue_op = op.inputs[0].op
         enqueue_ops = {}
         for qr in self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
@@ -414,26 +433,37 @@ class Rebuilder:
                     e = getattr(e, "op", e)
                     enqueue_ops[e.name] = e
         enqueue = list(enqueue_ops.values())
-        plain = (queue_op.type in _PREFETCH_QUEUES and op.type in _DEQUEUE_ONE
-                 and len(enqueue) == 1 and enqueue[0].type in ("QueueEnqueueV2",
-                                                                "QueueEnqueue"))
+        plain = (queue_op.type in _GATHERING_QUEUES and op.type in _DEQUEUE_ONE
+                 and enqueue and all(e.type in ("QueueEnqueueV2", "QueueEnqueue")
+                                     for e in enqueue))
         if not plain:
             found = (f"{len(enqueue)} enqueue op(s) of type(s) "
                      f"{sorted({e.type for e in enqueue})}" if enqueue
                      else "no QueueRunner filling it")
             raise _lift.not_rebuildable(
                 self.api, queue_op, "is a queue that no queue_pipeline builder recorded, "
-                f"and not a plain prefetch queue ({found}; {op.type} on it by "
+                f"and not a plain gathering queue ({found}; {op.type} on it by "
                 f"{op.name!r}); its contents cannot be rebuilt",
                 "build the stage with queue_pipeline's producers and batching "
-                "functions; only a FIFO or padding FIFO queue that one QueueRunner "
-                "fills with one enqueue of upstream tensors, dequeued one element at a "
-                "time, is rebuilt (as a prefetch).")
-        inner = self.rebuild(list(enqueue[0].inputs[1:]), role=f"prefetch {queue_op.name}")
+                "functions; only a FIFO, padding FIFO or random shuffle queue that "
+                "QueueRunners fill with plain enqueues of upstream tensors, dequeued "
+                "one element at a time, is rebuilt (a prefetch, or tf-slim's "
+                "parallel_reader).")
+        inner = [self.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True)
+                 for e in enqueue]
+        if len({repr(s.dataset.element_spec) for s in inner}) != 1:
+            raise _lift.not_rebuildable(
+                self.api, queue_op, "is filled by enqueue ops whose rebuilt elements "
+                "differ in structure, dtype or shape", "enqueue tensors of one kind.")
+        dataset = inner[0].dataset if len(inner) == 1 else data_common.round_robin(
+            [s.dataset for s in inner])
         capacity = queue_op.get_attr("capacity")
-        dataset = inner.dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
-        outputs = list(op.outputs)
-        return Stream(dataset, outputs, inner.form)
+        if queue_op.type == "RandomShuffleQueueV2":
+            seeds = (queue_op.get_attr("seed"), queue_op.get_attr("seed2"))
+            dataset = dataset.shuffle(max(capacity, 1), seed=seeds[1] if any(seeds) else None,
+                                      reshuffle_each_iteration=True)
+        dataset = dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
+        return Stream(dataset, list(op.outputs), inner[0].form)
 
     def _consumers(self, queue_op: tf.Operation) -> list[tf.Operation]:
         """The dequeue and read ops that take from `queue_op`, in creation order."""

@@ -301,13 +301,27 @@ def test_py_func_falls_back_to_queues_and_says_why_once(csv_files, caplog):
 
 def _foreign_queue_pipeline():
     queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]])
-    enqueue = [queue.enqueue([tf.constant(1)]), queue.enqueue([tf.constant(2)])]
+    enqueue = [queue.enqueue_many([tf.constant([1, 2])])]  # not a plain enqueue
     qp.add_queue_runner(qp.QueueRunner(queue, enqueue))
     return qp.batch([queue.dequeue()], 4)
 
 
+def test_a_queue_gathering_several_enqueues_is_interleaved():
+    """tf-slim's parallel_reader shape: N plain enqueue ops into one queue, served."""
+    def pipeline():
+        queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]])
+        enqueue = [queue.enqueue([tf.constant(1)]), queue.enqueue([tf.constant(2)])]
+        qp.add_queue_runner(qp.QueueRunner(queue, enqueue))
+        return qp.batch([queue.dequeue()], 4)
+
+    graph, outputs = build("dataset", pipeline)
+    assert served(outputs)
+    batches = drain(qp, graph, outputs, max_steps=3)
+    assert [b.tolist() for b in batches] == [[1, 2, 1, 2]] * 3
+
+
 @pytest.mark.parametrize("make,words", [
-    (_foreign_queue_pipeline, ["fifo_queue", "not a plain prefetch queue"]),
+    (_foreign_queue_pipeline, ["fifo_queue", "not a plain gathering queue"]),
 ], ids=["foreign_queue"])
 def test_other_fallbacks_name_their_reason_and_still_deliver(make, words, caplog):
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"):

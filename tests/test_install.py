@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import session_config
+from helpers import python_argv, session_config, tf1_mode
 from queue_pipeline import _install, cli
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
@@ -295,16 +295,21 @@ def test_monitored_training_session_runs_queue_pipeline_runners(installed, text_
 
 
 def test_supervisor_runs_queue_pipeline_runners_and_looper(installed, text_files, tmp_path):
+    """Supervisor keeps TF's Coordinator and LooperThread, as the classes it derived
+    from them at import time need (see test_downstreams for its default services);
+    the runners it starts are queue_pipeline's."""
     (path,) = text_files({"data.csv": ROWS})
     rows, ticks = [], threading.Event()
     with tf.Graph().as_default():
         numbers, words = _legacy_csv_pipeline(path)
+        runners = tf.compat.v1.get_collection("queue_runners")
+        assert runners and all(isinstance(r, qp.QueueRunner) for r in runners)
         sv = tf.compat.v1.train.Supervisor(logdir=str(tmp_path / "sv"), save_model_secs=0,
                                            save_summaries_secs=0)
-        assert isinstance(sv.coord, qp.Coordinator)
+        assert type(sv.coord) is ORIGINALS[("coordinator", "Coordinator")]
         with sv.managed_session(config=session_config()) as sess:
             looper = sv.loop(0.01, ticks.set)
-            assert isinstance(looper, qp.LooperThread)
+            assert not isinstance(looper, qp.LooperThread)  # TF's, with TF's Coordinator
             assert ticks.wait(timeout=10)
             while not sv.should_stop():
                 try:
@@ -340,7 +345,7 @@ def test_run_subprocess_both_engines(tmp_path):
         "queue": ["run", str(SCRIPT), csv, "--epochs", "2"],
         "dataset": ["run", str(SCRIPT), "--engine", "dataset", csv, "--epochs", "2"],
     }
-    procs = {name: subprocess.Popen([sys.executable, "-m", "queue_pipeline", *argv],
+    procs = {name: subprocess.Popen(python_argv("-m", "queue_pipeline", *argv),
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     text=True, env=env)
              for name, argv in commands.items()}
@@ -357,6 +362,7 @@ def test_run_subprocess_both_engines(tmp_path):
     for name, (code, out, err) in results.items():
         assert code == 0, (name, err[-2000:])
         assert f"argv: {csv} --epochs 2" in out, name
+        assert f"eager: {not tf1_mode()}" in out, name  # the suite's TF mode
         assert _rows(out) == sorted(EXPECTED_ROWS), name
     assert "runners: queue_pipeline.runner" in results["queue"][1]
     assert "engine: -" in results["queue"][1]

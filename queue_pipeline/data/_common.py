@@ -1,4 +1,4 @@
-"""Helpers shared by the tf.data twins: inert-argument warnings, input conversion."""
+"""Helpers shared by the tf.data twins: inert-argument warnings, input conversion, interleaving."""
 
 from __future__ import annotations
 
@@ -38,3 +38,14 @@ def as_dataset(api: str, arg: str, value) -> tf.data.Dataset:
         raise TypeError(
             f"{api}: `{arg}` must be a tf.data.Dataset (or a list, array or tensor "
             f"to slice into one); got {type(value).__name__}: {e}") from e
+
+
+def round_robin(datasets: list[tf.data.Dataset]) -> tf.data.Dataset:
+    """One element from each Dataset in turn, skipping the exhausted ones.
+
+    The interleaving of the join twins and of rebuilt gathering queues
+    (several enqueue threads into one queue).
+    """
+    choice = tf.data.Dataset.range(len(datasets)).repeat()
+    return tf.data.Dataset.choose_from_datasets(datasets, choice,
+                                                stop_on_empty_dataset=False)

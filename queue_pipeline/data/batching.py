@@ -52,6 +52,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._compat import as_int64
 from queue_pipeline.data import _common
 
 __all__ = [
@@ -377,7 +378,7 @@ def _build(kind: _Kind, tensors, *, batch_size, capacity, keep_input=True, num_t
         datasets = [_require_dataset(api, "tensors", tensors)]
         threads = _check_num_threads(api, num_threads)
     parallel = threads if threads > 1 else None
-    ds = datasets[0] if len(datasets) == 1 else _round_robin(datasets)
+    ds = datasets[0] if len(datasets) == 1 else _common.round_robin(datasets)
     ds, keep_key = _select_examples(api, ds, keep_input, enqueue_many)
     ds = _finish_examples(api, ds, keep_key, shapes, parallel)
     if kind.shuffle:
@@ -451,13 +452,6 @@ def _check_same_spec(api: str, first, other, index: int) -> None:
         if not a.shape.is_compatible_with(b.shape):
             raise ValueError(f"{api}: Shapes {a.shape} and {b.shape} are not compatible "
                              f"(Dataset 0 vs. Dataset {index}).")
-
-
-def _round_robin(datasets: list[tf.data.Dataset]) -> tf.data.Dataset:
-    """One example from each Dataset in turn, skipping the exhausted ones."""
-    choice = tf.data.Dataset.range(len(datasets)).repeat()
-    return tf.data.Dataset.choose_from_datasets(datasets, choice,
-                                                stop_on_empty_dataset=False)
 
 
 def _static_bool(value):
@@ -601,7 +595,7 @@ def _batched(api: str, ds: tf.data.Dataset, batch_size, dynamic_pad: bool,
              allow_smaller_final_batch: bool) -> tf.data.Dataset:
     drop_remainder = not allow_smaller_final_batch
     if isinstance(batch_size, (tf.Tensor, tf.Variable)):
-        batch_size = tf.cast(batch_size, tf.int64)
+        batch_size = as_int64(batch_size)
     if not dynamic_pad:
         return ds.batch(batch_size, drop_remainder=drop_remainder)
     specs = tf.nest.flatten(ds.element_spec)

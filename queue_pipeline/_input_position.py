@@ -1,0 +1,117 @@
+"""The dataset engine's input position in checkpoints: saved by default, optional on restore.
+
+NOTE [ Checkpoints without an input position ]
+The dataset engine puts each served iterator's state in ``SAVEABLE_OBJECTS``
+(``make_saveable_from_iterator``), so a default ``tf.compat.v1.train.Saver()``
+(and ``MonitoredTrainingSession``'s) saves the input position with the
+variables and a restore resumes mid-epoch. But a Saver restores every key it
+saves, in one ``RestoreV2`` op, and fails on a checkpoint that lacks one
+(``NotFoundError: Key ..._STATE not found``): a model trained natively, on
+the queue engine, or by a run that fell back has no input position, and
+evaluating or fine-tuning such a model is the most common thing a legacy
+user does. TF has no optional key, so :func:`mark` (called by the engine for
+each iterator saveable) wraps two methods of TF's ``Saver`` class, once per
+process:
+
+* ``Saver.build``: a Saver whose variable list holds marked saveables also
+  builds, beside its own ops, a restore-only Saver of the rest
+  (``<name>_without_input_position``), while the graph can still grow
+  (``MonitoredTrainingSession`` finalizes it before restoring).
+* ``Saver.restore``: when the checkpoint lacks a marked key, that second
+  Saver restores every variable the checkpoint has, the input starts from
+  the beginning (a new iterator, as a queue pipeline's re-initialized local
+  variables would), and that is logged once per checkpoint on logger
+  ``queue_pipeline``. A checkpoint with the keys restores as before.
+
+Savers with no marked saveable (no dataset engine in their graph, or an
+explicit ``var_list`` without the input position) are untouched. A
+checkpoint written under the dataset engine restores under the queue engine
+and under native TF as is: a Saver ignores keys it does not restore. Savers
+rebuilt from a ``SaverDef`` (``import_meta_graph``) are not built again, so
+they keep TF's strict restore.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import tensorflow as tf
+
+from queue_pipeline._compat import logger
+
+__all__ = ["mark"]
+
+_MARK = "_qp_input_position"
+_KEYS = "_qp_input_position_keys"
+_WITHOUT = "_qp_saver_without_input_position"
+_LOCK = threading.Lock()
+_HOOKED: dict[str, object] = {}  # method name -> TF's original
+_LOGGED: set[str] = set()
+
+
+def mark(saveable) -> None:
+    """Marks an iterator saveable as an input position; hooks the Saver once.
+
+    Side effect: the first call wraps ``tf.compat.v1.train.Saver.build`` and
+    ``.restore`` for the rest of the process; see NOTE [ Checkpoints without
+    an input position ].
+    """
+    setattr(saveable, _MARK, True)
+    with _LOCK:
+        if _HOOKED:
+            return
+        saver_class = tf.compat.v1.train.Saver
+        _HOOKED["build"], _HOOKED["restore"] = saver_class.build, saver_class.restore
+        saver_class.build = _build
+        saver_class.restore = _restore
+
+
+def _is_marked(value) -> bool:
+    return bool(getattr(value, _MARK, False))
+
+
+def _build(self) -> None:
+    """TF's ``Saver.build``, plus a restore-only Saver without the input position."""
+    _HOOKED["build"](self)
+    var_list = getattr(self, "_var_list", None)
+    if not isinstance(var_list, (list, tuple)) or not any(map(_is_marked, var_list)):
+        return
+    ours = [v for v in var_list if _is_marked(v)]
+    rest = [v for v in var_list if not _is_marked(v)]
+    setattr(self, _KEYS, [spec.name for saveable in ours for spec in saveable.specs])
+    name = f"{getattr(self, '_name', None) or 'save'}_without_input_position"
+    setattr(self, _WITHOUT, tf.compat.v1.train.Saver(
+        rest, reshape=getattr(self, "_reshape", False),
+        sharded=getattr(self, "_sharded", False), name=name, allow_empty=True,
+        write_version=self.saver_def.version) if rest else None)
+
+
+def _restore(self, sess, save_path):
+    """TF's ``Saver.restore``; without the input position if the checkpoint has none."""
+    keys = getattr(self, _KEYS, None)
+    if keys and save_path is not None:
+        missing = _missing_keys(save_path, keys)
+        if missing:
+            _log_once(save_path, missing)
+            without = getattr(self, _WITHOUT, None)
+            return None if without is None else without.restore(sess, save_path)
+    return _HOOKED["restore"](self, sess, save_path)
+
+
+def _missing_keys(save_path: str, keys: list[str]) -> list[str]:
+    """The `keys` the checkpoint at `save_path` lacks ([] if it cannot be read)."""
+    try:
+        reader = tf.train.load_checkpoint(save_path)
+    except (tf.errors.OpError, ValueError):
+        return []  # TF's own restore reports the unreadable checkpoint
+    return [key for key in keys if not reader.has_tensor(key)]
+
+
+def _log_once(save_path: str, missing: list[str]) -> None:
+    with _LOCK:
+        if save_path in _LOGGED:
+            return
+        _LOGGED.add(save_path)
+    logger.info("queue_pipeline dataset engine: checkpoint %s has no input position "
+                "(%s); every variable it holds is restored and the input starts from "
+                "the beginning.", save_path, ", ".join(missing))
