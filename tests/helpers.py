@@ -12,6 +12,7 @@ eagerly under TF 2.x defaults, through an iterator in a Session otherwise.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 
@@ -19,9 +20,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-__all__ = ["GUARD", "OP_TIMEOUT_MS", "TF", "assert_produces", "build", "dataset_values",
+__all__ = ["GUARD", "OP_TIMEOUT_MS", "TF", "WAYS", "assert_produces", "build", "dataset_values",
            "drain", "drain_dataset", "graph_nodes", "new_session", "py", "python_argv",
-           "session_config", "tf1_mode"]
+           "running", "session_config", "tf1_mode"]
 
 OP_TIMEOUT_MS = 20_000
 
@@ -97,6 +98,30 @@ def drain(impl, graph, fetch, *, max_steps=10_000, init=True, coord=True, join=T
                 else:
                     c.join(threads, stop_grace_period_secs=5, ignore_live_threads=True)
     return out
+
+
+# ------------------------------------------------------------- native or installed
+
+WAYS = ("native", "queue", "dataset")
+
+
+@contextlib.contextmanager
+def running(way: str):
+    """Runs TF's ``tf.compat.v1`` code natively, or under install() on an engine.
+
+    `way` is one of :data:`WAYS`: ``"native"`` (TF's own queue API, the
+    oracle), ``"queue"`` or ``"dataset"`` (``queue_pipeline.install()`` with
+    that engine). For differential tests of unmodified programs.
+    """
+    if way not in WAYS:
+        raise ValueError(f"running: `way` must be one of {WAYS}; got {way!r}.")
+    if way == "native":
+        yield
+        return
+    import queue_pipeline as qp
+
+    with qp.install(), qp.engine(way):
+        yield
 
 
 # -------------------------------------------------------------------- subprocesses

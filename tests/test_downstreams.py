@@ -13,7 +13,6 @@ installs it); its tests are skipped without it.
 from __future__ import annotations
 
 import collections
-import contextlib
 import logging
 import threading
 
@@ -22,20 +21,9 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import session_config, tf1_mode
+from helpers import WAYS, running, session_config, tf1_mode
 
-WAYS = ("native", "queue", "dataset")
 RECORDS = 24
-
-
-@contextlib.contextmanager
-def _way(way):
-    """Native TF, or install() with the given engine; checks the engine's fallbacks."""
-    if way == "native":
-        yield
-        return
-    with qp.install(), qp.engine(way):
-        yield
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +108,7 @@ def _supervised_training(files, logdir, *, step_counter):
 @pytest.mark.parametrize("way", WAYS)
 def test_supervisor_with_its_default_services_like_native(way, example_files, tmp_path,
                                                           caplog):
-    with caplog.at_level(logging.WARNING, logger="queue_pipeline"), _way(way):
+    with caplog.at_level(logging.WARNING, logger="queue_pipeline"), running(way):
         ids, step, services = _supervised_training(example_files, str(tmp_path / "sv"),
                                                    step_counter=True)
     assert collections.Counter(ids) == _ids()
@@ -208,7 +196,7 @@ def test_tf_slim_data_layer_delivers_what_native_tf_does(case, driver, example_f
     results = {}
     for way in WAYS:
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="queue_pipeline"), _way(way), \
+        with caplog.at_level(logging.INFO, logger="queue_pipeline"), running(way), \
                 tf.Graph().as_default():
             fetch = SLIM_CASES[case](example_files)
             batches = _drain_with(driver, fetch, str(tmp_path / way))

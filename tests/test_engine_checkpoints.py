@@ -10,17 +10,14 @@ queue engine (its extra key is ignored). Runs in both TF modes.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import queue_pipeline as qp
-from helpers import new_session, session_config
+from helpers import WAYS, new_session, running, session_config
 
-WAYS = ("native", "queue", "dataset")
 ROWS = 30
 
 
@@ -29,15 +26,6 @@ def csv_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("ckpt") / "rows.csv"
     path.write_text("".join(f"{i}\n" for i in range(ROWS)))
     return str(path)
-
-
-@contextlib.contextmanager
-def _way(way):
-    if way == "native":
-        yield
-        return
-    with qp.install(), qp.engine(way):
-        yield
 
 
 def _model(csv):
@@ -55,7 +43,7 @@ def _model(csv):
 def _train(way, csv, ckpt_dir, steps):
     """Trains `steps` batches the `way` given; saves with a default Saver."""
     v1 = tf.compat.v1
-    with _way(way), tf.Graph().as_default():
+    with running(way), tf.Graph().as_default():
         _, total, step = _model(csv)
         saver = v1.train.Saver()
         with new_session(tf.compat.v1.get_default_graph()) as sess:
@@ -74,7 +62,7 @@ def _train(way, csv, ckpt_dir, steps):
 def _restore_and_read(way, csv, path):
     """Restores `path` the `way` given; returns (restored total, next batch)."""
     v1 = tf.compat.v1
-    with _way(way), tf.Graph().as_default():
+    with running(way), tf.Graph().as_default():
         batch, total, _ = _model(csv)
         saver = v1.train.Saver()
         with new_session(tf.compat.v1.get_default_graph()) as sess:
@@ -134,7 +122,7 @@ def _monitored(way, csv, ckpt_dir, steps=None):
     """
     v1 = tf.compat.v1
     batches = []
-    with _way(way), tf.Graph().as_default():
+    with running(way), tf.Graph().as_default():
         batch, total, step = _model(csv)
         global_step = v1.train.get_or_create_global_step()
         train = tf.group(step, v1.assign_add(global_step, 1))
