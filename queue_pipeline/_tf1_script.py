@@ -273,6 +273,9 @@ REMOVED: dict[str, str] = {
                               "tensorflow_probability as tfp`; `tfp.distributions`)"),
     "contrib.framework": (f"use {_SLIM}: `slim.arg_scope`, `slim.get_variables_to_restore`, "
                           "`slim.add_arg_scope`, ..."),
+    # cifar10_train.py and many TF 1.x trainers: these moved to tf.train.
+    "contrib.framework.get_or_create_global_step": "use `tf.train.get_or_create_global_step()`",
+    "contrib.framework.get_global_step": "use `tf.train.get_global_step()`",
     "contrib.layers": (f"use `tf_slim.layers` from {_SLIM}: `slim.fully_connected`, "
                        "`slim.conv2d`, ...; or rewrite with `tf.keras.layers`"),
     "contrib.layers.l2_regularizer": (f"use `slim.l2_regularizer` from {_SLIM}, or "

@@ -265,6 +265,10 @@ REPORTS = [
     ("unknown-contrib-module", "import tensorflow as tf\ntf.contrib.foo.bar\n",
      "RemovedAttributeError: `tf.contrib.foo` was removed in TensorFlow 2.x with "
      "`tf.contrib`; its modules moved into TensorFlow"),
+    ("global-step", "import tensorflow as tf\n"
+                    "tf.contrib.framework.get_or_create_global_step()\n",  # cifar10_train.py
+     "RemovedAttributeError: `tf.contrib.framework.get_or_create_global_step` was removed "
+     "in TensorFlow 2.x; use `tf.train.get_or_create_global_step()`."),
     ("getattr", "import tensorflow as tf\ngetattr(tf, 'contrib')\n",
      "RemovedAttributeError: `tf.contrib` was removed in TensorFlow 2.x; its modules"),
     ("estimator", "import tensorflow as tf\ntf.estimator.Estimator\n",
