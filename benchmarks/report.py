@@ -72,13 +72,14 @@ def format_table(result: dict) -> str:
              f"{result['repeats']} repeats (examples/s: median [min-max]; ratio vs "
              f"{BASELINE})"]
     for workload, table in result["workloads"].items():
+        width = max([22] + [len(v) for v in table])  # long diagnostics variant names
         lines.append(f"\n{workload}  ({next(iter(table.values()))['examples']:,} examples)")
-        lines.append(f"  {'variant':22s} {'median/s':>11s} {'min':>10s} {'max':>10s} "
+        lines.append(f"  {'variant':{width}s} {'median/s':>11s} {'min':>10s} {'max':>10s} "
                      f"{'ratio':>7s} {'peak MB':>8s}")
         for variant, row in table.items():
             ratio_ = f"{row['ratio_vs_tf_queue_1']:.2f}" if row["ratio_vs_tf_queue_1"] else "-"
             peak = f"{row['peak_rss_mb']:.0f}" if row["peak_rss_mb"] else "-"
-            lines.append(f"  {variant:22s} {row['median']:11,.0f} {row['min']:10,.0f} "
+            lines.append(f"  {variant:{width}s} {row['median']:11,.0f} {row['min']:10,.0f} "
                          f"{row['max']:10,.0f} {ratio_:>7s} {peak:>8s}")
     for section, table in result.get("scaling", {}).items():
         lines.append(f"\nscaling by {section}")

@@ -44,6 +44,10 @@ built under ``queue_pipeline.engine("dataset")``: the same Session loop, fed
 by a tf.data iterator), twin (queue_pipeline.data, per-record decode),
 twin_batch_decode (the twin's batch-then-decode path), tfdata and
 tfdata_batch_decode (idiomatic hand-written tf.data of the same meaning).
+The diagnostics' cost, switch by switch: qp_queue_1_off / qp_queue_4_off
+(every diagnostic off, ``tf_faithful()``) and qp_queue_N_only_<switch> (only
+that switch on), e.g. ``--variants tf_queue_1 qp_queue_1 qp_queue_1_off
+qp_queue_1_only_unstarted_guard``.
 """
 
 from __future__ import annotations
@@ -71,6 +75,12 @@ from report import BASELINE, MODE_NAMES, format_table  # noqa: E402
 WORKLOADS = ["W1", "W2", "W3", "W4"]
 VARIANTS = ["tf_queue_1", "tf_queue_4", "qp_queue_1", "qp_queue_4", "qp_dataset_engine",
             "twin", "twin_batch_decode", "tfdata", "tfdata_batch_decode"]
+# The diagnostics' cost, switch by switch (not in the default run; pass them to
+# --variants): qp_queue_N with every diagnostic off, and with only one on.
+SWITCHES = ("unstarted_guard", "runner_errors", "quiet_shutdown", "no_spin", "tail_warning",
+            "exit_unblock")
+DIAGNOSTIC_VARIANTS = [f"qp_queue_{n}_{which}" for n in (1, 4)
+                       for which in ["off"] + [f"only_{s}" for s in SWITCHES]]
 SESSION_TIMEOUT_MS = 600_000
 
 
@@ -155,11 +165,25 @@ def _measure_dataset_session(variant, workload, data):
     return examples, elapsed
 
 
+def _diagnostics(variant):
+    """The diagnostics settings of a qp_queue variant (a no-op context for the others)."""
+    import contextlib  # noqa: PLC0415
+
+    which = variant.split("_", 3)[3] if variant.count("_") >= 3 else ""
+    if not variant.startswith("qp_queue") or not which:
+        return contextlib.nullcontext()
+    import queue_pipeline  # noqa: PLC0415
+
+    if which == "off":
+        return queue_pipeline.tf_faithful()
+    return queue_pipeline.diagnostics(False, **{which[len("only_"):]: True})
+
+
 def _measure_session(variant, workload, data):
     api, readers = _apis(variant)
-    threads = int(variant.rsplit("_", 1)[1])
+    threads = int(variant.split("_")[2])
     graph = tf.Graph()
-    with graph.as_default():
+    with graph.as_default(), _diagnostics(variant):
         fetches = workloads.queue_pipeline_fetches(api, readers, workload, data, threads)
         init = tf.compat.v1.local_variables_initializer()
         with tf.compat.v1.Session(config=_session_config()) as sess:
@@ -248,7 +272,7 @@ def run_benchmarks(args) -> dict:
               "tf_mode": tf_mode(),
               "date": time.strftime("%Y-%m-%d %H:%M"), "mode": "quick" if args.quick else "full",
               "batch_size": workloads.BATCH, "repeats": args.repeats, "workloads": {}}
-    variants = [v for v in args.variants if v in VARIANTS]
+    variants = [v for v in args.variants if v in VARIANTS + DIAGNOSTIC_VARIANTS]
     samples = {(w, v): [] for w in args.workloads for v in variants if applicable(v, w)}
     scaling = args.scaling and not args.quick
     progress = Progress(len(samples) * args.repeats
@@ -358,7 +382,8 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small data, in-process")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
-    parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
+    parser.add_argument("--variants", nargs="+", default=VARIANTS,
+                        choices=VARIANTS + DIAGNOSTIC_VARIANTS)
     parser.add_argument("--scaling", action="store_true")
     parser.add_argument("--tf1", action="store_true",
                         help="TF1 mode, as legacy scripts run: tf.compat.v1."

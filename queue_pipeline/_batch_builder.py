@@ -74,11 +74,11 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
             enqueue_ops = [_enqueue_op(queue, stored[0], enqueue_many, keep)] * num_threads
         add_queue_runner(QueueRunner(queue, enqueue_ops))
         _add_summary(queue, capacity, min_after_dequeue if kind.shuffle else None)
-        with tf.control_dependencies(_diagnostics.dequeue_guard(queue, api)):
-            if allow_smaller_final_batch:
-                dequeued = queue.dequeue_up_to(batch_size, name=scope)
-            else:
-                dequeued = queue.dequeue_many(batch_size, name=scope)
+        _diagnostics.guard(queue, api)
+        if allow_smaller_final_batch:
+            dequeued = queue.dequeue_up_to(batch_size, name=scope)
+        else:
+            dequeued = queue.dequeue_many(batch_size, name=scope)
         result = _structure.as_original_type(original, _sparse.restore(dequeued, infos))
     node = plan.record(api, dict(
         batch_size=batch_size, keep_input=keep_input, capacity=capacity,

@@ -2,18 +2,17 @@
 
 Four mechanisms, each behind a switch in :mod:`queue_pipeline._settings`:
 
-* **Unstarted guard** (``unstarted_guard``): every dequeue queue_pipeline
-  builds gets a control dependency on an ``Assert`` that fails at once when,
-  in the running session, nobody started the queue's runners, nothing is in
-  the queue and it is not closed. "Started" is a per-session mark (a hash
-  table resource, which needs no initializer) that
-  :meth:`QueueRunner.create_threads` sets before its threads start. See
-  NOTE [ Unstarted guard ].
+* **Unstarted guard** (``unstarted_guard``): a step that dequeues from a
+  queue_pipeline queue whose runners were not started in its session waits a
+  grace period for them, then fails with a message naming the fix instead of
+  hanging. The check runs once per ``sess.run`` in the session hook, never
+  per record. See NOTE [ Unstarted guard ].
 * **Runner errors** (``runner_errors``): a runner's error is rewritten with
-  where it came from (:func:`enrich`), recorded against its session, and the
-  session's ``run`` is wrapped so that the ``OutOfRangeError`` a consumer gets
-  from the cancelled queue becomes the runner's error, with its original type.
-  See NOTE [ Runner errors reach the consumer ].
+  where it came from (:func:`enrich`), recorded against its session and
+  queue, and the consumer's ``OutOfRangeError`` from the cancelled queue
+  becomes that error, with its original type; read and decode errors raised
+  in the consumer's own step name their file and record too. See NOTE
+  [ Runner errors reach the consumer ] and NOTE [ The session hook ].
 * **Quiet shutdown** (``quiet_shutdown``): :func:`is_shutdown_error` tells a
   runner that its error is only the echo of a stop request or a closed
   session.
@@ -33,52 +32,51 @@ import weakref
 
 import tensorflow as tf
 
-from queue_pipeline import _settings
+from queue_pipeline import _session_hook, _settings
 from queue_pipeline._compat import LOCAL_VARIABLES, logger
 
-__all__ = ["GUARD_SUFFIX", "dequeue_guard", "enrich", "failure_for", "forget_failures",
+__all__ = ["GUARD_SUFFIX", "enrich", "failing_op", "forget_failures", "guard",
            "is_pipeline_queue", "is_shutdown_error", "mark_started", "record_failure",
-           "unblock_at_exit", "watch_session"]
+           "unblock_at_exit"]
 
 GUARD_SUFFIX = "_qp_guard"
 
 # NOTE [ Unstarted guard ]
 # TF 1.x hangs forever when a consumer dequeues from a queue whose runners
-# were never started (spec P1). The guard is three cheap ops per dequeue run
-# (a table size, a queue size, an is-closed) and an Assert; the dequeue gets a
-# control dependency on the Assert, so it fails at once instead of waiting.
-# The mark lives in the session (a MutableHashTable shared by node name), so
-# two sessions on one graph are judged separately, and it is set
-# synchronously by create_threads before any thread starts, so a consumer that
-# runs right after start_queue_runners never races it. All guard ops sit
-# under "<queue op name>_qp_guard/", a scope no TF name uses, so the names of
-# every other op stay TF's. One case can still race: a runner that is *not*
-# queue_pipeline's (TF's own QueueRunner rebuilt by import_meta_graph and
-# started by TF's start_queue_runners) does not mark; queue_pipeline's
-# start_queue_runners marks for it.
+# were never started (spec P1). The guard lives in the session hook (NOTE
+# [ The session hook ] in _session_hook.py), not in the graph: every queue a
+# queue_pipeline builder dequeues or reads from is registered when it is
+# built, with a probe (its size and closed-ness, two ops connected to
+# nothing, under "<queue op name>_qp_guard/", a scope no TF name uses);
+# create_threads marks the queue started in its session before any thread
+# starts, and queue_pipeline's start_queue_runners marks the queues of
+# runners that are not queue_pipeline's. A step that dequeues from a queue
+# not started in its session waits up to the grace period
+# (`unstarted_grace_secs`, read when the pipeline is built) for its runners,
+# or for the queue to hold elements or be closed (filled by hand, or by a
+# runner that does not mark), and only then raises; a consumer thread that
+# starts before the main thread calls start_queue_runners therefore works.
+# Runner threads run their enqueue ops through TF's own make_callable, so
+# nothing is checked per record.
 
 
-def _guard_scope(queue_name: str) -> str:
-    return f"{queue_name}{GUARD_SUFFIX}/"
+def guard(queue, api: str) -> None:
+    """Registers a dequeue or read from `queue` (a queue_pipeline queue) for the diagnostics.
 
+    Under the ``unstarted_guard`` switch the dequeue is guarded (see NOTE
+    [ Unstarted guard ]); under ``runner_errors`` errors of the step are named
+    (see NOTE [ The session hook ]). With both off, nothing happens.
 
-def _marks_table(queue):
-    """The per-queue 'runners started' table, created once under the guard scope."""
-    graph = queue.queue_ref.graph
-    scope = _guard_scope(queue.queue_ref.op.name)
-    try:
-        return graph.get_operation_by_name(scope + "marks").outputs[0]
-    except KeyError:
-        pass
-    with graph.as_default(), tf.control_dependencies(None), \
-            tf.device(queue.queue_ref.device), tf.compat.v1.name_scope(scope):
-        table = tf.raw_ops.MutableHashTableV2(
-            key_dtype=tf.int64, value_dtype=tf.int64, use_node_name_sharing=True,
-            name="marks")
-        tf.raw_ops.LookupTableInsertV2(
-            table_handle=table, keys=tf.constant([0], tf.int64, name="mark_key"),
-            values=tf.constant([1], tf.int64, name="mark_value"), name="mark")
-    return table
+    Args:
+      queue: a ``tf.queue.QueueBase`` built by queue_pipeline.
+      api: the public API doing the dequeue, for the message.
+    """
+    settings = _settings.current()
+    if not (settings.unstarted_guard or settings.runner_errors):
+        return
+    _session_hook.register_queue(queue, api, grace=settings.unstarted_grace_secs,
+                                 guarded=settings.unstarted_guard,
+                                 names_errors=settings.runner_errors)
 
 
 def is_pipeline_queue(queue) -> bool:
@@ -92,51 +90,9 @@ def is_pipeline_queue(queue) -> bool:
                for node in plan.plan_nodes(graph))
 
 
-def dequeue_guard(queue, api: str) -> list:
-    """The control dependencies a dequeue from `queue` should take.
-
-    Args:
-      queue: a ``tf.queue.QueueBase`` built by queue_pipeline.
-      api: the public API doing the dequeue, for the message.
-
-    Returns:
-      ``[assert_op]`` when the ``unstarted_guard`` diagnostic is on, else ``[]``.
-    """
-    if not _settings.current().unstarted_guard:
-        return []
-    table = _marks_table(queue)
-    name = queue.queue_ref.op.name
-    message = (
-        f"queue_pipeline: {api} dequeues from queue '{name}', but its queue runners "
-        "were never started in this session, so the dequeue would wait forever. "
-        "Start them after initializing variables: "
-        "`coord = tf.compat.v1.train.Coordinator(); "
-        "threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)` "
-        "(queue_pipeline.start_queue_runners is the same), or run the graph in "
-        "tf.compat.v1.train.MonitoredTrainingSession, which starts them. To wait "
-        "instead, as TF 1.x does, build the pipeline under "
-        "queue_pipeline.diagnostics(unstarted_guard=False).")
-    with tf.control_dependencies(None), tf.device(queue.queue_ref.device), \
-            tf.compat.v1.name_scope(_guard_scope(name)):
-        started = tf.raw_ops.Greater(
-            x=tf.raw_ops.LookupTableSizeV2(table_handle=table),
-            y=tf.constant(0, tf.int64))
-        filled = tf.raw_ops.Greater(
-            x=tf.raw_ops.QueueSizeV2(handle=queue.queue_ref), y=tf.constant(0))
-        closed = tf.raw_ops.QueueIsClosedV2(handle=queue.queue_ref)
-        ok = tf.raw_ops.LogicalOr(x=started, y=tf.raw_ops.LogicalOr(x=filled, y=closed))
-        check = tf.raw_ops.Assert(condition=ok, data=[tf.constant(message)],
-                                  summarize=1, name="started")
-    return [check]
-
-
-def mark_started(sess, queue_name: str) -> None:
-    """Marks `queue_name`'s runners as started in `sess`, if the queue is guarded."""
-    try:
-        mark = sess.graph.get_operation_by_name(_guard_scope(queue_name) + "mark")
-    except (KeyError, ValueError):
-        return
-    sess.run(mark)
+def mark_started(sess, queue_name: str | None) -> None:
+    """Marks `queue_name`'s runners as started in `sess` (for the unstarted guard)."""
+    _session_hook.mark_started(sess, queue_name)
 
 
 # NOTE [ Runner errors reach the consumer ]
@@ -146,89 +102,28 @@ def mark_started(sess, queue_name: str) -> None:
 # consumer sees a plain end of data) and the error waits in coord.join();
 # without one the thread dies and the consumer hangs (spec P2, P12). In-graph
 # there is no way to fail a dequeue with another error type (a py_func turns
-# every exception into UnknownError), so the consumer side is handled at the
-# session: create_threads wraps the `run` of the session it runs in (that
-# instance only; `make_callable` is not wrapped), the failing runner records
-# its enriched error against that session and cancels its queue, and the
-# wrapped `run` turns the consumer's resulting OutOfRangeError into that
-# error, same type, chained to the OutOfRangeError.
-
-_LOCK = threading.Lock()
-# session -> {runner id: enriched error}, first failure of each runner.
-_FAILURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_WATCHED: "weakref.WeakSet" = weakref.WeakSet()
-
-
-def watch_session(sess) -> None:
-    """Wraps `sess.run` (this instance only) to re-raise recorded runner errors."""
-    with _LOCK:
-        if sess in _WATCHED:
-            return
-        try:
-            original = sess.run
-        except AttributeError:
-            return
-        owner = weakref.ref(sess)
-
-        def run(*args, **kwargs):
-            try:
-                return original(*args, **kwargs)
-            except tf.errors.OutOfRangeError as end:
-                session = owner()
-                failure = failure_for(session) if session is not None else None
-                if failure is None or not _is_closed_queue(end, session.graph):
-                    raise
-                raise _copy(failure) from end
-
-        run.__wrapped__ = original
-        run.__doc__ = getattr(original, "__doc__", None)
-        try:
-            sess.run = run
-        except AttributeError:  # a session type that forbids new attributes
-            return
-        _WATCHED.add(sess)
-
-
-_QUEUE_END_OPS = ("QueueDequeue", "ReaderRead")
-
-
-def _is_closed_queue(end, graph) -> bool:
-    """True if `end` comes from a closed queue (not, say, a tf.data iterator's end)."""
-    op = failing_op(end, graph)
-    if op is not None:
-        return op.type.startswith(_QUEUE_END_OPS)
-    return "is closed" in (getattr(end, "message", "") or "")
+# every exception into UnknownError), so the consumer side is handled by the
+# session hook: the failing runner records its enriched error against its
+# session and queue and cancels its queue, and the hooked `run` (and
+# `make_callable` callables) turns the resulting OutOfRangeError of a
+# consumer downstream of that queue into that error, same type, chained to
+# the OutOfRangeError, once. Pipelines not fed by the failed queue, and
+# tf.data iterators, keep their plain ends.
 
 
 def record_failure(sess, runner, error: BaseException) -> None:
-    """Records `runner`'s error against `sess` (the first one per runner)."""
-    with _LOCK:
-        _FAILURES.setdefault(sess, {}).setdefault(id(runner), error)
+    """Records `runner`'s error against `sess` (the first one per runner's queue)."""
+    _session_hook.register(sess.graph)
+    _session_hook.record_failure(sess, _runner_queue(runner), error)
 
 
 def forget_failures(sess, runner) -> None:
     """Drops `runner`'s recorded failure for `sess` (its threads are restarting)."""
-    with _LOCK:
-        failures = _FAILURES.get(sess)
-        if failures:
-            failures.pop(id(runner), None)
+    _session_hook.forget_failures(sess, _runner_queue(runner))
 
 
-def failure_for(sess):
-    """The first recorded runner error for `sess`, or None."""
-    with _LOCK:
-        failures = _FAILURES.get(sess)
-        return next(iter(failures.values())) if failures else None
-
-
-def _copy(error: BaseException) -> BaseException:
-    """A fresh exception of `error`'s type and message (so each raise has its own traceback)."""
-    if isinstance(error, tf.errors.OpError):
-        return type(error)(error.node_def, error.op, error.message)
-    try:
-        return type(error)(*error.args)
-    except Exception:  # noqa: BLE001 - exotic constructors: re-raise the original
-        return error
+def _runner_queue(runner) -> str:
+    return getattr(runner, "_queue_op_name", None) or runner.name
 
 
 # NOTE [ Interpreter exit ]
@@ -239,6 +134,7 @@ def _copy(error: BaseException) -> BaseException:
 # live runner is cancelled, so blocked enqueues fail, the threads see a
 # shutdown error and end quietly.
 
+_LOCK = threading.Lock()
 _EXITING = threading.Event()
 # runner -> sessions its threads run in (both weak).
 _LIVE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()

@@ -557,16 +557,28 @@ def _consumers(graph: tf.Graph) -> dict[str, list[str]]:
 
 
 def _retire_runners(graph: tf.Graph, leaves: list) -> list:
-    """Removes the faithful runners only the rebuilt pipeline consumed."""
+    """Removes the faithful runners only the rebuilt pipeline consumed.
+
+    A runner stays when a consumer of its queue is outside the pipeline, or
+    when something outside the pipeline uses what a consumer delivers (a
+    reader's value also decoded and fetched directly).
+    """
     collection = graph.get_collection_ref(QUEUE_RUNNERS)
     scope = rebuild.upstream_ops(leaves, list(collection))
     consumers = _consumers(graph)
+
+    def only_the_pipeline(consumer: str) -> bool:
+        if consumer not in scope:
+            return False
+        op = graph.get_operation_by_name(consumer)
+        return all(user.name in scope for t in op.outputs for user in t.consumers())
+
     retired = []
     for qr in list(collection):
         name = _queue_op_name(getattr(qr, "queue", None))
         if name is None or name not in scope or isinstance(qr, _ServedRunner):
             continue
-        if all(c in scope for c in consumers.get(name, ())):
+        if all(only_the_pipeline(c) for c in consumers.get(name, ())):
             collection.remove(qr)
             retired.append(qr)
     with _LOCK:

@@ -1,19 +1,21 @@
-"""Where a runner's error came from: the file and record behind it, and partial-tail warnings.
+"""Where an input error came from: the file and record behind it, and partial-tail warnings.
 
 Three pieces, all behind the diagnostics switches of
 :mod:`queue_pipeline._settings`:
 
-* :func:`track_last_key` (``runner_errors``): the readers' ``read`` and
-  ``read_up_to`` remember the key(s) they just produced in a per-session
-  resource, so an error raised later in the same step (a decoder) can name
-  the record. See NOTE [ Last key ].
 * :func:`describe_origin`: a short text naming the file and record behind a
-  runner's error, for the message the consumer sees.
+  runner thread's error, for the message the consumer sees.
+* :func:`consumer_error`: the same for an error raised in the consumer's own
+  step (a reader's value decoded in the main thread, a batch of raw records
+  decoded after the dequeue), as the error to raise instead (same type).
 * :func:`warn_partial_tails` (``tail_warning``): one warning per file that a
   FixedLengthRecordReader will read with a partial record at its end, which
   TF 1.x drops silently (spec P21).
 
-Nothing here raises: every failure degrades to "" or to no warning.
+Nothing is recorded while a pipeline runs: decode errors are traced back to
+their record after the fact (NOTE [ Finding the failing record ] in
+``_records.py``), reader errors by re-reading the files. Nothing here
+raises: every failure degrades to "" (or None) or to no warning.
 """
 
 from __future__ import annotations
@@ -27,87 +29,23 @@ from typing import Iterable
 
 import tensorflow as tf
 
-from queue_pipeline import _settings, plan
+from queue_pipeline import _records, _settings, plan
 from queue_pipeline._compat import logger
-from queue_pipeline._diagnostics import GUARD_SUFFIX
 
-__all__ = ["describe_origin", "partial_tail", "track_last_key",
-           "warn_partial_tails"]
+__all__ = ["consumer_error", "describe_origin", "partial_tail", "warn_partial_tails"]
 
-_LAST_KEY = "last_key"  # the lookup op under "<read op>_qp_guard/"
-_KEY_SEPARATOR = "\0"  # between the keys of one read_up_to; never in a file name
-
-# Time budgets, in seconds: the whole description, and running one lookup.
+# The time budget of one description, in seconds (file checks and record scans stop).
 _BUDGET_SECS = 3.0
-_LOOKUP_TIMEOUT_MS = 2000
 # Traversal and reporting bounds.
 _MAX_OPS = 50_000
 _MAX_NAMED = 3
 
 _READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
-# Readers whose key is "<file>:<record>"; the others' key is the work unit itself.
-_SUFFIXED_KEYS = ("TextLineReaderV2", "FixedLengthRecordReaderV2", "TFRecordReaderV2")
-
-# NOTE [ Last key ]
-# Decoder errors ("Expect 3 fields but have 2 in record 0") name neither the
-# file nor the line, and no reader kernel exposes the key it produced last.
-# Under the `runner_errors` switch each read stores the key(s) it
-# produced in a MutableHashTable (shared by node name, so it is per session
-# and needs no initializer) and returns its value through an Identity with a
-# control dependency on that store: whatever decodes the value runs after the
-# key is stored. The lookup op is built at read() time, because graphs are
-# finalized by MonitoredTrainingSession before any error happens. All these
-# ops sit under "<read op name>_qp_guard/", so TF's own names are untouched
-# and structural comparisons can skip them. When several threads share one
-# reader the stored key is the most recent record read by any of them, which
-# is the failing record only approximately; describe_origin says so. The
-# cost is two small ops per run (three for read_up_to, which joins its keys):
-# no measurable change (under 1%) in a CSV read + decode_csv step of ~37 us.
-
-
-def _guard_scope(read_op: tf.Operation) -> str:
-    return f"{read_op.name}{GUARD_SUFFIX}/"
-
-
-def track_last_key(read_op: tf.Operation, keys: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
-    """Makes `values` remember `keys` in the session; returns the values to hand out.
-
-    Args:
-      read_op: the ``ReaderReadV2`` or ``ReaderReadUpToV2`` op.
-      keys: its key output (a scalar, or a vector for read_up_to).
-      values: its value output.
-
-    Returns:
-      `values` itself when the ``runner_errors`` diagnostic is off; otherwise
-      an identity of it that runs after the keys are stored. See
-      NOTE [ Last key ].
-    """
-    if not _settings.current().runner_errors:
-        return values
-    scope = _guard_scope(read_op)
-    with tf.compat.v1.name_scope(scope):
-        with tf.control_dependencies(None):
-            table = tf.raw_ops.MutableHashTableV2(
-                key_dtype=tf.int64, value_dtype=tf.string, use_node_name_sharing=True,
-                name="table")
-            slot = tf.constant(0, tf.int64, name="slot")
-            tf.raw_ops.LookupTableFindV2(
-                table_handle=table, keys=slot,
-                default_value=tf.constant("", name="no_key"), name=_LAST_KEY)
-        stored = keys
-        if keys.shape.rank != 0:
-            stored = tf.raw_ops.ReduceJoin(inputs=keys, reduction_indices=0,
-                                           separator=_KEY_SEPARATOR, name="joined_keys")
-        store = tf.raw_ops.LookupTableInsertV2(table_handle=table, keys=slot,
-                                               values=stored, name="store")
-        with tf.control_dependencies([store]):
-            return tf.identity(values, name="value")
-
 
 # --------------------------------------------------------------------------- describe_origin
 
 def describe_origin(error: BaseException, runner, sess) -> str:
-    """A short text naming the file and record behind a runner's error.
+    """A short text naming the file and record behind a runner thread's error.
 
     What it can say depends on the error:
 
@@ -115,55 +53,87 @@ def describe_origin(error: BaseException, runner, sess) -> str:
       the path: ``"file /d/gone.csv"``;
     * a reader's ``DataLossError`` (bad CRC, truncated record, wrong
       compression) names no file: the statically known files of the producer
-      feeding the reader are re-read with the reader's settings (the file of
-      the most recent record first) until one fails the same way, within the
-      time budget: ``"file /d/b.tfrecord, record /d/b.tfrecord:18"``, plus a
-      hint when the compression is wrong;
+      feeding the reader are re-read with the reader's settings until one
+      fails the same way, within the time budget:
+      ``"file /d/b.tfrecord, record /d/b.tfrecord:18"``, plus a hint when the
+      compression is wrong;
     * an error after the read (``decode_csv``, ``parse_single_example``,
-      ``decode_raw``) names the key the reader stored last (see NOTE
-      [ Last key ]), the one at ``record N`` of the message for
-      ``read_up_to``: ``"file /d/a.csv, record /d/a.csv:17"``; when several
-      threads share the reader it is ``"file /d/a.csv, most recent record
-      read /d/a.csv:17 (2 threads share reader 'TextLineReaderV2')"``;
+      ``decode_raw``) is traced to its record by decoding the reader's files
+      again (NOTE [ Finding the failing record ] in ``_records.py``):
+      ``"file /d/a.csv, line 17 (record /d/a.csv:17)"``, or ``"one of the
+      records ..."`` when several fail the same way;
     * a producer's "non-null input tensor" error names the glob of its
       ``match_filenames_once``: ``"no file matches the pattern /d/*.csv"``.
 
     Args:
       error: the exception the runner thread caught.
       runner: the QueueRunner (only its ``enqueue_ops`` are used).
-      sess: the Session the runner ran in; the last-key lookups run in it.
+      sess: the Session the runner ran in (only its graph is used).
 
     Returns:
       The text, or ``""`` when nothing is known. It never raises, and it
-      gives up after a few seconds (file checks stop at a time budget).
+      gives up after a few seconds.
     """
     try:
-        deadline = time.monotonic() + _BUDGET_SECS
-        return _describe(error, runner, sess, deadline)
+        graph = getattr(sess, "graph", None)
+        ops = _runner_ops(runner)
+        if graph is None and ops:
+            graph = ops[0].graph
+        if graph is None:
+            return ""
+        return _describe(error, graph, ops, time.monotonic() + _BUDGET_SECS)
     except Exception as e:  # noqa: BLE001 - diagnostics must never mask the error
         logger.debug("queue_pipeline could not locate the origin of %r: %s", error, e)
         return ""
 
 
-def _describe(error, runner, sess, deadline) -> str:
-    graph = getattr(sess, "graph", None)
-    ops = _runner_ops(runner)
-    if graph is None and ops:
-        graph = ops[0].graph
-    if graph is None:
-        return ""
+def consumer_error(error: BaseException, graph: tf.Graph) -> BaseException | None:
+    """`error`, raised in a consumer's own step, rebuilt with its input named; or None.
+
+    For read and decode errors whose records come from a queue_pipeline
+    reader read in the step (or one batching queue upstream), the message
+    becomes ``queue_pipeline: op '<name>' failed on an input record. Input:
+    <origin>. Original error: <TF's message>``, with ``error``'s type. None
+    when the error concerns no record (then TF's error stands).
+    """
+    if "queue_pipeline:" in _message(error):
+        return None
+    text = _message(error)
+    failing = _failing_op(error, text, graph)
+    if failing is None:
+        return None
+    try:
+        origin = _describe(error, graph, [failing], time.monotonic() + _BUDGET_SECS)
+    except Exception as e:  # noqa: BLE001 - diagnostics must never mask the error
+        logger.debug("queue_pipeline could not locate the origin of %r: %s", error, e)
+        return None
+    if not origin:
+        return None
+    message = (f"queue_pipeline: op '{failing.name}' failed on an input record. "
+               f"Input: {origin}. Original error: {text}")
+    if isinstance(error, tf.errors.OpError):
+        return type(error)(error.node_def, error.op, message)
+    return None
+
+
+def _describe(error, graph, ops, deadline) -> str:
     text = _message(error)
     failing = _failing_op(error, text, graph)
     if failing is not None and failing.type in _READ_OPS:
-        return _describe_read_error(error, text, failing, sess, deadline)
+        return _describe_read_error(error, text, failing, deadline)
+    if failing is not None and failing.type == "IteratorGetNext":
+        # The dataset engine's reader twin failed: the legacy reads behind it.
+        for read_op in _served_reads(failing):
+            found = _describe_read_error(error, text, read_op, deadline)
+            if found:
+                return found
     path = _named_path(text)
     if path:
         return f"file {path}"
-    # A decoder (or anything after a read): the reads it depends on, or, when
-    # the failing op is unknown, every read the runner's ops run.
-    reads = _upstream_reads([failing] if failing is not None else ops)
-    if reads:
-        return _describe_last_keys(text, reads, runner, sess)
+    if failing is not None:
+        found = _describe_records(text, failing, deadline)
+        if found:
+            return found
     return _describe_producer_error(text, ops)
 
 
@@ -183,18 +153,28 @@ def _runner_ops(runner) -> list:
 _NODE_PATTERNS = (re.compile(r"\{\{node ([^}]+)\}\}"), re.compile(r"Node: '([^']+)'"))
 
 
+# Import scopes of the regions the dataset engine and to_dataset lift into
+# functions: a node "lifted/DecodeCSV" in an iterator's error is the legacy
+# graph's "DecodeCSV", which still exists.
+_LIFTED_SCOPES = ("lifted/", "vectorized/", "per_record/")
+
+
 def _failing_op(error, text, graph) -> tf.Operation | None:
+    """The legacy op an error names: its ``op``, else the first ``{{node X}}`` found."""
     op = getattr(error, "op", None)
-    if isinstance(op, tf.Operation):
+    if isinstance(op, tf.Operation) and op.type != "IteratorGetNext":
         return op
     for pattern in _NODE_PATTERNS:
-        match = pattern.search(text)
-        if match:
-            try:
-                return graph.get_operation_by_name(match.group(1))
-            except (KeyError, ValueError):
-                continue
-    return None
+        for name in pattern.findall(text):
+            for candidate in [name] + [name[len(s):] for s in _LIFTED_SCOPES
+                                       if name.startswith(s)]:
+                try:
+                    found = graph.get_operation_by_name(candidate)
+                except (KeyError, ValueError):
+                    continue
+                if found.type != "IteratorGetNext":
+                    return found
+    return op if isinstance(op, tf.Operation) else None
 
 
 def _ancestors(start: Iterable[tf.Operation]) -> set:
@@ -229,7 +209,32 @@ def _named_path(text: str) -> str | None:
 
 # --- errors raised by the read op itself -------------------------------------
 
-def _describe_read_error(error, text, read_op, sess, deadline) -> str:
+def _queue_reads(runner) -> list:
+    """The reads that take work units from `runner`'s queue (in any thread)."""
+    queue = getattr(getattr(getattr(runner, "queue", None), "queue_ref", None), "op", None)
+    if queue is None:
+        return []
+    return sorted((op for op in queue.graph.get_operations()
+                   if op.type in _READ_OPS and op.inputs[1].op is queue),
+                  key=lambda op: op.name)
+
+
+def _served_reads(iterator_op: tf.Operation) -> list:
+    """The legacy reads behind a batching call the dataset engine serves from `iterator_op`."""
+    reads: dict = {}
+    for node in plan.plan_nodes(iterator_op.graph):
+        if node.args.get("engine") != "dataset":
+            continue
+        ops = {getattr(t, "op", None) for t in node.outputs}
+        if not any(iterator_op in _ancestors([op]) for op in ops if op is not None):
+            continue
+        for read_op in _upstream_reads([t.op for t in node.inputs
+                                        if isinstance(t, tf.Tensor)]):
+            reads[read_op.name] = read_op
+    return [reads[name] for name in sorted(reads)]
+
+
+def _describe_read_error(error, text, read_op, deadline) -> str:
     """A reader's own error: the path it names, or the file that reproduces it."""
     path = _named_path(text)
     if path:
@@ -237,16 +242,7 @@ def _describe_read_error(error, text, read_op, sess, deadline) -> str:
     if not isinstance(error, tf.errors.DataLossError):
         return ""
     reader = _reader_op(read_op)
-    keys = _last_keys(read_op, sess)
-    unknown = f"most recent record read before the error: {keys[-1]}" if keys else ""
     files = _static_files(read_op, deadline)
-    if not files:
-        return unknown
-    last_file = _file_of(keys[-1], reader) if keys else None
-    # The failing file is often the one being read (a corrupt record in the
-    # middle); try it first, then the others, until the budget runs out.
-    if last_file in files:
-        files = [last_file] + [f for f in files if f != last_file]
     matches, checked = [], 0
     for path in files:
         if time.monotonic() > deadline:
@@ -255,11 +251,9 @@ def _describe_read_error(error, text, read_op, sess, deadline) -> str:
         found = _file_problem(reader, path, deadline)
         if found is not None and _same_problem(found[0], text):
             matches.append((path, found[1]))
-            if path == last_file:
-                break  # the file being read fails exactly this way
     if not matches:
-        return unknown
-    if len(matches) == 1 or matches[0][0] == last_file:
+        return ""
+    if len(matches) == 1:
         path, offset = matches[0]
         record = f", record {path}:{offset}" if offset is not None else ""
         return f"file {path}{record}{_compression_hint(reader, path)}"
@@ -372,63 +366,22 @@ def _compression_hint(reader: tf.Operation, path: str) -> str:
 
 # --- errors raised downstream of a read (decoders) ----------------------------
 
-def _describe_last_keys(text, reads, runner, sess) -> str:
-    """Names the key(s) each of `reads` stored last (see NOTE [ Last key ])."""
-    match = re.search(r"in record (\d+)", text)  # the decoders' index in their input
-    index = int(match.group(1)) if match else None
-    parts = []
-    for read_op in reads[:_MAX_NAMED]:
-        keys = _last_keys(read_op, sess)
-        if not keys:
-            continue
-        if index is not None and index < len(keys):
-            key, what = keys[index], f"record {keys[index]}"
-        elif len(keys) > 1:  # read_up_to, and the record is unknown: the batch
-            key, what = keys[-1], f"records {keys[0]} to {keys[-1]}"
-        else:
-            key, what = keys[-1], f"record {keys[-1]}"
-        reader = _reader_op(read_op)
-        sharing = _threads_sharing(read_op, runner)
-        if sharing > 1:
-            what = what.replace("record ", "record read ", 1).replace(
-                "records ", "records read ", 1)
-            what = f"most recent {what} ({sharing} threads share reader '{reader.name}')"
-        unit = "work unit" if reader.type.startswith("IdentityReader") else "file"
-        parts.append(f"{unit} {_file_of(key, reader)}, {what}")
-    return "; ".join(parts)
-
-
-def _last_keys(read_op: tf.Operation, sess) -> list[str]:
-    """The key(s) `read_op` stored in `sess` (see NOTE [ Last key ]), or []."""
-    try:
-        lookup = read_op.graph.get_tensor_by_name(f"{_guard_scope(read_op)}{_LAST_KEY}:0")
-    except (KeyError, ValueError):
-        return []
-    run = getattr(getattr(sess, "run", None), "__wrapped__", None) or sess.run
-    try:
-        value = run(lookup, options=tf.compat.v1.RunOptions(
-            timeout_in_ms=_LOOKUP_TIMEOUT_MS))
-    except Exception:  # noqa: BLE001 - a closed session, a timeout: unknown
-        return []
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    return [key for key in text.split(_KEY_SEPARATOR) if key] if text else []
-
-
-def _file_of(key: str, reader: tf.Operation) -> str:
-    if reader.type in _SUFFIXED_KEYS and ":" in key:
-        return key.rsplit(":", 1)[0]
-    return key
-
-
-def _threads_sharing(read_op: tf.Operation, runner) -> int:
-    """How many of `runner`'s enqueue threads run `read_op` (an op listed twice counts twice)."""
-    count = 0
-    cache: dict = {}
-    for op in _runner_ops(runner):
-        if op not in cache:
-            cache[op] = read_op in _ancestors([op])
-        count += cache[op]
-    return count
+def _describe_records(text, failing, deadline) -> str:
+    """The record(s) that fail like `text` at `failing`; see NOTE [ Finding the failing record ]."""
+    named = []
+    for source in _records.read_sources(failing)[:_MAX_NAMED]:
+        files = _static_files(source.read_op, deadline)
+        keys, _ = _records.failing_records(source, files, text, deadline)
+        reader_type = _reader_op(source.read_op).type
+        named += [_records.describe_key(key, reader_type) for key in keys]
+    named = list(dict.fromkeys(named))
+    if len(named) == 1:
+        return named[0]
+    if named:
+        shown = "; ".join(named[:_MAX_NAMED])
+        more = f" and {len(named) - _MAX_NAMED} more" if len(named) > _MAX_NAMED else ""
+        return f"one of the records {shown}{more} (each fails this way)"
+    return ""
 
 
 # --- errors raised by a producer ---------------------------------------------
@@ -518,7 +471,7 @@ def warn_partial_tails(runner) -> None:
         if not _settings.current().tail_warning:
             return
         deadline = time.monotonic() + _TAIL_BUDGET_SECS
-        for read_op in _upstream_reads(_runner_ops(runner)):
+        for read_op in _upstream_reads(_runner_ops(runner)) + _queue_reads(runner):
             reader = _reader_op(read_op)
             if reader.type != "FixedLengthRecordReaderV2":
                 continue

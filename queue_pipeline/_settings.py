@@ -24,8 +24,8 @@ import dataclasses
 import os
 from typing import Iterator
 
-__all__ = ["DIAGNOSTICS", "ENGINES", "Settings", "current", "diagnostics", "engine",
-           "tf_faithful"]
+__all__ = ["DEFAULT_GRACE_SECS", "DIAGNOSTICS", "ENGINES", "Settings", "current",
+           "diagnostics", "engine", "tf_faithful"]
 
 ENGINES = ("queue", "dataset")
 
@@ -46,9 +46,16 @@ DIAGNOSTICS = {
 }
 
 
+# How long a dequeue in a session whose runners were not started yet waits
+# for them before the unstarted guard raises (a consumer thread may start
+# before the main thread calls start_queue_runners).
+DEFAULT_GRACE_SECS = 3.0
+GRACE_ENV = "QUEUE_PIPELINE_UNSTARTED_GRACE_SECS"
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """The switches in force: ``engine`` plus one bool per diagnostic."""
+    """The switches in force: ``engine``, one bool per diagnostic, and the guard's grace."""
 
     engine: str = "queue"
     unstarted_guard: bool = True
@@ -57,6 +64,18 @@ class Settings:
     no_spin: bool = True
     tail_warning: bool = True
     exit_unblock: bool = True
+    unstarted_grace_secs: float = DEFAULT_GRACE_SECS
+
+
+def _grace(value, where: str) -> float:
+    """`value` as a grace period in seconds (a number >= 0), or a ValueError naming `where`."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if isinstance(value, bool) or not seconds >= 0:
+        raise ValueError(f"{where} must be a number of seconds >= 0; got {value!r}.")
+    return seconds
 
 
 def _from_environment() -> Settings:
@@ -78,6 +97,9 @@ def _from_environment() -> Settings:
                     f"QUEUE_PIPELINE_DIAGNOSTICS names unknown switches {sorted(unknown)}; "
                     f"use 'off', 'on' or a comma-separated list of {sorted(DIAGNOSTICS)}.")
             flags = {key: key in keep for key in DIAGNOSTICS}
+    grace = os.environ.get(GRACE_ENV)
+    if grace is not None and grace.strip():
+        flags["unstarted_grace_secs"] = _grace(grace.strip(), GRACE_ENV)
     return Settings(engine=name, **flags)
 
 
@@ -122,30 +144,38 @@ def engine(name: str):
     return _override(engine=name)
 
 
-def diagnostics(enabled: bool | None = None, **switches: bool):
+def diagnostics(enabled: bool | None = None, *, unstarted_grace_secs: float | None = None,
+                **switches: bool):
     """Context manager: turns queue_pipeline's diagnostics on or off.
 
-    ``diagnostics(False)`` restores TF 1.x's exact behaviour (graphs node for
-    node, hangs and all); ``diagnostics(runner_errors=False)`` turns off one
-    switch. The switches and what each changes are in ``DIAGNOSTICS`` and in
-    the README's table of deliberate differences.
+    ``diagnostics(False)`` restores TF 1.x's exact behaviour (hangs and all);
+    ``diagnostics(runner_errors=False)`` turns off one switch. The switches
+    and what each changes are in ``DIAGNOSTICS`` and in the README's table of
+    deliberate differences. Like the switches, they are read when a pipeline
+    is built.
 
     Args:
       enabled: if given, the value for every switch not named in `switches`.
+      unstarted_grace_secs: how long a dequeue waits for its runners to start
+        before the unstarted guard raises (default 3 s; environment:
+        ``QUEUE_PIPELINE_UNSTARTED_GRACE_SECS``).
       **switches: switch name -> bool.
 
     Raises:
-      ValueError: a switch name is unknown.
+      ValueError: a switch name is unknown, or the grace is not a number >= 0.
     """
     unknown = set(switches) - set(DIAGNOSTICS)
     if unknown:
         raise ValueError(
             f"queue_pipeline.diagnostics: unknown switches {sorted(unknown)}; "
             f"the switches are {sorted(DIAGNOSTICS)}.")
-    changes = {}
+    changes: dict = {}
     if enabled is not None:
         changes = {key: bool(enabled) for key in DIAGNOSTICS}
     changes.update({key: bool(value) for key, value in switches.items()})
+    if unstarted_grace_secs is not None:
+        changes["unstarted_grace_secs"] = _grace(
+            unstarted_grace_secs, "queue_pipeline.diagnostics: `unstarted_grace_secs`")
     return _override(**changes)
 
 

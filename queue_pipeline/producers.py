@@ -346,9 +346,8 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
         rows = tf.shape(tensors[0])[0]
         queue, _ = _range_input_producer(rows, num_epochs, shuffle, seed, capacity,
                                          shared_name, None)
-        with tf.control_dependencies(
-                _diagnostics.dequeue_guard(queue, "slice_input_producer")):
-            index = queue.dequeue()
+        _diagnostics.guard(queue, "slice_input_producer")
+        index = queue.dequeue()
         outputs = [tf.gather(t, index) for t in tensors]
     plan.record("slice_input_producer", dict(
         num_epochs=num_epochs, shuffle=shuffle, seed=seed, capacity=capacity,

@@ -6,7 +6,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from queue_pipeline import _diagnostics, _locate, plan
+from queue_pipeline import _diagnostics, plan
 from queue_pipeline._compat import require_graph
 
 __all__ = [
@@ -88,16 +88,13 @@ class ReaderBase:
           A ``(key, value)`` named tuple of string scalars.
 
         Side effects:
-          Records a ``"<ClassName>.read"`` plan node whose ``reads`` is `queue`.
-          Under the ``runner_errors`` diagnostic, `value` is an identity that
-          first stores `key` for error messages (see NOTE [ Last key ] in
-          _locate.py).
+          Records a ``"<ClassName>.read"`` plan node whose ``reads`` is `queue`,
+          and registers the read for the diagnostics (NOTE [ Unstarted guard ]
+          in _diagnostics.py).
         """
-        with tf.control_dependencies(_read_guard(queue, f"{type(self).__name__}.read")):
-            key_value = _ops.ReaderReadV2(reader_handle=self._reader_ref,
-                                          queue_handle=_queue_handle(queue), name=name)
-        key_value = key_value._replace(value=_locate.track_last_key(
-            key_value.key.op, key_value.key, key_value.value))
+        _read_guard(queue, f"{type(self).__name__}.read")
+        key_value = _ops.ReaderReadV2(reader_handle=self._reader_ref,
+                                      queue_handle=_queue_handle(queue), name=name)
         self._record("read", {"name": name}, queue, key_value)
         return key_value
 
@@ -120,17 +117,12 @@ class ReaderBase:
 
         Side effects:
           Records a ``"<ClassName>.read_up_to"`` plan node whose ``reads`` is
-          `queue`. Under the ``runner_errors`` diagnostic, `values` is an
-          identity that first stores `keys` (see NOTE [ Last key ] in
-          _locate.py).
+          `queue`, and registers the read for the diagnostics.
         """
-        with tf.control_dependencies(
-                _read_guard(queue, f"{type(self).__name__}.read_up_to")):
-            keys_values = _ops.ReaderReadUpToV2(
-                reader_handle=self._reader_ref, queue_handle=_queue_handle(queue),
-                num_records=num_records, name=name)
-        keys_values = keys_values._replace(values=_locate.track_last_key(
-            keys_values.keys.op, keys_values.keys, keys_values.values))
+        _read_guard(queue, f"{type(self).__name__}.read_up_to")
+        keys_values = _ops.ReaderReadUpToV2(
+            reader_handle=self._reader_ref, queue_handle=_queue_handle(queue),
+            num_records=num_records, name=name)
         self._record("read_up_to", {"num_records": num_records, "name": name},
                      queue, keys_values)
         return keys_values
@@ -181,11 +173,10 @@ class ReaderBase:
                     tuple(outputs), reads=queue)
 
 
-def _read_guard(queue, api: str) -> list:
-    """Guard ops for a read from a queue_pipeline producer's queue, else []."""
+def _read_guard(queue, api: str) -> None:
+    """Registers a read from a queue_pipeline producer's queue for the diagnostics."""
     if isinstance(queue, tf.queue.QueueBase) and _diagnostics.is_pipeline_queue(queue):
-        return _diagnostics.dequeue_guard(queue, api)
-    return []
+        _diagnostics.guard(queue, api)
 
 
 def _queue_handle(queue) -> tf.Tensor:

@@ -17,7 +17,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.protobuf import queue_runner_pb2
 
-from queue_pipeline import _compat, _diagnostics, _locate, _settings
+from queue_pipeline import _compat, _diagnostics, _locate, _session_hook, _settings
 from queue_pipeline._compat import QUEUE_RUNNERS, logger
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
@@ -238,8 +238,8 @@ class QueueRunner:
         Side effects:
           Registers each thread with `coord`. Marks the queue's runners as
           started in `sess` (for the unstarted guard). Under the diagnostics
-          (see queue_pipeline._settings), also: wraps `sess.run` of this
-          session instance so a runner's error replaces the consumer's
+          (see queue_pipeline._settings), also: installs the session hook
+          (once per process) so a runner's error replaces the consumer's
           closed-queue OutOfRangeError; warns once about partial
           fixed-length tails; cancels the queue at interpreter exit.
         """
@@ -252,7 +252,7 @@ class QueueRunner:
         _diagnostics.mark_started(sess, self._queue_op_name)
         _diagnostics.forget_failures(sess, self)
         if settings.runner_errors:
-            _diagnostics.watch_session(sess)
+            _session_hook.register(sess.graph)  # the consumer sees this runner's errors
         if settings.tail_warning:
             _locate.warn_partial_tails(self)
         if settings.exit_unblock:
@@ -292,7 +292,7 @@ class QueueRunner:
                 return
             # A callable costs about half a `sess.run` per call (no fetch
             # parsing), which matters in this loop: one call per record.
-            run_enqueue = sess.make_callable(enqueue_op)
+            run_enqueue = _session_hook.raw_callable(sess, enqueue_op)
             closed_types = self._queue_closed_exception_types
             while not (coord and coord.should_stop()):
                 try:
@@ -319,6 +319,10 @@ class QueueRunner:
                 logger.error("Exception in QueueRunner: %s", error)
                 with self._lock:
                     self._exceptions_raised.append(error)
+                if settings.runner_errors:
+                    # Recorded, logged and handed to the consumer (NOTE [ Runner
+                    # errors reach the consumer ]): the thread ends cleanly.
+                    return
                 if error is e:
                     raise
                 raise error from e

@@ -11,8 +11,6 @@ import tensorflow as tf
 import queue_pipeline as qp
 from helpers import TF, build, drain, graph_nodes, new_session, tf1_mode
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
 
 def _sparse():

@@ -15,8 +15,6 @@ from helpers import build, dataset_values, drain, new_session
 from queue_pipeline import batching as legacy_batching
 from queue_pipeline.data import batching as data_batching
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
 BATCH_APIS = ["batch", "maybe_batch", "batch_join", "maybe_batch_join", "shuffle_batch",
               "maybe_shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch_join"]

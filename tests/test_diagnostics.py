@@ -18,7 +18,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import TF, new_session, python_argv
+from helpers import TF, graph_nodes, new_session, python_argv
 from queue_pipeline import _settings
 
 SHORT_MS = 1500  # sessions expected to block use this timeout
@@ -113,20 +113,76 @@ def _consumers():
 CONSUMERS = _consumers()
 
 
+GRACE = 0.2  # a short grace period for the tests that expect the guard to raise
+
+
 @pytest.mark.parametrize("consumer", list(CONSUMERS))
-def test_unstarted_runners_fail_at_once_naming_the_fix(tmp_path, consumer):
+def test_unstarted_runners_fail_after_the_grace_period_naming_the_fix(tmp_path, consumer):
     path = _csv(tmp_path, ["1,2", "3,4"])
     g = tf.Graph()
-    with g.as_default():
+    with g.as_default(), qp.diagnostics(unstarted_grace_secs=GRACE):
         fetch = CONSUMERS[consumer](path)
         with new_session(g) as sess:
             sess.run(tf.compat.v1.local_variables_initializer())
             with pytest.raises(tf.errors.InvalidArgumentError) as info:
                 sess.run(fetch)  # a 20 s operation timeout would give DeadlineExceeded
     message = info.value.message
-    assert "never started" in message
+    assert "were not started in this session within 0.2 s" in message
     assert "start_queue_runners" in message and "MonitoredTrainingSession" in message
-    assert "unstarted_guard=False" in message
+    assert "unstarted_guard=False" in message and "unstarted_grace_secs" in message
+
+
+def test_the_guard_adds_nothing_to_the_data_path(tmp_path):
+    """The guard is the session hook's: the graph is TF's plus two unconnected probe ops."""
+    path = _csv(tmp_path, ["1,2"])
+    graphs = {}
+    for name, m in (("tf", TF), ("qp", qp)):
+        g = tf.Graph()
+        with g.as_default():
+            _csv_batch(m, [path])
+        graphs[name] = g
+    ours = graph_nodes(graphs["qp"], strip_guards=False)
+    extra = sorted(set(ours) - set(graph_nodes(graphs["tf"], strip_guards=False)))
+    assert extra and all("_qp_guard/" in name for name in extra)
+    assert {ours[name][0] for name in extra} <= {"QueueSizeV2", "QueueIsClosedV2"}
+    for node in graphs["qp"].as_graph_def().node:  # nothing consumes a probe
+        assert not any("_qp_guard/" in i for i in node.input), node.name
+    assert graph_nodes(graphs["qp"]) == graph_nodes(graphs["tf"])
+
+
+def test_a_consumer_thread_that_starts_first_waits_for_the_runners(tmp_path):
+    """A consumer dequeuing before the main thread calls start_queue_runners gets
+    every row, as with TF (which waits); the guard's grace period covers it."""
+    rows = [f"{i},{i}" for i in range(10)]
+    path = _csv(tmp_path, rows)
+    g = tf.Graph()
+    with g.as_default():
+        fetch = _csv_batch(qp, [path], num_epochs=1, batch_size=1)
+        with new_session(g) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            got, errors, asking = [], [], threading.Event()
+
+            def consume():
+                asking.set()
+                try:
+                    while True:
+                        got.append(int(sess.run(fetch)[0][0]))
+                except tf.errors.OutOfRangeError:
+                    pass
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            consumer = threading.Thread(target=consume)
+            consumer.start()
+            asking.wait(5)
+            threading.Event().wait(0.2)  # the consumer is already waiting
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            consumer.join(20)
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    assert not consumer.is_alive() and not errors, errors
+    assert got == list(range(10))
 
 
 @pytest.mark.parametrize("m", [TF, qp], ids=["tf", "qp-faithful"])
@@ -135,7 +191,7 @@ def test_unstarted_runners_hang_as_in_tf_with_the_guard_off(tmp_path, m):
     g = tf.Graph()
     with g.as_default(), qp.diagnostics(unstarted_guard=False):
         fetch = _csv_batch(m, [path])
-        assert not [op for op in g.get_operations() if op.name.endswith("_qp_guard/started")]
+        assert not [op for op in g.get_operations() if "_qp_guard/" in op.name]
         with new_session(g, timeout_ms=SHORT_MS) as sess:
             with pytest.raises(tf.errors.DeadlineExceededError):
                 sess.run(fetch)
@@ -144,14 +200,14 @@ def test_unstarted_runners_hang_as_in_tf_with_the_guard_off(tmp_path, m):
 def test_guard_judges_each_session_separately(tmp_path):
     path = _csv(tmp_path, ["1,2", "3,4"])
     g = tf.Graph()
-    with g.as_default():
+    with g.as_default(), qp.diagnostics(unstarted_grace_secs=GRACE):
         fetch = _csv_batch(qp, [path])
         with new_session(g) as started, new_session(g) as idle:
             coord = qp.Coordinator()
             threads = qp.start_queue_runners(started, coord)
             try:
                 assert started.run(fetch)[0].tolist() == [1, 3]
-                with pytest.raises(tf.errors.InvalidArgumentError, match="never started"):
+                with pytest.raises(tf.errors.InvalidArgumentError, match="were not started"):
                     idle.run(fetch)
             finally:
                 coord.request_stop()
@@ -432,6 +488,8 @@ def test_closing_the_session_without_coordinator_is_quiet(caplog):
     assert all(not r.exceptions_raised for r in runners)
 
 
+# TF's own contract, kept under tf_faithful(): the thread dies with the error.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_closing_the_session_without_coordinator_logs_in_faithful_mode(caplog):
     g = tf.Graph()
     with g.as_default(), caplog.at_level(logging.DEBUG, "queue_pipeline"):
@@ -516,3 +574,99 @@ def test_guard_marks_even_when_threads_are_created_outside_the_graph_context(tmp
 def test_no_runner_thread_outlives_its_test():
     names = [t.name for t in threading.enumerate() if t.name.startswith("QueueRunnerThread")]
     assert names == []
+
+
+# --------------------------------------------------------------------------- per pipeline, free
+
+
+def test_a_runner_error_ends_only_the_pipelines_it_feeds_and_only_once(tmp_path):
+    """Pipelines A and B in one session: B's bad row is B's error; A's end stays plain;
+    a pipeline C built after B's error was delivered ends plainly too."""
+    good = _csv(tmp_path, ["1,2", "3,4"], "good.csv")
+    bad = _csv(tmp_path, ["5,6", "7"], "bad.csv")
+    g = tf.Graph()
+    with g.as_default():
+        a = _csv_batch(qp, [good], num_epochs=1, batch_size=1)
+        b = _csv_batch(qp, [bad], num_epochs=1, batch_size=1)
+        with new_session(g) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            with pytest.raises(tf.errors.InvalidArgumentError, match="Expect 2 fields"):
+                for _ in range(5):
+                    sess.run(b)
+            coord.request_stop()
+            with pytest.raises(tf.errors.InvalidArgumentError):
+                coord.join(threads, stop_grace_period_secs=5)
+            # A's runners were stopped with everyone's: its end is a plain end.
+            with pytest.raises(tf.errors.OutOfRangeError) as info:
+                for _ in range(5):
+                    sess.run(a)
+            assert not info.value.message.startswith("queue_pipeline:")
+            before = len(tf.compat.v1.get_collection("queue_runners"))
+            c = _csv_batch(qp, [good], num_epochs=1, batch_size=1)
+            sess.run(tf.compat.v1.variables_initializer(tf.compat.v1.local_variables()[-1:]))
+            coord = qp.Coordinator()
+            threads = [t for qr in tf.compat.v1.get_collection("queue_runners")[before:]
+                       for t in qr.create_threads(sess, coord, start=True)]  # C's only
+            rows = []
+            with pytest.raises(tf.errors.OutOfRangeError) as info:
+                while True:
+                    rows.append(sess.run(c)[0].tolist())
+            assert rows == [[1], [3]]
+            assert not info.value.message.startswith("queue_pipeline:")  # B's is gone
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+
+
+def test_graphs_without_queue_pipeline_run_through_tfs_own_session_run():
+    from queue_pipeline import _session_hook
+
+    with tf.Graph().as_default() as g:
+        qp.batch([tf.constant(1)], 1)  # installs the hook (once per process)
+    with tf.Graph().as_default() as plain:
+        x = tf.constant(3) + 1
+        with new_session(plain) as sess:
+            assert sess.run(x) == 4
+    assert _session_hook.registered(g) and not _session_hook.registered(plain)
+
+
+def test_no_deprecation_warning_from_our_own_calls(tmp_path):
+    """Every builder, run once, in a fresh process of the suite's TF mode."""
+    script = tmp_path / "all_builders.py"
+    data = tmp_path / "a.csv"
+    data.write_text("1,2\n3,4\n")
+    script.write_text(textwrap.dedent(f"""
+        import tensorflow as tf
+        import queue_pipeline as qp
+        for engine in ("queue", "dataset"):
+            with tf.Graph().as_default(), qp.engine(engine):
+                files = qp.match_filenames_once({str(tmp_path / "*.csv")!r})
+                queue = qp.string_input_producer(files, num_epochs=2, seed=1)
+                key, value = qp.TextLineReader().read(queue)
+                row = tf.io.decode_csv(value, [[0], [0]])
+                first = qp.shuffle_batch(row, 2, 10, 2, num_threads=2)
+                (index,) = qp.slice_input_producer([tf.range(4)], num_epochs=1)
+                second = qp.batch_join([[index], [index + 10]], 2)
+                n = qp.range_input_producer(3, num_epochs=1).dequeue()
+                third = qp.maybe_batch([n], tf.equal(n % 2, 0), 1)
+                with tf.compat.v1.Session() as sess:
+                    sess.run([tf.compat.v1.global_variables_initializer(),
+                              tf.compat.v1.local_variables_initializer()])
+                    coord = qp.Coordinator()
+                    threads = qp.start_queue_runners(sess, coord)
+                    sess.run([first, second, third])
+                    coord.request_stop()
+                    coord.join(threads)
+        print("ran")
+    """))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    done = subprocess.run(python_argv(str(script)), capture_output=True, text=True,
+                          timeout=180, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ran" in done.stdout
+    ours = [line for line in done.stderr.splitlines()
+            if "deprecated" in line and "queue_pipeline" in line]
+    froms = [line for line in done.stderr.splitlines()
+             if line.startswith("WARNING:tensorflow:From") and "queue_pipeline" in line]
+    assert not ours and not froms, done.stderr[-3000:]

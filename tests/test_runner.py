@@ -12,8 +12,6 @@ import tensorflow as tf
 import queue_pipeline as qp
 from helpers import TF, build, drain, graph_nodes, new_session, session_config
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::pytest.PytestUnhandledThreadExceptionWarning")
 
 
 def _counter_runner(m, limit=3, n_ops=1, **kwargs):
@@ -175,6 +173,8 @@ def test_error_with_coordinator_reaches_join_and_consumer_sees_end(impl):
             assert tf.compat.v1.get_collection("queue_runners")[0].exceptions_raised == []
 
 
+# TF's own contract, kept under tf_faithful(): the thread dies with the error.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_error_without_coordinator_is_kept_and_logged(caplog):
     g = tf.Graph()
     with g.as_default():

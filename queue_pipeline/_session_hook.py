@@ -1,0 +1,442 @@
+"""The consumer side of the diagnostics: one hook on ``Session.run`` and ``make_callable``.
+
+NOTE [ The session hook ]
+The diagnostics act where the user's code runs a step: a dequeue whose
+runners were never started, a runner's error hidden behind the consumer's
+end of data, a decode error that names no file. TF 1.x offers no per-step
+hook, so the first time a queue_pipeline pipeline is built with a diagnostic
+on (or a queue_pipeline runner creates threads), :func:`register` wraps
+``run`` and ``make_callable`` of TF's session base class, once per process.
+For a graph without queue_pipeline state the wrapper costs one dictionary
+lookup per ``sess.run`` and then calls TF's method; nothing is added to any
+graph op by op, and no per-record work happens anywhere (runner threads run
+their enqueue ops through TF's own ``make_callable``, see :func:`raw_callable`).
+For a graph with state, per step:
+
+* **Unstarted guard** (NOTE [ Unstarted guard ] in ``_diagnostics.py``): while
+  some queue_pipeline queue of the graph has no runner started in this
+  session, the fetches' step is searched (once per fetch signature) for
+  dequeues and reader reads from such queues; each waits up to its grace
+  period (``unstarted_grace_secs``) for its runners to start, or for the queue
+  to hold elements or be closed (a probe of size and closed-ness, ops built
+  with the queue), and only then raises. Once every runner of the graph is
+  started in the session, the check is one dictionary lookup.
+* **Runner errors** (NOTE [ Runner errors reach the consumer ]): an
+  ``OutOfRangeError`` from a closed queue becomes the recorded error of a
+  runner feeding that queue (directly or through upstream queues), once: the
+  error is delivered, then forgotten. Other pipelines of the session, and
+  other ends (a tf.data iterator's), are untouched.
+* **Errors named** (``runner_errors``): a read or decode error raised in the
+  step itself (a reader's value decoded in the main thread, a batch of raw
+  records decoded after the dequeue) is re-raised with its original type and
+  a message naming the file and record (see ``_locate.describe_consumer_error``).
+
+Sessions and graphs are held weakly; the state keeps op names, never ops.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from typing import Callable
+
+import tensorflow as tf
+
+from queue_pipeline._compat import logger
+
+__all__ = ["failure_for_end", "forget_failures", "mark_started", "raw_callable",
+           "record_failure", "register", "register_queue", "registered"]
+
+_DEQUEUE = ("QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
+            "QueueDequeue", "QueueDequeueMany", "QueueDequeueUpTo")
+_READ = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
+_POLL_SECS = 0.02
+_LOCK = threading.RLock()
+_ORIGINAL: dict[str, Callable] = {}
+
+
+class _Queue:
+    """What the guard knows of one queue: the API for messages, its grace, its probe."""
+
+    def __init__(self, api: str, grace: float, probe: list[str], guarded: bool) -> None:
+        self.api, self.grace, self.probe, self.guarded = api, grace, probe, guarded
+
+
+class _GraphState:
+    """A graph's queue_pipeline queues and the per-fetch cache of what a step dequeues."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, _Queue] = {}
+        self.version = 0
+        self.names_errors = False
+        self._consumed: dict[tuple, frozenset] = {}
+        self._upstream: dict[str, frozenset] = {}
+        self._upstream_version = -1
+
+    def guarded_queues(self) -> frozenset:
+        return frozenset(n for n, q in self.queues.items() if q.guarded)
+
+    def consumed(self, graph: tf.Graph, fetch_ops: list, fed: frozenset) -> frozenset:
+        """Guarded queue names the step of `fetch_ops` dequeues or reads from (cached)."""
+        key = (tuple(sorted(op.name for op in fetch_ops)), fed, self.version)
+        found = self._consumed.get(key)
+        if found is not None:
+            return found
+        guarded = self.guarded_queues()
+        queues, seen, stack = set(), set(), list(fetch_ops)
+        while stack:
+            op = stack.pop()
+            if op.name in seen:
+                continue
+            seen.add(op.name)
+            if op.type in _DEQUEUE and op.inputs[0].op.name in guarded:
+                queues.add(op.inputs[0].op.name)
+                continue
+            if op.type in _READ and op.inputs[1].op.name in guarded:
+                queues.add(op.inputs[1].op.name)
+            stack.extend(t.op for t in op.inputs if t.name not in fed)
+            stack.extend(op.control_inputs)
+        found = frozenset(queues)
+        self._consumed[key] = found
+        return found
+
+    def upstream(self, graph: tf.Graph, queue_name: str) -> frozenset:
+        """`queue_name` and every queue whose runners feed it, directly or not."""
+        runners = graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+        if self._upstream_version != len(runners):
+            self._upstream, self._upstream_version = {}, len(runners)
+        found = self._upstream.get(queue_name)
+        if found is not None:
+            return found
+        fillers: dict[str, list] = {}
+        for qr in runners:
+            name = getattr(getattr(getattr(qr, "queue", None), "queue_ref", None), "op", None)
+            if name is not None:
+                fillers.setdefault(name.name, []).extend(
+                    getattr(e, "op", e) for e in getattr(qr, "enqueue_ops", ()))
+        result, todo = set(), [queue_name]
+        while todo:
+            queue = todo.pop()
+            if queue in result:
+                continue
+            result.add(queue)
+            seen, stack = set(), list(fillers.get(queue, ()))
+            while stack:
+                op = stack.pop()
+                if op.name in seen:
+                    continue
+                seen.add(op.name)
+                if op.type in _DEQUEUE:
+                    todo.append(op.inputs[0].op.name)
+                elif op.type in _READ:
+                    todo.append(op.inputs[1].op.name)
+                stack.extend(t.op for t in op.inputs)
+                stack.extend(op.control_inputs)
+        found = frozenset(result)
+        self._upstream[queue_name] = found
+        return found
+
+
+_GRAPHS: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDictionary()
+# session -> queue names whose runners were started in it.
+_STARTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# session -> the graph state version at which every guarded queue was started.
+_ALL_STARTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# session -> {queue name: enriched error} (the first failure of each queue's runners).
+_FAILURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+# ------------------------------------------------------------------ registration
+
+
+def register(graph: tf.Graph) -> _GraphState:
+    """The state of `graph`, created (and the hook installed) on first use."""
+    with _LOCK:
+        _install()
+        state = _GRAPHS.get(graph)
+        if state is None:
+            state = _GRAPHS[graph] = _GraphState()
+        return state
+
+
+def registered(graph: tf.Graph) -> bool:
+    """Whether `graph` has queue_pipeline diagnostics state."""
+    return graph in _GRAPHS
+
+
+def register_queue(queue, api: str, *, grace: float, guarded: bool,
+                   names_errors: bool) -> None:
+    """Registers a queue_pipeline queue for the consumer-side diagnostics.
+
+    Builds its probe (size and is-closed ops, under ``<queue>_qp_guard/``,
+    connected to nothing) so that the guard can look at it once the graph is
+    finalized. Side effect: installs the session hook (once per process).
+    """
+    from queue_pipeline._diagnostics import GUARD_SUFFIX  # noqa: PLC0415 - no cycle at import
+
+    ref = queue.queue_ref
+    graph = ref.graph
+    state = register(graph)
+    with _LOCK:
+        state.names_errors = state.names_errors or names_errors
+        known = state.queues.get(ref.op.name)
+        if known is not None:
+            known.guarded = known.guarded or guarded
+            state.version += 1
+            return
+        probe: list[str] = []
+        if guarded:
+            with graph.as_default(), tf.control_dependencies(None), \
+                    tf.device(ref.device), \
+                    tf.compat.v1.name_scope(f"{ref.op.name}{GUARD_SUFFIX}/"):
+                probe = [tf.raw_ops.QueueSizeV2(handle=ref, name="size").name,
+                         tf.raw_ops.QueueIsClosedV2(handle=ref, name="closed").name]
+        state.queues[ref.op.name] = _Queue(api, grace, probe, guarded)
+        state.version += 1
+
+
+def mark_started(sess, queue_name: str | None) -> None:
+    """Records that `queue_name`'s runners were started in `sess`."""
+    if queue_name is None:
+        return
+    with _LOCK:
+        try:
+            _STARTED.setdefault(sess, set()).add(queue_name)
+        except TypeError:  # a session type that cannot be weakly referenced
+            return
+
+
+# ------------------------------------------------------------------- failures
+
+
+def record_failure(sess, queue_name: str, error: BaseException) -> None:
+    """Records a runner's error for its queue in `sess` (the first one per queue)."""
+    with _LOCK:
+        try:
+            _FAILURES.setdefault(sess, {}).setdefault(queue_name, error)
+        except TypeError:
+            return
+
+
+def forget_failures(sess, queue_name: str) -> None:
+    """Drops the recorded failure of `queue_name` in `sess` (its runners restart)."""
+    with _LOCK:
+        failures = _FAILURES.get(sess)
+        if failures:
+            failures.pop(queue_name, None)
+
+
+def failure_for_end(sess, end: tf.errors.OutOfRangeError):
+    """The recorded runner error behind `end` (a closed queue's end), delivered once.
+
+    Only failures of the queue `end` comes from and of the queues upstream of
+    it count; the one returned is forgotten, so later ends are plain again.
+    """
+    from queue_pipeline._diagnostics import failing_op  # noqa: PLC0415
+
+    with _LOCK:
+        failures = _FAILURES.get(sess)
+        if not failures:
+            return None
+    graph = sess.graph
+    op = failing_op(end, graph)
+    if op is None:
+        return None
+    if op.type in _DEQUEUE:
+        queue = op.inputs[0].op.name
+    elif op.type in _READ:
+        queue = op.inputs[1].op.name
+    else:
+        return None  # a tf.data iterator's end, or any other
+    state = _GRAPHS.get(graph)
+    upstream = state.upstream(graph, queue) if state is not None else frozenset([queue])
+    with _LOCK:
+        failures = _FAILURES.get(sess) or {}
+        for name in list(failures):
+            if name in upstream:
+                return failures.pop(name)
+    return None
+
+
+# ----------------------------------------------------------------------- the hook
+
+
+def _install() -> None:
+    if _ORIGINAL:
+        return
+    from tensorflow.python.client import session as session_lib  # the public class's base
+
+    base = session_lib.BaseSession
+    _ORIGINAL["run"], _ORIGINAL["make_callable"] = base.run, base.make_callable
+    base.run = _run
+    base.make_callable = _make_callable
+
+
+def raw_callable(sess, fetches):
+    """TF's own ``make_callable`` for `fetches`: what runner threads loop on (no hook)."""
+    original = _ORIGINAL.get("make_callable")
+    if original is None:
+        return sess.make_callable(fetches)
+    return original(sess, fetches)
+
+
+def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    state = _GRAPHS.get(self._graph)  # noqa: SLF001 - the hook's one lookup
+    if state is None:
+        return _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata)
+    return _step(self, state, fetches, feed_dict,
+                 lambda: _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata))
+
+
+def _make_callable(self, fetches, feed_list=None, accept_options=False):
+    call = _ORIGINAL["make_callable"](self, fetches, feed_list, accept_options)
+    state = _GRAPHS.get(self._graph)  # noqa: SLF001
+    if state is None:
+        return call
+    session = weakref.ref(self)
+    fed = {getattr(t, "name", t): None for t in (feed_list or [])}
+
+    def hooked(*args, **kwargs):
+        sess = session()
+        if sess is None:
+            return call(*args, **kwargs)
+        return _step(sess, state, fetches, fed, lambda: call(*args, **kwargs))
+
+    hooked.__wrapped__ = call
+    return hooked
+
+
+def _step(sess, state: _GraphState, fetches, feed_dict, run):
+    """One hooked step: guard, run, and turn errors into their diagnostics."""
+    if _ALL_STARTED.get(sess) != state.version:
+        _wait_for_runners(sess, state, fetches, feed_dict)
+    try:
+        return run()
+    except tf.errors.OutOfRangeError as end:
+        failure = failure_for_end(sess, end)
+        if failure is None:
+            raise
+        raise _copy(failure) from end
+    except tf.errors.OpError as error:
+        if not state.names_errors or isinstance(
+                error, (tf.errors.CancelledError, tf.errors.DeadlineExceededError)):
+            raise
+        named = _named(error, sess)
+        if named is None:
+            raise
+        raise named from error
+
+
+def _named(error, sess):
+    from queue_pipeline import _locate  # noqa: PLC0415 - the locator imports the graph tools
+
+    try:
+        return _locate.consumer_error(error, sess.graph)
+    except Exception as e:  # noqa: BLE001 - a diagnostic must never mask the error
+        logger.debug("queue_pipeline could not name the input of %r: %s", error, e)
+        return None
+
+
+def _copy(error: BaseException) -> BaseException:
+    """A fresh exception of `error`'s type and message (each raise its own traceback)."""
+    if isinstance(error, tf.errors.OpError):
+        return type(error)(error.node_def, error.op, error.message)
+    try:
+        return type(error)(*error.args)
+    except Exception:  # noqa: BLE001 - exotic constructors: re-raise the original
+        return error
+
+
+# ------------------------------------------------------------------- the guard
+
+
+def _leaves(fetches) -> list:
+    """The leaves of a fetch structure as Session.run accepts it (dict values, not keys)."""
+    out, stack = [], [fetches]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, tf.SparseTensor):
+            stack.extend([item.indices, item.values, item.dense_shape])
+        elif item is not None:
+            out.append(item)
+    return out
+
+
+def _fetch_ops(graph: tf.Graph, fetches) -> list:
+    ops = []
+    for leaf in _leaves(fetches):
+        if isinstance(leaf, (str, bytes)):
+            try:
+                leaf = graph.as_graph_element(leaf.decode() if isinstance(leaf, bytes)
+                                              else leaf)
+            except (KeyError, ValueError, TypeError):
+                continue
+        op = leaf if isinstance(leaf, tf.Operation) else getattr(leaf, "op", None)
+        if isinstance(op, tf.Operation) and op.graph is graph:
+            ops.append(op)
+    return ops
+
+
+def _fed_names(feed_dict) -> frozenset:
+    if not feed_dict:
+        return frozenset()
+    names = set()
+    for key in feed_dict:
+        for leaf in _leaves(key):
+            names.add(getattr(leaf, "name", leaf))
+    return frozenset(n for n in names if isinstance(n, str))
+
+
+def _wait_for_runners(sess, state: _GraphState, fetches, feed_dict) -> None:
+    """The unstarted guard for one step; see NOTE [ The session hook ]."""
+    with _LOCK:
+        version = state.version
+        started = set(_STARTED.get(sess, ()))
+        missing = state.guarded_queues() - started
+        if not missing:
+            try:
+                _ALL_STARTED[sess] = version
+            except TypeError:
+                pass
+            return
+    graph = sess.graph
+    consumed = state.consumed(graph, _fetch_ops(graph, fetches), _fed_names(feed_dict))
+    for name in sorted(consumed & missing):
+        queue = state.queues[name]
+        deadline = time.monotonic() + queue.grace
+        while not _ready(sess, name, queue):
+            if time.monotonic() >= deadline:
+                raise tf.errors.InvalidArgumentError(None, None, _unstarted_message(
+                    queue.api, name, queue.grace))
+            time.sleep(_POLL_SECS)
+
+
+def _ready(sess, name: str, queue: _Queue) -> bool:
+    """Whether `name`'s runners are started in `sess`, or it has elements or is closed."""
+    with _LOCK:
+        if name in _STARTED.get(sess, ()):
+            return True
+    try:
+        size, closed = _ORIGINAL["run"](sess, queue.probe, None, None, None)
+    except Exception:  # noqa: BLE001 - cannot tell: let the step run as TF would
+        return True
+    return bool(size > 0 or closed)
+
+
+def _unstarted_message(api: str, name: str, grace: float) -> str:
+    return (
+        f"queue_pipeline: {api} dequeues from queue '{name}', but its queue runners "
+        f"were not started in this session within {grace:g} s, and the queue is empty "
+        "and open, so the dequeue would wait forever. Start them after initializing "
+        "variables: `coord = tf.compat.v1.train.Coordinator(); "
+        "threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)` "
+        "(queue_pipeline.start_queue_runners is the same), or run the graph in "
+        "tf.compat.v1.train.MonitoredTrainingSession, which starts them. To wait longer, "
+        "build the pipeline under queue_pipeline.diagnostics(unstarted_grace_secs=...); "
+        "to wait forever, as TF 1.x does, under "
+        "queue_pipeline.diagnostics(unstarted_guard=False).")
