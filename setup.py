@@ -18,6 +18,8 @@ setup(
     long_description=(HERE / "README.rst").read_text(),
     long_description_content_type="text/x-rst",
     packages=find_packages(include=["queue_pipeline", "queue_pipeline.*"]),
+    # py.typed: the package's annotations are meant for type checkers (PEP 561).
+    package_data={"queue_pipeline": ["py.typed"]},
     python_requires=">=3.9",
     # Tested on TensorFlow 2.21; the package uses only TF's stable graph,
     # queue, variable and raw reader-op layers.
@@ -27,7 +29,9 @@ setup(
         # regression that blocks a queue fails instead of hanging CI.
         # tf-slim: the best-known downstream of TF's queue API; the tests run
         # its data layer unmodified under install() (tests/test_downstreams.py).
-        "test": ["pytest>=7", "pytest-timeout>=2", "scikit-learn", "tf-slim>=1.1"],
+        # ruff and mypy: the lint, format and type checks CI runs with the tests.
+        "test": ["pytest>=7", "pytest-timeout>=2", "scikit-learn", "tf-slim>=1.1",
+                 "ruff>=0.6", "mypy>=1.10"],
         # scikit-learn ships real handwritten digits inside its wheel (no
         # download): the demo and legacy_examples write them in the classic
         # formats; without it they use a synthetic stand-in.
@@ -36,10 +40,12 @@ setup(
     entry_points={
         "console_scripts": ["queue-pipeline=queue_pipeline.cli:main"],
         # The pytest plugin: fixtures qp_graph, qp_session, qp_coord,
-        # qp_snapshot and the --update-snapshots option.
-        "pytest11": ["queue_pipeline=queue_pipeline.testing"],
+        # qp_snapshot and the --update-snapshots option. Loading it imports
+        # no TensorFlow (tests/test_startup_cost.py).
+        "pytest11": ["queue_pipeline=queue_pipeline.pytest_plugin"],
     },
     license="Apache-2.0",
+    license_files=["LICENSE"],
     classifiers=[
         "Programming Language :: Python :: 3",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",

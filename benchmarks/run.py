@@ -294,7 +294,7 @@ def run_benchmarks(args) -> dict:
                               sample)
         for (workload, variant), values in samples.items():
             result["workloads"].setdefault(workload, {})[variant] = _summarize(values)
-        for workload, table in result["workloads"].items():
+        for table in result["workloads"].values():
             base = table.get(BASELINE, {}).get("median")
             for row in table.values():
                 row["ratio_vs_tf_queue_1"] = row["median"] / base if base else None

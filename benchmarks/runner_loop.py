@@ -88,7 +88,8 @@ def main(argv=None):
         med = statistics.median(values)
         result[name] = {"median_us": med, "min_us": min(values), "max_us": max(values)}
         print(f"{name:30s} {med:14.2f} {min(values):8.2f} {max(values):8.2f}")
-    ratio = result["tf QueueRunner"]["median_us"] / result["queue_pipeline QueueRunner"]["median_us"]
+    ratio = (result["tf QueueRunner"]["median_us"]
+             / result["queue_pipeline QueueRunner"]["median_us"])
     print(f"ratio TF / queue_pipeline per-run time: {ratio:.3f}")
     result["ratio_tf_over_qp"] = ratio
     if args.json:

@@ -1,1 +1,1 @@
-"""The classic TF 1.x input programs, runnable on queue_pipeline with bundled data, in both TF modes."""
+"""The classic TF 1.x input programs, run on queue_pipeline with bundled data, in both TF modes."""

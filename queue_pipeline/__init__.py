@@ -7,46 +7,119 @@ layer (queues, raw reader ops, variables). So ``import queue_pipeline as train``
 stands in for ``tf.compat.v1.train`` in a legacy script.
 """
 
-from queue_pipeline import compare, data, plan, testing
-from queue_pipeline._install import install, uninstall
-from queue_pipeline._settings import diagnostics, engine, tf_faithful
-from queue_pipeline.batching import (
-    batch,
-    batch_join,
-    maybe_batch,
-    maybe_batch_join,
-    maybe_shuffle_batch,
-    maybe_shuffle_batch_join,
-    shuffle_batch,
-    shuffle_batch_join,
-)
-from queue_pipeline.coordinator import Coordinator, LooperThread
-from queue_pipeline.errors import (
-    GraphModeRequiredError,
-    NotRebuildableError,
-    QueuePipelineError,
-)
-from queue_pipeline.plan import Plan, PlanNode, plan_for
-from queue_pipeline.producers import (
-    input_producer,
-    limit_epochs,
-    match_filenames_once,
-    range_input_producer,
-    slice_input_producer,
-    string_input_producer,
-)
-from queue_pipeline.readers import (
-    FixedLengthRecordReader,
-    IdentityReader,
-    ReaderBase,
-    TextLineReader,
-    TFRecordReader,
-    WholeFileReader,
-)
-from queue_pipeline.rebuild import to_dataset
-from queue_pipeline.runner import QueueRunner, add_queue_runner, start_queue_runners
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# NOTE [ A package that imports nothing until used ]
+# ``import queue_pipeline`` imports neither TensorFlow nor pytest: each public
+# name is imported on first use (PEP 562), so the pytest plugin
+# (queue_pipeline.pytest_plugin) and ``queue-pipeline --help`` cost nothing at
+# start-up. ``qp.batch`` and ``from queue_pipeline import batch`` resolve
+# through ``__getattr__`` below, which caches the value in the module globals;
+# submodules (``compare``, ``data``, ``plan``, ``testing``, ...) resolve the
+# same way.
+_LAZY = {
+    "add_queue_runner": "queue_pipeline.runner",
+    "batch": "queue_pipeline.batching",
+    "batch_join": "queue_pipeline.batching",
+    "Coordinator": "queue_pipeline.coordinator",
+    "diagnostics": "queue_pipeline._settings",
+    "engine": "queue_pipeline._settings",
+    "FixedLengthRecordReader": "queue_pipeline.readers",
+    "GraphModeRequiredError": "queue_pipeline.errors",
+    "IdentityReader": "queue_pipeline.readers",
+    "input_producer": "queue_pipeline.producers",
+    "install": "queue_pipeline._install",
+    "limit_epochs": "queue_pipeline.producers",
+    "LooperThread": "queue_pipeline.coordinator",
+    "match_filenames_once": "queue_pipeline.producers",
+    "maybe_batch": "queue_pipeline.batching",
+    "maybe_batch_join": "queue_pipeline.batching",
+    "maybe_shuffle_batch": "queue_pipeline.batching",
+    "maybe_shuffle_batch_join": "queue_pipeline.batching",
+    "NotRebuildableError": "queue_pipeline.errors",
+    "Plan": "queue_pipeline.plan",
+    "plan_for": "queue_pipeline.plan",
+    "PlanNode": "queue_pipeline.plan",
+    "QueuePipelineError": "queue_pipeline.errors",
+    "QueueRunner": "queue_pipeline.runner",
+    "range_input_producer": "queue_pipeline.producers",
+    "ReaderBase": "queue_pipeline.readers",
+    "shuffle_batch": "queue_pipeline.batching",
+    "shuffle_batch_join": "queue_pipeline.batching",
+    "slice_input_producer": "queue_pipeline.producers",
+    "start_queue_runners": "queue_pipeline.runner",
+    "string_input_producer": "queue_pipeline.producers",
+    "TextLineReader": "queue_pipeline.readers",
+    "tf_faithful": "queue_pipeline._settings",
+    "TFRecordReader": "queue_pipeline.readers",
+    "to_dataset": "queue_pipeline.rebuild",
+    "uninstall": "queue_pipeline._install",
+    "WholeFileReader": "queue_pipeline.readers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif not name.startswith("__"):
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
+    from queue_pipeline import compare, data, plan, testing
+    from queue_pipeline._install import install, uninstall
+    from queue_pipeline._settings import diagnostics, engine, tf_faithful
+    from queue_pipeline.batching import (
+        batch,
+        batch_join,
+        maybe_batch,
+        maybe_batch_join,
+        maybe_shuffle_batch,
+        maybe_shuffle_batch_join,
+        shuffle_batch,
+        shuffle_batch_join,
+    )
+    from queue_pipeline.coordinator import Coordinator, LooperThread
+    from queue_pipeline.errors import (
+        GraphModeRequiredError,
+        NotRebuildableError,
+        QueuePipelineError,
+    )
+    from queue_pipeline.plan import Plan, PlanNode, plan_for
+    from queue_pipeline.producers import (
+        input_producer,
+        limit_epochs,
+        match_filenames_once,
+        range_input_producer,
+        slice_input_producer,
+        string_input_producer,
+    )
+    from queue_pipeline.readers import (
+        FixedLengthRecordReader,
+        IdentityReader,
+        ReaderBase,
+        TextLineReader,
+        TFRecordReader,
+        WholeFileReader,
+    )
+    from queue_pipeline.rebuild import to_dataset
+    from queue_pipeline.runner import QueueRunner, add_queue_runner, start_queue_runners
 
 __all__ = [
     "Coordinator",

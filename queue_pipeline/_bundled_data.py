@@ -1,4 +1,4 @@
-"""Bundled data for the demo and legacy_examples, written in each classic on-disk format; no network.
+"""Bundled data for the demo and legacy_examples, in each classic on-disk format; no network.
 
 The images are scikit-learn's bundled handwritten digits (1,797 real 8x8
 scans shipped inside the scikit-learn wheel) when scikit-learn is installed

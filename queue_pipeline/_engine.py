@@ -54,9 +54,10 @@ What a legacy program sees, and why:
   saves and restores the input position, shuffle buffers included, in the
   same or a rebuilt graph; a checkpoint without it (trained natively or on
   queues) still restores, from the start of the input (NOTE [ Checkpoints
-  without an input position ] in ``_input_position.py``). The state of per-record random ops is not saved
-  (external state is ignored): after a restore the same records come, in the
-  same order, but their random distortions start a fresh stream.
+  without an input position ] in ``_input_position.py``). The state of
+  per-record random ops is not saved (external state is ignored): after a
+  restore the same records come, in the same order, but their random
+  distortions start a fresh stream.
 * **Vectorized decoding.** When :mod:`queue_pipeline._vectorize` is present
   and the per-record region feeding a batching call has a batch form, the
   raw records are shuffled and batched first and the region runs once per

@@ -19,9 +19,16 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
-import json
 import os
 import sys
+
+from queue_pipeline._cli_support import (
+    DEMO_DESCRIPTION,
+    TF_LOGS_ENV,
+    add_demo_arguments,
+    import_tensorflow,
+    report_error,
+)
 
 __all__ = ["main"]
 
@@ -57,15 +64,6 @@ def _load(spec: str, what: str):
                              f"{attr!r}.")
         obj = getattr(obj, part)
     return obj
-
-
-def report_error(command: str, error: BaseException, *, as_json: bool) -> int:
-    """Reports a subcommand's failure (also as JSON on stdout); returns exit status 2."""
-    message = f"{type(error).__name__}: {error}"
-    if as_json:
-        sys.stdout.write(json.dumps({"error": message}, indent=2) + "\n")
-    sys.stderr.write(f"queue-pipeline {command}: error: {message}\n")
-    return 2
 
 
 def _compare(args) -> int:
@@ -155,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="queue-pipeline",
         description="TF 1.x queue input pipelines on TensorFlow 2.x, and their tf.data twins.")
+    parser.add_argument("--tf-logs", action="store_true",
+                        help="show TensorFlow's C++ start-up log lines on stderr (hidden by "
+                             f"default; also ${TF_LOGS_ENV}=1)")
     commands = parser.add_subparsers(dest="command", required=True)
     table = commands.add_parser("table", help="print the migration table")
     table.add_argument("--format", choices=["text", "rst", "json"], default="text")
@@ -184,12 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds one batch may take before the pipeline counts as stalled")
     cmp.add_argument("--json", action="store_true", help="print the report as JSON")
     cmp.set_defaults(run=_compare)
-    from queue_pipeline import demo
-
     demo_parser = commands.add_parser(
         "demo", help="train a model through a legacy pipeline and its tf.data twin",
-        description=demo.DESCRIPTION)
-    demo.add_arguments(demo_parser)
+        description=DEMO_DESCRIPTION)
+    add_demo_arguments(demo_parser)
     demo_parser.set_defaults(run=_demo)
     run_parser = commands.add_parser(
         "run", help="run an unmodified TF 1.x script on queue_pipeline",
@@ -215,4 +214,5 @@ def main(argv=None) -> int:
     differences; 2: a usage error or a failure.
     """
     args = build_parser().parse_args(argv)
+    import_tensorflow(tf_logs=args.tf_logs)
     return args.run(args)

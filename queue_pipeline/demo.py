@@ -42,16 +42,13 @@ import tensorflow as tf
 
 import queue_pipeline
 from queue_pipeline import _bundled_data, _progress, data
+from queue_pipeline._cli_support import DEMO_DESCRIPTION as DESCRIPTION
+from queue_pipeline._cli_support import add_demo_arguments as add_arguments
+from queue_pipeline._cli_support import report_error
 from queue_pipeline.compare import compare
 
 __all__ = ["DESCRIPTION", "add_arguments", "main", "render", "run", "run_demo",
            "summary_line"]
-
-DESCRIPTION = ("Trains one small model through a TF 1.x queue pipeline (queue_pipeline) and "
-               "through its tf.data twin (queue_pipeline.data) on bundled digits written "
-               "as MNIST TFRecords in a temporary directory, compares the two input "
-               "pipelines, and prints each side's throughput and test accuracy. Takes "
-               "seconds. Exit status: 0 the input pipelines match, 1 they differ, 2 error.")
 
 BATCH_SIZE = 64
 MIN_AFTER_DEQUEUE = 1000  # as fully_connected_reader.py
@@ -390,21 +387,6 @@ def summary_line(summary: dict) -> str:
             f"{summary['total_seconds']:.1f} s for data, comparison and training.")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds the demo's options to `parser` (shared by the CLI and :func:`main`)."""
-    parser.add_argument("--epochs", type=int, default=10,
-                        help="training epochs on each side (default: 10)")
-    parser.add_argument("--seed", type=int, default=0, help="shuffle and initializer seed")
-    parser.add_argument("--json", action="store_true",
-                        help="print a machine-readable summary instead of the report")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress bar; print only the one-line summary")
-    parser.add_argument("--tf1", action="store_true",
-                        help=("run in TF1 mode: tf.compat.v1.disable_v2_behavior() before "
-                              "anything is built, as legacy scripts run (the twin then "
-                              "trains as graph ops in a Session instead of Keras)"))
-
-
 def run(args: argparse.Namespace) -> int:
     """Runs the demo for parsed `args`; returns the exit status (0, 1 or 2).
 
@@ -421,8 +403,6 @@ def run(args: argparse.Namespace) -> int:
         summary = run_demo(epochs=args.epochs, seed=args.seed,
                            progress=False if args.quiet or args.json else None)
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
-        from queue_pipeline.cli import report_error
-
         return report_error("demo", e, as_json=args.json)
     if args.json:
         sys.stdout.write(json.dumps({k: v for k, v in summary.items()

@@ -1,4 +1,4 @@
-"""TF 1.x readers: ReaderBase, TextLine-, FixedLengthRecord-, TFRecord-, WholeFile-, IdentityReader."""
+"""TF 1.x readers: ReaderBase, TextLine, FixedLengthRecord, TFRecord, WholeFile, Identity."""
 
 from __future__ import annotations
 

@@ -7,11 +7,8 @@
   of a seeded pipeline in a small JSON golden file and fail with a readable
   diff when they change. Update with ``QUEUE_PIPELINE_UPDATE_SNAPSHOTS=1`` or
   ``pytest --update-snapshots``.
-* The pytest plugin (entry point ``pytest11``: ``queue_pipeline``) adds the
-  fixtures ``qp_graph``, ``qp_session``, ``qp_coord`` and ``qp_snapshot``, the
-  option ``--update-snapshots`` and the ini key ``queue_pipeline_timeout``.
-  Being a plugin, this module is imported at pytest startup, which imports
-  TensorFlow.
+* The pytest plugin that uses them lives in :mod:`queue_pipeline.pytest_plugin`
+  (fixtures ``qp_graph``, ``qp_session``, ``qp_coord``, ``qp_snapshot``).
 """
 
 from __future__ import annotations
@@ -20,13 +17,12 @@ import difflib
 import json
 import os
 import pathlib
-import re
+import sys
 import numpy as np
 import tensorflow as tf
 
 from queue_pipeline import _harness, _inspect, _normalize
 from queue_pipeline._harness import PipelineError, PipelineStalledError
-from queue_pipeline.coordinator import Coordinator
 
 __all__ = ["PipelineError", "PipelineStalledError", "SNAPSHOT_FORMAT",
            "SnapshotMismatchError", "UPDATE_SNAPSHOTS_ENV", "assert_snapshot",
@@ -35,7 +31,6 @@ __all__ = ["PipelineError", "PipelineStalledError", "SNAPSHOT_FORMAT",
 UPDATE_SNAPSHOTS_ENV = "QUEUE_PIPELINE_UPDATE_SNAPSHOTS"
 SNAPSHOT_FORMAT = "queue_pipeline.snapshot/1"
 _DIFF_LINES = 40
-_pytest_update = False  # set by the plugin's --update-snapshots
 
 
 class SnapshotMismatchError(AssertionError):
@@ -102,7 +97,8 @@ def run_pipeline(fetches, num_batches: int, *, timeout: float = 30.0,
 def update_snapshots_requested() -> bool:
     """Whether snapshots should be rewritten (env var or ``--update-snapshots``)."""
     flag = os.environ.get(UPDATE_SNAPSHOTS_ENV, "").strip().lower()
-    return flag in ("1", "true", "yes", "on") or _pytest_update
+    plugin = sys.modules.get("queue_pipeline.pytest_plugin")
+    return flag in ("1", "true", "yes", "on") or bool(plugin and plugin.update_requested)
 
 
 def _snapshot_data(batches) -> dict:
@@ -230,82 +226,3 @@ def snapshot_pipeline(fetches, path, num_batches: int, *, timeout: float = 30.0,
     batches = run_pipeline(fetches, num_batches, timeout=timeout)
     assert_snapshot(batches, path, update=update)
     return batches
-
-
-# ------------------------------------------------------------- pytest plugin
-
-try:
-    import pytest
-except ImportError:  # pragma: no cover - the helpers work without pytest
-    pytest = None
-
-
-def _timeout(config) -> float:
-    try:
-        return float(config.getini("queue_pipeline_timeout") or 30)
-    except (ValueError, KeyError):
-        return 30.0
-
-
-def pytest_addoption(parser) -> None:
-    group = parser.getgroup("queue_pipeline")
-    group.addoption("--update-snapshots", action="store_true", default=False,
-                    help="rewrite queue_pipeline golden snapshots instead of comparing")
-    parser.addini("queue_pipeline_timeout", default="30",
-                  help="seconds a queue_pipeline fixture session op may block")
-
-
-def pytest_configure(config) -> None:
-    global _pytest_update
-    _pytest_update = bool(config.getoption("update_snapshots", False))
-
-
-def pytest_unconfigure(config) -> None:
-    global _pytest_update
-    _pytest_update = False
-
-
-if pytest is not None:
-
-    @pytest.fixture
-    def qp_graph():
-        """A fresh tf.Graph, installed as the default graph for the test."""
-        graph = tf.Graph()
-        with graph.as_default():
-            yield graph
-
-    @pytest.fixture
-    def qp_session(qp_graph, request):
-        """A Session on `qp_graph` whose ops time out (ini ``queue_pipeline_timeout``)."""
-        sess = tf.compat.v1.Session(
-            graph=qp_graph, config=_harness.session_config(_timeout(request.config)))
-        with sess.as_default():
-            yield sess
-        sess.close()
-
-    @pytest.fixture
-    def qp_coord(qp_session, request):
-        """A Coordinator; at teardown it requests stop and joins every registered thread.
-
-        Start runners with ``queue_pipeline.start_queue_runners(qp_session,
-        coord=qp_coord)``; a runner's error fails the test at teardown.
-        """
-        coord = Coordinator()
-        yield coord
-        coord.request_stop()
-        coord.join(stop_grace_period_secs=_timeout(request.config))
-
-    @pytest.fixture
-    def qp_snapshot(request):
-        """``check(batches, name=None)``: asserts batches against
-        ``__snapshots__/<test module>/<test name>[-name].json`` beside the test file."""
-        base = pathlib.Path(str(request.node.fspath)).parent / "__snapshots__"
-        stem = pathlib.Path(str(request.node.fspath)).stem
-        test = re.sub(r"[^\w.-]+", "_", request.node.name)
-
-        def check(batches, name: str | None = None) -> pathlib.Path:
-            file = base / stem / (f"{test}-{name}.json" if name else f"{test}.json")
-            assert_snapshot(batches, file)
-            return file
-
-        return check

@@ -133,7 +133,7 @@ def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys)
         block = text.split(f"\n{workload}  (", 1)[1].split("\n\n", 1)[0]
         rows = {line.split()[0]: line.split()[1:] for line in block.splitlines()[3:]}
         assert set(rows) == set(table)
-        for variant, row in table.items():
+        for variant in table:
             cells = rows[variant]
             assert len(cells) == 7  # (median, x tfq1, x hand) per mode, then tf1/tf2
             assert cells[-1] == "0.50"  # TF1 median / TF 2.x median

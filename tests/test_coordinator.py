@@ -38,9 +38,9 @@ def threads_to_stop():
     """Tracks (event, thread) pairs; at teardown sets each event and joins each thread."""
     tracked: list[tuple[threading.Event, threading.Thread]] = []
     yield tracked
-    for event, thread in tracked:
+    for event, _ in tracked:
         event.set()
-    for event, thread in tracked:
+    for _, thread in tracked:
         if thread.ident is not None:
             thread.join(THREAD_TIMEOUT)
             assert not thread.is_alive(), f"test thread {thread.name} did not end"

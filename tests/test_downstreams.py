@@ -16,12 +16,11 @@ import collections
 import logging
 import threading
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import WAYS, running, session_config, tf1_mode
+from helpers import WAYS, running, session_config
 
 RECORDS = 24
 

@@ -86,8 +86,8 @@ def served(outputs) -> bool:
 def spec(outputs):
     """Structure, kinds, dtypes and static shapes of what a batching call returned."""
     return tf.nest.map_structure(
-        lambda t: ("SparseTensor" if isinstance(t, tf.SparseTensor) else "Tensor", t.dtype, t.shape.as_list() if t.shape.rank is not None
-                   else None), outputs)
+        lambda t: ("SparseTensor" if isinstance(t, tf.SparseTensor) else "Tensor", t.dtype,
+                   t.shape.as_list() if t.shape.rank is not None else None), outputs)
 
 
 def csv_pipeline(files, *, num_epochs=1, shuffle=False, seed=None, threads=1):

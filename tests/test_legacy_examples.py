@@ -34,7 +34,7 @@ def test_csv_reading_same_epoch_as_tf(tmp_path):
     files = csv_reading.write_csv_files(str(tmp_path), num_files=2, rows=25)
     out = {}
     for key, impl in (("tf", TF), ("qp", qp)):
-        g, fetch = build(impl, lambda m: csv_reading.build_legacy(
+        g, fetch = build(impl, lambda m, key=key: csv_reading.build_legacy(
             files, key, num_epochs=1, shuffle=False))
         out[key] = drain(impl, g, fetch)
     assert len(out["qp"]) == 50

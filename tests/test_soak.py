@@ -87,10 +87,10 @@ def test_many_epochs_deliver_every_record_exactly_once_per_epoch_in_flat_memory(
         try:
             while True:
                 try:
-                    f, l = fetch()
+                    f, line = fetch()
                 except tf.errors.OutOfRangeError:
                     break
-                counts.update(zip(f.tolist(), l.tolist()))
+                counts.update(zip(f.tolist(), line.tolist()))
                 sizes[len(f)] += 1
                 last_size = len(f)
                 delivered += len(f)
@@ -101,7 +101,7 @@ def test_many_epochs_deliver_every_record_exactly_once_per_epoch_in_flat_memory(
             coord.request_stop()
             coord.join(threads, stop_grace_period_secs=10)
     # Exactly num_epochs copies of every record; nothing else.
-    expected = {(f, l): EPOCHS for f in range(FILES) for l in range(LINES)}
+    expected = {(f, line): EPOCHS for f in range(FILES) for line in range(LINES)}
     assert delivered == EPOCHS * per_epoch
     assert dict(counts) == expected
     # Only the final batch is smaller (allow_smaller_final_batch): nothing is

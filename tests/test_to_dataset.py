@@ -1,4 +1,4 @@
-"""to_dataset(): every plan shape and every legacy example, rebuilt and compared with the legacy run.
+"""to_dataset(): every plan shape and legacy example, rebuilt and compared with the legacy run.
 
 Each test builds a legacy pipeline in a fresh graph, rebuilds it with
 ``queue_pipeline.to_dataset`` and checks (1) the rebuilt Dataset's element

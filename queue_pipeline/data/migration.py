@@ -53,7 +53,8 @@ _READ = ("read(queue) / read_up_to(queue, n)", "read(filenames) / read_up_to(fil
          "keyword-only keys=False yields the values alone, at plain tf.data speed")
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration("string_input_producer", "Dataset.from_tensor_slices(strings).shuffle(n).repeat(num_epochs)",
+    Migration("string_input_producer",
+              "Dataset.from_tensor_slices(strings).shuffle(n).repeat(num_epochs)",
               (_EPOCHS, _SHUFFLE, _CAPACITY, _INERT),
               "Elements are produced when iterated, not pushed into a queue by a thread."),
     Migration("input_producer", "Dataset.from_tensor_slices(rows).shuffle(n).repeat(num_epochs)",
@@ -69,7 +70,8 @@ MIGRATIONS: tuple[Migration, ...] = (
               "Elements are tuples of slices (TF 1.x returns a list of tensors that "
               "dequeue one index per run)."),
     Migration("limit_epochs", "Dataset.from_tensors(tensor).repeat(num_epochs)",
-              (("num_epochs", "repeat(num_epochs)"), ("name", "no effect; accepted with a warning")),
+              (("num_epochs", "repeat(num_epochs)"),
+               ("name", "no effect; accepted with a warning")),
               "The end is the end of the Dataset, not OutOfRangeError from a counter."),
     Migration("match_filenames_once", "Dataset.list_files(pattern, shuffle=False)",
               (("pattern", "the glob"), ("name", "no effect; accepted with a warning")),
@@ -97,7 +99,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration("batch", "dataset.batch(batch_size, drop_remainder)",
               (*_BATCHING_COMMON, ("dynamic_pad", "padded_batch (0 / b'' padding)"),
                ("num_threads", "deterministic=False when > 1 (TF 1.x's order is "
-                "nondeterministic then)"), ("capacity", "no effect on content; the prefetch buffer is autotuned"),
+                "nondeterministic then)"),
+               ("capacity", "no effect on content; the prefetch buffer is autotuned"),
                _INERT),
               "Deterministic order with one thread, as TF 1.x."),
     Migration("maybe_batch", "dataset.filter(keep).batch(batch_size, drop_remainder)",
