@@ -6,15 +6,17 @@ import re
 from setuptools import find_packages, setup
 
 HERE = pathlib.Path(__file__).parent
-VERSION = re.search(r'^__version__ = "([^"]+)"',
-                    (HERE / "queue_pipeline" / "__init__.py").read_text(),
-                    re.M).group(1)
+VERSION = re.search(
+    r'^__version__ = "([^"]+)"', (HERE / "queue_pipeline" / "__init__.py").read_text(), re.M
+).group(1)
 
 setup(
     name="queue_pipeline",
     version=VERSION,
-    description=("TensorFlow 1.x queue-runner input pipelines, faithful on "
-                 "TensorFlow 2.x, with tf.data twins for migration."),
+    description=(
+        "TensorFlow 1.x queue-runner input pipelines, faithful on "
+        "TensorFlow 2.x, with tf.data twins for migration."
+    ),
     long_description=(HERE / "README.rst").read_text(),
     long_description_content_type="text/x-rst",
     packages=find_packages(include=["queue_pipeline", "queue_pipeline.*"]),
@@ -30,8 +32,14 @@ setup(
         # tf-slim: the best-known downstream of TF's queue API; the tests run
         # its data layer unmodified under install() (tests/test_downstreams.py).
         # ruff and mypy: the lint, format and type checks CI runs with the tests.
-        "test": ["pytest>=7", "pytest-timeout>=2", "scikit-learn", "tf-slim>=1.1",
-                 "ruff>=0.6", "mypy>=1.10"],
+        "test": [
+            "pytest>=7",
+            "pytest-timeout>=2",
+            "scikit-learn",
+            "tf-slim>=1.1",
+            "ruff>=0.6",
+            "mypy>=1.10",
+        ],
         # scikit-learn ships real handwritten digits inside its wheel (no
         # download): the demo and legacy_examples write them in the classic
         # formats; without it they use a synthetic stand-in.

@@ -34,8 +34,10 @@ import sys
 BASELINE = "tf_queue_1"
 MODE_NAMES = {"tf2": "TF 2.x defaults", "tf1": "TF1 mode (disable_v2_behavior)"}
 SHORT_MODE_NAMES = {"tf2": "TF 2.x", "tf1": "TF1"}
-DATASET_LOOPS = {"tf2": "tf.data iterated eagerly",
-                 "tf1": "tf.data through a one-shot iterator in a Session"}
+DATASET_LOOPS = {
+    "tf2": "tf.data iterated eagerly",
+    "tf1": "tf.data through a one-shot iterator in a Session",
+}
 
 
 def load(path: str) -> dict:
@@ -67,20 +69,26 @@ def ratio(row: dict | None, reference: dict | None) -> float | None:
 def format_table(result: dict) -> str:
     """run.py's report of one run (its stdout; the committed ``results/*.txt``)."""
     mode = "" if tf_mode(result) == "tf2" else f" in {MODE_NAMES[tf_mode(result)]}"
-    lines = [f"# {result['machine']}, Python {result['python']}, TF {result['tensorflow']}"
-             f"{mode}, {result['date']}, {result['mode']} mode, batch {result['batch_size']}, "
-             f"{result['repeats']} repeats (examples/s: median [min-max]; ratio vs "
-             f"{BASELINE})"]
+    lines = [
+        f"# {result['machine']}, Python {result['python']}, TF {result['tensorflow']}"
+        f"{mode}, {result['date']}, {result['mode']} mode, batch {result['batch_size']}, "
+        f"{result['repeats']} repeats (examples/s: median [min-max]; ratio vs "
+        f"{BASELINE})"
+    ]
     for workload, table in result["workloads"].items():
         width = max([22] + [len(v) for v in table])  # long diagnostics variant names
         lines.append(f"\n{workload}  ({next(iter(table.values()))['examples']:,} examples)")
-        lines.append(f"  {'variant':{width}s} {'median/s':>11s} {'min':>10s} {'max':>10s} "
-                     f"{'ratio':>7s} {'peak MB':>8s}")
+        lines.append(
+            f"  {'variant':{width}s} {'median/s':>11s} {'min':>10s} {'max':>10s} "
+            f"{'ratio':>7s} {'peak MB':>8s}"
+        )
         for variant, row in table.items():
             ratio_ = f"{row['ratio_vs_tf_queue_1']:.2f}" if row["ratio_vs_tf_queue_1"] else "-"
             peak = f"{row['peak_rss_mb']:.0f}" if row["peak_rss_mb"] else "-"
-            lines.append(f"  {variant:{width}s} {row['median']:11,.0f} {row['min']:10,.0f} "
-                         f"{row['max']:10,.0f} {ratio_:>7s} {peak:>8s}")
+            lines.append(
+                f"  {variant:{width}s} {row['median']:11,.0f} {row['min']:10,.0f} "
+                f"{row['max']:10,.0f} {ratio_:>7s} {peak:>8s}"
+            )
     for section, table in result.get("scaling", {}).items():
         lines.append(f"\nscaling by {section}")
         for name, row in table.items():
@@ -97,17 +105,21 @@ def format_modes(results: list[dict]) -> str:
     if not results:
         raise ValueError("no results to render")
     modes = [tf_mode(r) for r in results]
-    cross = (sorted(modes) == ["tf1", "tf2"])
+    cross = sorted(modes) == ["tf1", "tf2"]
     labels = [SHORT_MODE_NAMES.get(m, m) for m in modes]
     if len(set(labels)) < len(labels):  # two runs in one mode: tell them apart by date
         labels = [f"{label} {r['date']}" for label, r in zip(labels, results)]
-    lines = [f"# {label} = {MODE_NAMES.get(tf_mode(r), tf_mode(r))}, "
-             f"{DATASET_LOOPS.get(tf_mode(r), 'tf.data read ?')}: {r['machine']}, "
-             f"Python {r['python']}, TF {r['tensorflow']}, {r['date']}, {r['mode']} mode, "
-             f"batch {r['batch_size']}, {r['repeats']} repeats"
-             for label, r in zip(labels, results)]
-    lines.append("# examples/s: median; x tfq1: ratio vs tf_queue_1 and x hand: ratio vs "
-                 "hand-written tf.data of the same decode style, both in the same run")
+    lines = [
+        f"# {label} = {MODE_NAMES.get(tf_mode(r), tf_mode(r))}, "
+        f"{DATASET_LOOPS.get(tf_mode(r), 'tf.data read ?')}: {r['machine']}, "
+        f"Python {r['python']}, TF {r['tensorflow']}, {r['date']}, {r['mode']} mode, "
+        f"batch {r['batch_size']}, {r['repeats']} repeats"
+        for label, r in zip(labels, results)
+    ]
+    lines.append(
+        "# examples/s: median; x tfq1: ratio vs tf_queue_1 and x hand: ratio vs "
+        "hand-written tf.data of the same decode style, both in the same run"
+    )
     if cross:
         lines.append("# tf1/tf2: the TF1 run's median over the TF 2.x run's (across runs)")
     if len({r["mode"] for r in results}) > 1:
@@ -116,28 +128,35 @@ def format_modes(results: list[dict]) -> str:
     workloads = list(dict.fromkeys(w for r in results for w in r["workloads"]))
     for workload in workloads:
         tables = [r["workloads"].get(workload, {}) for r in results]
-        counts = list(dict.fromkeys(f"{next(iter(t.values()))['examples']:,}"
-                                    for t in tables if t))
+        counts = list(dict.fromkeys(f"{next(iter(t.values()))['examples']:,}" for t in tables if t))
         lines.append(f"\n{workload}  ({' / '.join(counts)} examples)")
-        head = f"  {'':22s}" + "".join(f" {label:-^{group - 1}s}" for label in
-                                        (f" {lb} " for lb in labels))
+        head = f"  {'':22s}" + "".join(
+            f" {label:-^{group - 1}s}" for label in (f" {lb} " for lb in labels)
+        )
         lines.append(head.rstrip())
         columns = f" {'median/s':>11s} {'x tfq1':>8s} {'x hand':>8s}"
-        lines.append(f"  {'variant':22s}" + columns * len(results)
-                     + (f" {'tf1/tf2':>8s}" if cross else ""))
+        lines.append(
+            f"  {'variant':22s}" + columns * len(results) + (f" {'tf1/tf2':>8s}" if cross else "")
+        )
         variants = list(dict.fromkeys(v for t in tables for v in t))
         for variant in variants:
             line = f"  {variant:22s}"
             for table in tables:
                 row = table.get(variant)
                 reference = handwritten_reference(variant, table)
-                line += (" " + _cell(row["median"] if row else None, ",.0f", 11)
-                         + " " + _cell(ratio(row, table.get(BASELINE)), ".2f", 8)
-                         + " " + _cell(ratio(row, table.get(reference)), ".2f", 8))
+                line += (
+                    " "
+                    + _cell(row["median"] if row else None, ",.0f", 11)
+                    + " "
+                    + _cell(ratio(row, table.get(BASELINE)), ".2f", 8)
+                    + " "
+                    + _cell(ratio(row, table.get(reference)), ".2f", 8)
+                )
             if cross:
                 by_mode = dict(zip(modes, tables))
-                line += " " + _cell(ratio(by_mode["tf1"].get(variant),
-                                          by_mode["tf2"].get(variant)), ".2f", 8)
+                line += " " + _cell(
+                    ratio(by_mode["tf1"].get(variant), by_mode["tf2"].get(variant)), ".2f", 8
+                )
             lines.append(line)
     return "\n".join(lines)
 

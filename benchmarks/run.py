@@ -73,14 +73,30 @@ import workloads  # noqa: E402
 from report import BASELINE, MODE_NAMES, format_table  # noqa: E402
 
 WORKLOADS = ["W1", "W2", "W3", "W4"]
-VARIANTS = ["tf_queue_1", "tf_queue_4", "qp_queue_1", "qp_queue_4", "qp_dataset_engine",
-            "twin", "twin_batch_decode", "tfdata", "tfdata_batch_decode"]
+VARIANTS = [
+    "tf_queue_1",
+    "tf_queue_4",
+    "qp_queue_1",
+    "qp_queue_4",
+    "qp_dataset_engine",
+    "twin",
+    "twin_batch_decode",
+    "tfdata",
+    "tfdata_batch_decode",
+]
 # The diagnostics' cost, switch by switch (not in the default run; pass them to
 # --variants): qp_queue_N with every diagnostic off, and with only one on.
-SWITCHES = ("unstarted_guard", "runner_errors", "quiet_shutdown", "no_spin", "tail_warning",
-            "exit_unblock")
-DIAGNOSTIC_VARIANTS = [f"qp_queue_{n}_{which}" for n in (1, 4)
-                       for which in ["off"] + [f"only_{s}" for s in SWITCHES]]
+SWITCHES = (
+    "unstarted_guard",
+    "runner_errors",
+    "quiet_shutdown",
+    "no_spin",
+    "tail_warning",
+    "exit_unblock",
+)
+DIAGNOSTIC_VARIANTS = [
+    f"qp_queue_{n}_{which}" for n in (1, 4) for which in ["off"] + [f"only_{s}" for s in SWITCHES]
+]
 SESSION_TIMEOUT_MS = 600_000
 
 
@@ -176,7 +192,7 @@ def _diagnostics(variant):
 
     if which == "off":
         return queue_pipeline.tf_faithful()
-    return queue_pipeline.diagnostics(False, **{which[len("only_"):]: True})
+    return queue_pipeline.diagnostics(False, **{which[len("only_") :]: True})
 
 
 def _measure_session(variant, workload, data):
@@ -203,8 +219,9 @@ def _measure_session(variant, workload, data):
     return examples, elapsed
 
 
-def load_data(directory: str, sizes: workloads.Sizes | None = None,
-              workload: str | None = None) -> dict:
+def load_data(
+    directory: str, sizes: workloads.Sizes | None = None, workload: str | None = None
+) -> dict:
     """Writes the workloads' data to `directory` (with `sizes`), or reads back one
     `workload`'s (so that a child process holds only what it measures)."""
     marker = os.path.join(directory, "w4.npz")
@@ -214,8 +231,9 @@ def load_data(directory: str, sizes: workloads.Sizes | None = None,
         return data
 
     def listed(prefix):
-        return sorted(os.path.join(directory, f) for f in os.listdir(directory)
-                      if f.startswith(prefix))
+        return sorted(
+            os.path.join(directory, f) for f in os.listdir(directory) if f.startswith(prefix)
+        )
 
     if workload == "W1":
         return {"W1": listed("w1_")}
@@ -234,15 +252,25 @@ def _child(args) -> int:
         data["W1"] = sorted(os.path.join(args.files, f) for f in os.listdir(args.files))
     examples, seconds = measure(args.one[1], args.one[0], data[args.one[0]])
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"examples": examples, "seconds": seconds, "peak_rss_mb": peak_mb,
-                      "tf_mode": tf_mode()}))
+    print(
+        json.dumps(
+            {"examples": examples, "seconds": seconds, "peak_rss_mb": peak_mb, "tf_mode": tf_mode()}
+        )
+    )
     return 0
 
 
 def _run_child(data_dir, workload, variant, files=None) -> dict:
     """One measurement in a fresh process, in this process's TF mode."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--one", workload, variant,
-           "--data", data_dir]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--one",
+        workload,
+        variant,
+        "--data",
+        data_dir,
+    ]
     if files:
         cmd += ["--files", files]
     if tf_mode() == "tf1":
@@ -252,33 +280,47 @@ def _run_child(data_dir, workload, variant, files=None) -> dict:
         raise RuntimeError(f"{workload}/{variant} failed:\n{out.stderr[-3000:]}")
     sample = json.loads(out.stdout.strip().splitlines()[-1])
     if sample.get("tf_mode") != tf_mode():
-        raise RuntimeError(f"{workload}/{variant} ran in {sample.get('tf_mode')}, "
-                           f"not in {tf_mode()}")
+        raise RuntimeError(
+            f"{workload}/{variant} ran in {sample.get('tf_mode')}, not in {tf_mode()}"
+        )
     return sample
 
 
 def _summarize(samples):
     rates = [s["examples"] / s["seconds"] for s in samples]
     peaks = [s["peak_rss_mb"] for s in samples if s.get("peak_rss_mb") is not None]
-    return {"examples": samples[0]["examples"], "median": statistics.median(rates),
-            "min": min(rates), "max": max(rates),
-            "peak_rss_mb": max(peaks) if peaks else None}
+    return {
+        "examples": samples[0]["examples"],
+        "median": statistics.median(rates),
+        "min": min(rates),
+        "max": max(rates),
+        "peak_rss_mb": max(peaks) if peaks else None,
+    }
 
 
 def run_benchmarks(args) -> dict:
     sizes = workloads.QUICK if args.quick else workloads.FULL
-    result = {"machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores",
-              "python": platform.python_version(), "tensorflow": tf.__version__,
-              "tf_mode": tf_mode(),
-              "date": time.strftime("%Y-%m-%d %H:%M"), "mode": "quick" if args.quick else "full",
-              "batch_size": workloads.BATCH, "repeats": args.repeats, "workloads": {}}
+    result = {
+        "machine": f"{platform.node()} {platform.machine()} {os.cpu_count()} cores",
+        "python": platform.python_version(),
+        "tensorflow": tf.__version__,
+        "tf_mode": tf_mode(),
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "mode": "quick" if args.quick else "full",
+        "batch_size": workloads.BATCH,
+        "repeats": args.repeats,
+        "workloads": {},
+    }
     variants = [v for v in args.variants if v in VARIANTS + DIAGNOSTIC_VARIANTS]
     samples = {(w, v): [] for w in args.workloads for v in variants if applicable(v, w)}
     scaling = args.scaling and not args.quick
-    progress = Progress(len(samples) * args.repeats
-                        + (SCALING_MEASUREMENTS * args.repeats if scaling else 0))
-    progress.note(f"{result['mode']} run, {MODE_NAMES[result['tf_mode']]}, "
-                  f"{progress.total} measurements; writing the data")
+    progress = Progress(
+        len(samples) * args.repeats + (SCALING_MEASUREMENTS * args.repeats if scaling else 0)
+    )
+    progress.note(
+        f"{result['mode']} run, {MODE_NAMES[result['tf_mode']]}, "
+        f"{progress.total} measurements; writing the data"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         data = load_data(tmp, sizes)
         progress.note(f"data written in {_clock(time.perf_counter() - progress.start)}")
@@ -290,8 +332,7 @@ def run_benchmarks(args) -> dict:
                 else:
                     sample = _run_child(tmp, workload, variant)
                 samples[(workload, variant)].append(sample)
-                progress.step(f"{workload} {variant} repeat {repeat + 1}/{args.repeats}",
-                              sample)
+                progress.step(f"{workload} {variant} repeat {repeat + 1}/{args.repeats}", sample)
         for (workload, variant), values in samples.items():
             result["workloads"].setdefault(workload, {})[variant] = _summarize(values)
         for table in result["workloads"].values():
@@ -331,12 +372,17 @@ def run_scaling(data_dir, repeats, progress=None) -> dict:
         progress.note(f"scaling: writing {count:,} W1 files")
         rng = np.random.default_rng(count)
         for i in range(count):
-            np.savetxt(os.path.join(directory, f"{i:05d}.csv"),
-                       rng.integers(0, 1000, size=(total // count, 5)), fmt="%d",
-                       delimiter=",")
+            np.savetxt(
+                os.path.join(directory, f"{i:05d}.csv"),
+                rng.integers(0, 1000, size=(total // count, 5)),
+                fmt="%d",
+                delimiter=",",
+            )
         for variant in SCALING_FILE_VARIANTS:
-            samples = [sample(f"{count} files {variant}", variant, r, files=directory)
-                       for r in range(repeats)]
+            samples = [
+                sample(f"{count} files {variant}", variant, r, files=directory)
+                for r in range(repeats)
+            ]
             scaling["files"][f"{count} files {variant}"] = _summarize(samples)
     return scaling
 
@@ -344,8 +390,8 @@ def run_scaling(data_dir, repeats, progress=None) -> dict:
 class Progress:
     """One line per measurement on stderr (stdout keeps only the report)::
 
-        [bench] full run, TF 2.x defaults, 102 measurements; writing the data
-        [  3/102 0:41 eta 22:15] W1 qp_queue_1 repeat 1/3: 21,752/s
+    [bench] full run, TF 2.x defaults, 102 measurements; writing the data
+    [  3/102 0:41 eta 22:15] W1 qp_queue_1 repeat 1/3: 21,752/s
     """
 
     def __init__(self, total: int):
@@ -365,8 +411,10 @@ class Progress:
         elapsed = time.perf_counter() - self.start
         eta = elapsed / self.done * (self.total - self.done)
         width = len(str(self.total))
-        self._write(f"[{self.done:{width}d}/{self.total} {_clock(elapsed)} eta {_clock(eta)}] "
-                    f"{what}: {sample['examples'] / sample['seconds']:,.0f}/s")
+        self._write(
+            f"[{self.done:{width}d}/{self.total} {_clock(elapsed)} eta {_clock(eta)}] "
+            f"{what}: {sample['examples'] / sample['seconds']:,.0f}/s"
+        )
 
 
 def _clock(seconds: float) -> str:
@@ -382,17 +430,20 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="small data, in-process")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
-    parser.add_argument("--variants", nargs="+", default=VARIANTS,
-                        choices=VARIANTS + DIAGNOSTIC_VARIANTS)
+    parser.add_argument(
+        "--variants", nargs="+", default=VARIANTS, choices=VARIANTS + DIAGNOSTIC_VARIANTS
+    )
     parser.add_argument("--scaling", action="store_true")
-    parser.add_argument("--tf1", action="store_true",
-                        help="TF1 mode, as legacy scripts run: tf.compat.v1."
-                             "disable_v2_behavior() before anything is built (for the "
-                             "whole process); tf.data variants read through a one-shot "
-                             "iterator in a Session")
+    parser.add_argument(
+        "--tf1",
+        action="store_true",
+        help="TF1 mode, as legacy scripts run: tf.compat.v1."
+        "disable_v2_behavior() before anything is built (for the "
+        "whole process); tf.data variants read through a one-shot "
+        "iterator in a Session",
+    )
     parser.add_argument("--json", help="write the results to this JSON file")
-    parser.add_argument("--one", nargs=2, metavar=("WORKLOAD", "VARIANT"),
-                        help=argparse.SUPPRESS)
+    parser.add_argument("--one", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     parser.add_argument("--files", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

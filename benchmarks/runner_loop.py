@@ -79,17 +79,20 @@ def main(argv=None):
     for _ in range(args.repeats):  # interleaved repetitions
         for name, fn in variants.items():
             samples[name].append(fn() * 1e6)
-    print(f"# {platform.node()} {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
-          f"TF {tf.__version__}, {time.strftime('%Y-%m-%d')}, {args.runs} runs x "
-          f"{args.repeats}")
+    print(
+        f"# {platform.node()} {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+        f"TF {tf.__version__}, {time.strftime('%Y-%m-%d')}, {args.runs} runs x "
+        f"{args.repeats}"
+    )
     print(f"{'variant':30s} {'median us/run':>14s} {'min':>8s} {'max':>8s}")
     result = {}
     for name, values in samples.items():
         med = statistics.median(values)
         result[name] = {"median_us": med, "min_us": min(values), "max_us": max(values)}
         print(f"{name:30s} {med:14.2f} {min(values):8.2f} {max(values):8.2f}")
-    ratio = (result["tf QueueRunner"]["median_us"]
-             / result["queue_pipeline QueueRunner"]["median_us"])
+    ratio = (
+        result["tf QueueRunner"]["median_us"] / result["queue_pipeline QueueRunner"]["median_us"]
+    )
     print(f"ratio TF / queue_pipeline per-run time: {ratio:.3f}")
     result["ratio_tf_over_qp"] = ratio
     if args.json:

@@ -57,15 +57,22 @@ def lifted_region(workload: str, files: list[str]) -> _lift.LiftedRegion:
 def dataset(variant: str, workload: str, files, region, vectorized) -> tf.data.Dataset:
     autotune = tf.data.AUTOTUNE
     if variant.startswith("tfdata"):
-        return workloads.handwritten(workload, files,
-                                     batch_then_decode=variant.endswith("batch_decode"))
+        return workloads.handwritten(
+            workload, files, batch_then_decode=variant.endswith("batch_decode")
+        )
     raw = workloads.raw_dataset(workload, files)
     no_autograph = tf.autograph.experimental.do_not_convert
     if variant == "lifted_per_record":
-        return raw.map(no_autograph(lambda r: tuple(region(r))),
-                       num_parallel_calls=autotune).batch(workloads.BATCH).prefetch(autotune)
-    return raw.batch(workloads.BATCH).map(no_autograph(lambda r: tuple(vectorized(r))),
-                                          num_parallel_calls=autotune).prefetch(autotune)
+        return (
+            raw.map(no_autograph(lambda r: tuple(region(r))), num_parallel_calls=autotune)
+            .batch(workloads.BATCH)
+            .prefetch(autotune)
+        )
+    return (
+        raw.batch(workloads.BATCH)
+        .map(no_autograph(lambda r: tuple(vectorized(r))), num_parallel_calls=autotune)
+        .prefetch(autotune)
+    )
 
 
 def examples_per_second(ds: tf.data.Dataset) -> tuple[float, int]:
@@ -79,15 +86,24 @@ def examples_per_second(ds: tf.data.Dataset) -> tuple[float, int]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", nargs="+", default=["W2"], choices=["W1", "W2", "W3"])
-    parser.add_argument("--records", type=int, default=60_000,
-                        help="records per workload (default 60,000)")
+    parser.add_argument(
+        "--records", type=int, default=60_000, help="records per workload (default 60,000)"
+    )
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)
     n = args.records
-    sizes = workloads.Sizes(csv_files=4, csv_lines=max(n // 4, 1), tfrecords=n,
-                            cifar_files=4, cifar_records=max(n // 4, 1), preloaded=1)
-    print(f"TF {tf.__version__}, {os.cpu_count()} cores, batch {workloads.BATCH}, "
-          f"{args.repeats} repeats (examples/s: median [min-max])")
+    sizes = workloads.Sizes(
+        csv_files=4,
+        csv_lines=max(n // 4, 1),
+        tfrecords=n,
+        cifar_files=4,
+        cifar_records=max(n // 4, 1),
+        preloaded=1,
+    )
+    print(
+        f"TF {tf.__version__}, {os.cpu_count()} cores, batch {workloads.BATCH}, "
+        f"{args.repeats} repeats (examples/s: median [min-max])"
+    )
     with tempfile.TemporaryDirectory() as directory:
         data = workloads.write_data(directory, sizes)
         for workload in args.workloads:
@@ -102,15 +118,18 @@ def main(argv=None) -> int:
             for _ in range(args.repeats + 1):  # the first round warms up
                 for variant in VARIANTS:
                     rate, count = examples_per_second(
-                        dataset(variant, workload, files, region, vectorized))
+                        dataset(variant, workload, files, region, vectorized)
+                    )
                     runs[variant].append(rate)
             print(f"\n{workload} ({count:,} examples)")
             base = statistics.median(runs["lifted_per_record"][1:])
             for variant in VARIANTS:
                 rates = runs[variant][1:]
                 median = statistics.median(rates)
-                print(f"  {variant:22s} {median:>10,.0f} [{min(rates):,.0f}-"
-                      f"{max(rates):,.0f}]  x{median / base:.2f}")
+                print(
+                    f"  {variant:22s} {median:>10,.0f} [{min(rates):,.0f}-"
+                    f"{max(rates):,.0f}]  x{median / base:.2f}"
+                )
     return 0
 
 

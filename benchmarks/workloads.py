@@ -23,8 +23,10 @@ import tensorflow as tf
 
 BATCH = 128
 CSV_DEFAULTS = [[0]] * 5
-FEATURES = {"image_raw": tf.io.FixedLenFeature([], tf.string),
-            "label": tf.io.FixedLenFeature([], tf.int64)}
+FEATURES = {
+    "image_raw": tf.io.FixedLenFeature([], tf.string),
+    "label": tf.io.FixedLenFeature([], tf.int64),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +42,9 @@ class Sizes:
 
 
 FULL = Sizes()
-QUICK = Sizes(csv_files=4, csv_lines=1_000, tfrecords=2_000, cifar_files=2,
-              cifar_records=300, preloaded=2_000)
+QUICK = Sizes(
+    csv_files=4, csv_lines=1_000, tfrecords=2_000, cifar_files=2, cifar_records=300, preloaded=2_000
+)
 
 
 def write_data(directory: str, sizes: Sizes) -> dict:
@@ -59,10 +62,16 @@ def write_data(directory: str, sizes: Sizes) -> dict:
     images = rng.integers(0, 256, size=(sizes.tfrecords, 784), dtype=np.uint8)
     with tf.io.TFRecordWriter(path) as writer:
         for image, label in zip(images, rng.integers(0, 10, sizes.tfrecords)):
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "image_raw": tf.train.Feature(bytes_list=tf.train.BytesList(
-                    value=[image.tobytes()])),
-                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}))
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "image_raw": tf.train.Feature(
+                            bytes_list=tf.train.BytesList(value=[image.tobytes()])
+                        ),
+                        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                    }
+                )
+            )
             writer.write(example.SerializeToString())
     data["W2"] = [path]
     cifar = []
@@ -71,12 +80,15 @@ def write_data(directory: str, sizes: Sizes) -> dict:
         rng.integers(0, 256, size=sizes.cifar_records * 3073, dtype=np.uint8).tofile(path)
         cifar.append(path)
     data["W3"] = cifar
-    data["W4"] = (rng.random((sizes.preloaded, 784), dtype=np.float32),
-                  rng.integers(0, 10, sizes.preloaded))
+    data["W4"] = (
+        rng.random((sizes.preloaded, 784), dtype=np.float32),
+        rng.integers(0, 10, sizes.preloaded),
+    )
     return data
 
 
 # --- per-record decoders (the same in every variant) ---------------------------
+
 
 def decode_csv(line):
     cols = tf.io.decode_csv(line, CSV_DEFAULTS)
@@ -111,14 +123,21 @@ def decode_cifars(records):  # batch form
 
 # --- queue API variants (TF's own or queue_pipeline, same code) ----------------
 
+
 def queue_pipeline_fetches(api, readers, workload, data, threads):
     """The legacy pipeline on `api` (tf.compat.v1.train or queue_pipeline)."""
     if workload == "W4":
         images, labels = data
         image, label = api.slice_input_producer(
-            [tf.constant(images), tf.constant(labels)], num_epochs=1, shuffle=False)
-        return api.batch([image, label], BATCH, num_threads=threads, capacity=BATCH * 4,
-                         allow_smaller_final_batch=True)
+            [tf.constant(images), tf.constant(labels)], num_epochs=1, shuffle=False
+        )
+        return api.batch(
+            [image, label],
+            BATCH,
+            num_threads=threads,
+            capacity=BATCH * 4,
+            allow_smaller_final_batch=True,
+        )
     files = api.string_input_producer(data, num_epochs=1, shuffle=False)
     if workload == "W1":
         _, value = readers.TextLineReader().read(files)
@@ -129,11 +148,17 @@ def queue_pipeline_fetches(api, readers, workload, data, threads):
     else:
         _, value = readers.FixedLengthRecordReader(3073).read(files)
         example = decode_cifar(value)
-    return api.batch(list(example), BATCH, num_threads=threads, capacity=BATCH * 4,
-                     allow_smaller_final_batch=True)
+    return api.batch(
+        list(example),
+        BATCH,
+        num_threads=threads,
+        capacity=BATCH * 4,
+        allow_smaller_final_batch=True,
+    )
 
 
 # --- hand-written tf.data -------------------------------------------------------
+
 
 def raw_dataset(workload, data):
     if workload == "W1":
@@ -156,7 +181,7 @@ def handwritten(workload, data, batch_then_decode=False):
     if workload == "W4":
         return ds.batch(BATCH).prefetch(autotune)
     if batch_then_decode:
-        return ds.batch(BATCH).map(PER_BATCH[workload], num_parallel_calls=autotune) \
-            .prefetch(autotune)
-    return ds.map(PER_RECORD[workload], num_parallel_calls=autotune).batch(BATCH) \
-        .prefetch(autotune)
+        return (
+            ds.batch(BATCH).map(PER_BATCH[workload], num_parallel_calls=autotune).prefetch(autotune)
+        )
+    return ds.map(PER_RECORD[workload], num_parallel_calls=autotune).batch(BATCH).prefetch(autotune)

@@ -32,9 +32,11 @@ import tensorflow as tf
 __all__ = ["OP_TIMEOUT_MS", "Loop", "Result", "parse_args", "run", "values"]
 
 OP_TIMEOUT_MS = 60_000
-TF1_HELP = ("run in TF1 mode: tf.compat.v1.disable_v2_behavior() before anything is "
-            "built, as legacy scripts run (the twin then reads its Dataset through a "
-            "one-shot iterator in a Session)")
+TF1_HELP = (
+    "run in TF1 mode: tf.compat.v1.disable_v2_behavior() before anything is "
+    "built, as legacy scripts run (the twin then reads its Dataset through a "
+    "one-shot iterator in a Session)"
+)
 
 
 class Loop(NamedTuple):
@@ -69,7 +71,8 @@ def _call(step: Callable[..., Any], element):
 
 def _numpy(structure):
     return tf.nest.map_structure(
-        lambda value: value.numpy() if hasattr(value, "numpy") else value, structure)
+        lambda value: value.numpy() if hasattr(value, "numpy") else value, structure
+    )
 
 
 def run(build: Callable[[], Loop], *, timeout_ms: int = OP_TIMEOUT_MS) -> Result:
@@ -103,16 +106,18 @@ def run(build: Callable[[], Loop], *, timeout_ms: int = OP_TIMEOUT_MS) -> Result
     if tf.executing_eagerly():
         loop = _checked(build())
         step = None if loop.step is None else tf.function(loop.step, reduce_retracing=True)
-        outputs = [_numpy(element if step is None else _call(step, element))
-                   for element in loop.dataset]
+        outputs = [
+            _numpy(element if step is None else _call(step, element)) for element in loop.dataset
+        ]
         return Result(outputs, _numpy(loop.final))
     graph = tf.Graph()
     with graph.as_default():
         loop = _checked(build())
         element = tf.compat.v1.data.make_one_shot_iterator(loop.dataset).get_next()
         fetches = element if loop.step is None else _call(loop.step, element)
-        init = tf.group(tf.compat.v1.global_variables_initializer(),
-                        tf.compat.v1.local_variables_initializer())
+        init = tf.group(
+            tf.compat.v1.global_variables_initializer(), tf.compat.v1.local_variables_initializer()
+        )
     config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=timeout_ms)
     outputs = []
     with tf.compat.v1.Session(graph=graph, config=config) as sess:
@@ -128,9 +133,11 @@ def run(build: Callable[[], Loop], *, timeout_ms: int = OP_TIMEOUT_MS) -> Result
 
 def _checked(loop) -> Loop:
     if not isinstance(loop, Loop):
-        raise TypeError(f"_twin_loop.run: `build` must return a _twin_loop.Loop; got "
-                        f"{type(loop).__name__} {loop!r}. Fix: return "
-                        "Loop(dataset, step, final).")
+        raise TypeError(
+            f"_twin_loop.run: `build` must return a _twin_loop.Loop; got "
+            f"{type(loop).__name__} {loop!r}. Fix: return "
+            "Loop(dataset, step, final)."
+        )
     return loop
 
 

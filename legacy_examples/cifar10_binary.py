@@ -50,10 +50,14 @@ from legacy_examples import _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
-    "qp": {"train": queue_pipeline,
-           "FixedLengthRecordReader": queue_pipeline.FixedLengthRecordReader},
-    "tf": {"train": tf.compat.v1.train,
-           "FixedLengthRecordReader": tf.compat.v1.FixedLengthRecordReader},
+    "qp": {
+        "train": queue_pipeline,
+        "FixedLengthRecordReader": queue_pipeline.FixedLengthRecordReader,
+    },
+    "tf": {
+        "train": tf.compat.v1.train,
+        "FixedLengthRecordReader": tf.compat.v1.FixedLengthRecordReader,
+    },
 }
 
 IMAGE_SIZE = 24
@@ -105,31 +109,50 @@ def read_cifar10(filename_queue, impl: str = "qp") -> CIFAR10Record:
     result.label = tf.cast(tf.strided_slice(record_bytes, [0], [LABEL_BYTES]), tf.int32)
     depth_major = tf.reshape(
         tf.strided_slice(record_bytes, [LABEL_BYTES], [LABEL_BYTES + IMAGE_BYTES]),
-        [result.depth, result.height, result.width])
+        [result.depth, result.height, result.width],
+    )
     result.uint8image = tf.transpose(depth_major, [1, 2, 0])
     return result
 
 
-def _generate_image_and_label_batch(image, label, min_queue_examples: int,
-                                    batch_size: int, shuffle: bool, impl: str = "qp",
-                                    num_threads: int = NUM_PREPROCESS_THREADS):
+def _generate_image_and_label_batch(
+    image,
+    label,
+    min_queue_examples: int,
+    batch_size: int,
+    shuffle: bool,
+    impl: str = "qp",
+    num_threads: int = NUM_PREPROCESS_THREADS,
+):
     """Batches of ``(images [batch_size, 24, 24, 3], labels [batch_size])``."""
     train = IMPLS[impl]["train"]
     if shuffle:
         images, label_batch = train.shuffle_batch(
-            [image, label], batch_size=batch_size, num_threads=num_threads,
+            [image, label],
+            batch_size=batch_size,
+            num_threads=num_threads,
             capacity=min_queue_examples + 3 * batch_size,
-            min_after_dequeue=min_queue_examples)
+            min_after_dequeue=min_queue_examples,
+        )
     else:
         images, label_batch = train.batch(
-            [image, label], batch_size=batch_size, num_threads=num_threads,
-            capacity=min_queue_examples + 3 * batch_size)
+            [image, label],
+            batch_size=batch_size,
+            num_threads=num_threads,
+            capacity=min_queue_examples + 3 * batch_size,
+        )
     tf.compat.v1.summary.image("images", images)
     return images, tf.reshape(label_batch, [batch_size])
 
 
-def distorted_inputs(data_dir: str, batch_size: int, impl: str = "qp", *,
-                     num_threads: int = NUM_PREPROCESS_THREADS, verbose: bool = True):
+def distorted_inputs(
+    data_dir: str,
+    batch_size: int,
+    impl: str = "qp",
+    *,
+    num_threads: int = NUM_PREPROCESS_THREADS,
+    verbose: bool = True,
+):
     """Distorted training input, shuffled, repeating forever."""
     filenames = train_files(data_dir)
     _check_files(filenames)
@@ -147,16 +170,28 @@ def distorted_inputs(data_dir: str, batch_size: int, impl: str = "qp", *,
         read_input.label.set_shape([1])
         min_queue_examples = int(num_examples(filenames) * MIN_FRACTION_OF_EXAMPLES_IN_QUEUE)
         if verbose:
-            print(f"Filling queue with {min_queue_examples} CIFAR images before starting "
-                  "to train.")
-    return _generate_image_and_label_batch(float_image, read_input.label,
-                                           min_queue_examples, batch_size, shuffle=True,
-                                           impl=impl, num_threads=num_threads)
+            print(f"Filling queue with {min_queue_examples} CIFAR images before starting to train.")
+    return _generate_image_and_label_batch(
+        float_image,
+        read_input.label,
+        min_queue_examples,
+        batch_size,
+        shuffle=True,
+        impl=impl,
+        num_threads=num_threads,
+    )
 
 
-def inputs(eval_data: bool, data_dir: str, batch_size: int, impl: str = "qp", *,
-           num_epochs: int | None = None, shuffle: bool = True,
-           num_threads: int = NUM_PREPROCESS_THREADS):
+def inputs(
+    eval_data: bool,
+    data_dir: str,
+    batch_size: int,
+    impl: str = "qp",
+    *,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    num_threads: int = NUM_PREPROCESS_THREADS,
+):
     """Evaluation input: centrally cropped, standardized, batched in queue order.
 
     `num_epochs`, `shuffle` and `num_threads` default to the tutorial's
@@ -167,7 +202,8 @@ def inputs(eval_data: bool, data_dir: str, batch_size: int, impl: str = "qp", *,
     _check_files(filenames)
     with tf.name_scope("input"):
         filename_queue = IMPLS[impl]["train"].string_input_producer(
-            filenames, num_epochs=num_epochs, shuffle=shuffle)
+            filenames, num_epochs=num_epochs, shuffle=shuffle
+        )
         read_input = read_cifar10(filename_queue, impl)
         reshaped_image = tf.cast(read_input.uint8image, tf.float32)
         height, width = IMAGE_SIZE, IMAGE_SIZE
@@ -176,26 +212,44 @@ def inputs(eval_data: bool, data_dir: str, batch_size: int, impl: str = "qp", *,
         float_image.set_shape([height, width, 3])
         read_input.label.set_shape([1])
         min_queue_examples = int(num_examples(filenames) * MIN_FRACTION_OF_EXAMPLES_IN_QUEUE)
-    return _generate_image_and_label_batch(float_image, read_input.label,
-                                           min_queue_examples, batch_size, shuffle=False,
-                                           impl=impl, num_threads=num_threads)
+    return _generate_image_and_label_batch(
+        float_image,
+        read_input.label,
+        min_queue_examples,
+        batch_size,
+        shuffle=False,
+        impl=impl,
+        num_threads=num_threads,
+    )
 
 
-def run(data_dir: str, steps: int, impl: str = "qp", *, batch_size: int = 128,
-        seed: int | None = 0, num_threads: int = NUM_PREPROCESS_THREADS,
-        verbose: bool = True) -> list:
+def run(
+    data_dir: str,
+    steps: int,
+    impl: str = "qp",
+    *,
+    batch_size: int = 128,
+    seed: int | None = 0,
+    num_threads: int = NUM_PREPROCESS_THREADS,
+    verbose: bool = True,
+) -> list:
     """The training input loop: start the runners, fetch `steps` distorted batches, stop, join."""
     train = IMPLS[impl]["train"]
     batches = []
     with tf.Graph().as_default():
         if seed is not None:
             tf.compat.v1.set_random_seed(seed)
-        images, labels = distorted_inputs(data_dir, batch_size, impl,
-                                          num_threads=num_threads, verbose=verbose)
+        images, labels = distorted_inputs(
+            data_dir, batch_size, impl, num_threads=num_threads, verbose=verbose
+        )
         config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=OP_TIMEOUT_MS)
         with tf.compat.v1.Session(config=config) as sess:
-            sess.run([tf.compat.v1.global_variables_initializer(),
-                      tf.compat.v1.local_variables_initializer()])
+            sess.run(
+                [
+                    tf.compat.v1.global_variables_initializer(),
+                    tf.compat.v1.local_variables_initializer(),
+                ]
+            )
             coord = train.Coordinator()
             threads = train.start_queue_runners(sess=sess, coord=coord)
             try:
@@ -216,13 +270,15 @@ def decode_record(record):
     """One CIFAR-10 record: (uint8image ``[32, 32, 3]``, label int32 scalar)."""
     record_bytes = tf.io.decode_raw(record, tf.uint8)
     label = tf.cast(record_bytes[0], tf.int32)
-    depth_major = tf.reshape(record_bytes[LABEL_BYTES:LABEL_BYTES + IMAGE_BYTES],
-                             [DEPTH, HEIGHT, WIDTH])
+    depth_major = tf.reshape(
+        record_bytes[LABEL_BYTES : LABEL_BYTES + IMAGE_BYTES], [DEPTH, HEIGHT, WIDTH]
+    )
     return tf.transpose(depth_major, [1, 2, 0]), label
 
 
-def twin_distorted_inputs(data_dir: str, batch_size: int, *,
-                          seed: int | None = None) -> tf.data.Dataset:
+def twin_distorted_inputs(
+    data_dir: str, batch_size: int, *, seed: int | None = None
+) -> tf.data.Dataset:
     """The twin of :func:`distorted_inputs`: distorted, shuffled batches, forever."""
     from queue_pipeline import data
 
@@ -233,8 +289,7 @@ def twin_distorted_inputs(data_dir: str, batch_size: int, *,
 
     def distort(record):
         uint8image, label = decode_record(record)
-        image = tf.image.random_crop(tf.cast(uint8image, tf.float32),
-                                     [IMAGE_SIZE, IMAGE_SIZE, 3])
+        image = tf.image.random_crop(tf.cast(uint8image, tf.float32), [IMAGE_SIZE, IMAGE_SIZE, 3])
         image = tf.image.random_flip_left_right(image)
         image = tf.image.random_brightness(image, max_delta=63)
         image = tf.image.random_contrast(image, lower=0.2, upper=1.8)
@@ -242,27 +297,37 @@ def twin_distorted_inputs(data_dir: str, batch_size: int, *,
 
     examples = records.map(distort, num_parallel_calls=tf.data.AUTOTUNE)
     min_queue_examples = int(num_examples(filenames) * MIN_FRACTION_OF_EXAMPLES_IN_QUEUE)
-    return data.shuffle_batch(examples, batch_size,
-                              capacity=min_queue_examples + 3 * batch_size,
-                              min_after_dequeue=min_queue_examples, seed=seed)
+    return data.shuffle_batch(
+        examples,
+        batch_size,
+        capacity=min_queue_examples + 3 * batch_size,
+        min_after_dequeue=min_queue_examples,
+        seed=seed,
+    )
 
 
-def twin_inputs(eval_data: bool, data_dir: str, batch_size: int, *,
-                num_epochs: int | None = None, shuffle: bool = True,
-                seed: int | None = None) -> tf.data.Dataset:
+def twin_inputs(
+    eval_data: bool,
+    data_dir: str,
+    batch_size: int,
+    *,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+) -> tf.data.Dataset:
     """The twin of :func:`inputs`: centrally cropped, standardized batches."""
     from queue_pipeline import data
 
     filenames = eval_files(data_dir) if eval_data else train_files(data_dir)
     _check_files(filenames)
-    names = data.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle,
-                                       seed=seed)
+    names = data.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle, seed=seed)
     records = data.FixedLengthRecordReader(record_bytes=RECORD_BYTES).read(names, keys=False)
 
     def crop(record):
         uint8image, label = decode_record(record)
-        image = tf.image.resize_with_crop_or_pad(tf.cast(uint8image, tf.float32),
-                                                 IMAGE_SIZE, IMAGE_SIZE)
+        image = tf.image.resize_with_crop_or_pad(
+            tf.cast(uint8image, tf.float32), IMAGE_SIZE, IMAGE_SIZE
+        )
         return tf.image.per_image_standardization(image), label
 
     examples = records.map(crop, num_parallel_calls=tf.data.AUTOTUNE)
@@ -286,22 +351,24 @@ def _compare_dir() -> str:
 
 def legacy():
     """Entry point for ``queue-pipeline compare``: one epoch of the eval input, in order."""
-    return inputs(True, _compare_dir(), COMPARE_BATCH_SIZE, num_epochs=1, shuffle=False,
-                  num_threads=1)
+    return inputs(
+        True, _compare_dir(), COMPARE_BATCH_SIZE, num_epochs=1, shuffle=False, num_threads=1
+    )
 
 
 def twin():
     """Entry point for ``queue-pipeline compare``: the tf.data twin of :func:`legacy`."""
-    return twin_inputs(True, _compare_dir(), COMPARE_BATCH_SIZE, num_epochs=1,
-                       shuffle=False)
+    return twin_inputs(True, _compare_dir(), COMPARE_BATCH_SIZE, num_epochs=1, shuffle=False)
 
 
 def _summary(name: str, batches: list) -> str:
     images = np.concatenate([b[0] for b in batches])
     labels = np.concatenate([b[1] for b in batches])
-    return (f"{name}: {len(batches)} batches of {list(batches[0][0].shape)} images; "
-            f"pixel mean {images.mean():+.3f} std {images.std():.3f}; "
-            f"labels {np.bincount(labels, minlength=NUM_CLASSES).tolist()}")
+    return (
+        f"{name}: {len(batches)} batches of {list(batches[0][0].shape)} images; "
+        f"pixel mean {images.mean():+.3f} std {images.std():.3f}; "
+        f"labels {np.bincount(labels, minlength=NUM_CLASSES).tolist()}"
+    )
 
 
 def main(argv=None) -> int:
@@ -320,7 +387,8 @@ def main(argv=None) -> int:
         _bundled_data.write_cifar_binary(tmp)
         legacy_batches = run(tmp, steps, args.impl, batch_size=batch_size)
         twin_batches = _twin_loop.values(
-            lambda: twin_distorted_inputs(tmp, batch_size, seed=0).take(steps))
+            lambda: twin_distorted_inputs(tmp, batch_size, seed=0).take(steps)
+        )
     print(_summary(args.impl, legacy_batches))
     print(_summary("twin (tf.data)", twin_batches))
     return 0

@@ -30,8 +30,9 @@ IMPLS = {
 }
 
 
-def write_csv_files(directory: str, num_files: int = 2, rows: int = 300,
-                    seed: int = 0) -> list[str]:
+def write_csv_files(
+    directory: str, num_files: int = 2, rows: int = 300, seed: int = 0
+) -> list[str]:
     """Writes `num_files` CSV files of 5 integer columns; the 5th is a 0/1 label."""
     rng = np.random.default_rng(seed)
     paths = []
@@ -49,8 +50,7 @@ def write_csv_files(directory: str, num_files: int = 2, rows: int = 300,
 def build_legacy(filenames, impl: str = "qp", num_epochs=None, shuffle=True):
     """The guide's input stage. Returns (features [4] int32, label int32)."""
     train, TextLineReader = IMPLS[impl]["train"], IMPLS[impl]["TextLineReader"]
-    filename_queue = train.string_input_producer(filenames, num_epochs=num_epochs,
-                                                 shuffle=shuffle)
+    filename_queue = train.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle)
     reader = TextLineReader()
     key, value = reader.read(filename_queue)
     record_defaults = [[1], [1], [1], [1], [1]]
@@ -63,8 +63,7 @@ def build_twin(filenames, num_epochs=None, shuffle=True, seed=None):
     """The same input stage on tf.data: a Dataset of (features [4], label)."""
     from queue_pipeline import data
 
-    names = data.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle,
-                                       seed=seed)
+    names = data.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle, seed=seed)
     records = data.TextLineReader().read(names)
 
     def decode(key, value):
@@ -122,8 +121,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         examples = run(write_csv_files(tmp), steps, args.impl)
     positives = sum(int(label) for _, label in examples)
-    print(f"{args.impl}: read {len(examples)} examples; first {examples[0][0].tolist()} "
-          f"label {examples[0][1]}; {positives} positive labels")
+    print(
+        f"{args.impl}: read {len(examples)} examples; first {examples[0][0].tolist()} "
+        f"label {examples[0][1]}; {positives} positive labels"
+    )
     return 0
 
 

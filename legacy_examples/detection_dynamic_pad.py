@@ -83,14 +83,13 @@ def write_records(directory: str, count: int = 24) -> tuple[str, list[tuple[str,
             with open(jpeg_path, "rb") as f:
                 encoded = f.read()
             feature = {
-                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(
-                    value=[encoded])),
-                "image/format": tf.train.Feature(bytes_list=tf.train.BytesList(
-                    value=[b"jpeg"])),
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[encoded])),
+                "image/format": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"jpeg"])),
             }
             for i, c in enumerate(_COORDS):
                 feature[f"image/object/bbox/{c}"] = tf.train.Feature(
-                    float_list=tf.train.FloatList(value=boxes[:, i].astype(np.float32)))
+                    float_list=tf.train.FloatList(value=boxes[:, i].astype(np.float32))
+                )
             example = tf.train.Example(features=tf.train.Features(feature=feature))
             writer.write(example.SerializeToString())
     return path, scenes
@@ -105,10 +104,15 @@ def decode_example(serialized) -> dict:
     """
     features = tf.io.parse_single_example(serialized, FEATURES)
     image = tf.io.decode_jpeg(features["image/encoded"], channels=3)
-    boxes = tf.stack([tf.sparse.to_dense(features[f"image/object/bbox/{c}"])
-                      for c in _COORDS], axis=1)
-    return {IMAGE: image, BOXES: boxes, TRUE_IMAGE_SHAPE: tf.shape(image),
-            NUM_BOXES: tf.shape(boxes)[0]}
+    boxes = tf.stack(
+        [tf.sparse.to_dense(features[f"image/object/bbox/{c}"]) for c in _COORDS], axis=1
+    )
+    return {
+        IMAGE: image,
+        BOXES: boxes,
+        TRUE_IMAGE_SHAPE: tf.shape(image),
+        NUM_BOXES: tf.shape(boxes)[0],
+    }
 
 
 def prefetch(tensor_dict: dict, capacity: int, impl: str = "qp"):
@@ -123,19 +127,33 @@ def prefetch(tensor_dict: dict, capacity: int, impl: str = "qp"):
     train = IMPLS[impl]["train"]
     names = sorted(tensor_dict)
     queue = tf.queue.PaddingFIFOQueue(
-        capacity, dtypes=[tensor_dict[n].dtype for n in names],
-        shapes=[tensor_dict[n].shape for n in names], names=names, name="prefetch_queue")
+        capacity,
+        dtypes=[tensor_dict[n].dtype for n in names],
+        shapes=[tensor_dict[n].shape for n in names],
+        names=names,
+        name="prefetch_queue",
+    )
     enqueue_op = queue.enqueue(tensor_dict)
     train.add_queue_runner(train.QueueRunner(queue, [enqueue_op]))
     tf.compat.v1.summary.scalar(
         f"queue/{queue.name}/fraction_of_{capacity}_full",
-        tf.cast(queue.size(), tf.float32) * (1.0 / capacity))
+        tf.cast(queue.size(), tf.float32) * (1.0 / capacity),
+    )
     return queue
 
 
-def build_legacy(record_files, impl: str = "qp", *, batch_size: int = 4, num_epochs=None,
-                 shuffle: bool = True, seed=None, num_threads: int = 1,
-                 batch_capacity: int = 16, prefetch_capacity: int = 2) -> dict:
+def build_legacy(
+    record_files,
+    impl: str = "qp",
+    *,
+    batch_size: int = 4,
+    num_epochs=None,
+    shuffle: bool = True,
+    seed=None,
+    num_threads: int = 1,
+    batch_capacity: int = 16,
+    prefetch_capacity: int = 2,
+) -> dict:
     """The detection input stage: read, decode, pad-batch, prefetch, dequeue.
 
     Args:
@@ -158,17 +176,31 @@ def build_legacy(record_files, impl: str = "qp", *, batch_size: int = 4, num_epo
       ``num_groundtruth_boxes`` int32 ``[batch_size]``.
     """
     train = IMPLS[impl]["train"]
-    filename_queue = train.string_input_producer(record_files, num_epochs=num_epochs,
-                                                 shuffle=shuffle, seed=seed)
+    filename_queue = train.string_input_producer(
+        record_files, num_epochs=num_epochs, shuffle=shuffle, seed=seed
+    )
     _, serialized = IMPLS[impl]["TFRecordReader"]().read(filename_queue)
-    batched = train.batch(decode_example(serialized), batch_size, num_threads=num_threads,
-                          capacity=batch_capacity, dynamic_pad=True)
+    batched = train.batch(
+        decode_example(serialized),
+        batch_size,
+        num_threads=num_threads,
+        capacity=batch_capacity,
+        dynamic_pad=True,
+    )
     return prefetch(batched, prefetch_capacity, impl).dequeue()
 
 
-def build_twin(record_files, *, batch_size: int = 4, num_epochs=None, shuffle: bool = True,
-               seed=None, num_threads: int = 1, batch_capacity: int = 16,
-               prefetch_capacity: int = 2) -> tf.data.Dataset:
+def build_twin(
+    record_files,
+    *,
+    batch_size: int = 4,
+    num_epochs=None,
+    shuffle: bool = True,
+    seed=None,
+    num_threads: int = 1,
+    batch_capacity: int = 16,
+    prefetch_capacity: int = 2,
+) -> tf.data.Dataset:
     """The same stage on tf.data: a Dataset of the padded batch dicts.
 
     ``map(decode_example)`` (parallel, order kept), then
@@ -180,12 +212,17 @@ def build_twin(record_files, *, batch_size: int = 4, num_epochs=None, shuffle: b
     from queue_pipeline import data
 
     del prefetch_capacity  # see the docstring: autotuned
-    names = data.string_input_producer(record_files, num_epochs=num_epochs, shuffle=shuffle,
-                                       seed=seed)
-    examples = data.TFRecordReader().read(names, keys=False).map(
-        decode_example, num_parallel_calls=tf.data.AUTOTUNE)
-    return data.batch(examples, batch_size, num_threads=num_threads, capacity=batch_capacity,
-                      dynamic_pad=True)
+    names = data.string_input_producer(
+        record_files, num_epochs=num_epochs, shuffle=shuffle, seed=seed
+    )
+    examples = (
+        data.TFRecordReader()
+        .read(names, keys=False)
+        .map(decode_example, num_parallel_calls=tf.data.AUTOTUNE)
+    )
+    return data.batch(
+        examples, batch_size, num_threads=num_threads, capacity=batch_capacity, dynamic_pad=True
+    )
 
 
 def unpad(batch: dict, batch_size: int | None = None) -> list[dict]:
@@ -204,9 +241,13 @@ def unpad(batch: dict, batch_size: int | None = None) -> list[dict]:
     boxes = tf.unstack(tf.convert_to_tensor(batch[BOXES]), num=batch_size)
     shapes = tf.unstack(tf.convert_to_tensor(batch[TRUE_IMAGE_SHAPE]), num=batch_size)
     counts = tf.unstack(tf.convert_to_tensor(batch[NUM_BOXES]), num=batch_size)
-    return [{IMAGE: tf.slice(image, [0, 0, 0], shape),
-             BOXES: tf.slice(box, [0, 0], tf.stack([count, 4]))}
-            for image, box, shape, count in zip(images, boxes, shapes, counts)]
+    return [
+        {
+            IMAGE: tf.slice(image, [0, 0, 0], shape),
+            BOXES: tf.slice(box, [0, 0], tf.stack([count, 4])),
+        }
+        for image, box, shape, count in zip(images, boxes, shapes, counts)
+    ]
 
 
 _COMPARE_FILES: list[str] = []
@@ -230,8 +271,9 @@ def twin() -> tf.data.Dataset:
     return build_twin(_compare_files(), num_epochs=1, shuffle=False)
 
 
-def run(record_files, steps: int, impl: str = "qp", *, num_epochs=None,
-        shuffle: bool = True) -> list[list[dict]]:
+def run(
+    record_files, steps: int, impl: str = "qp", *, num_epochs=None, shuffle: bool = True
+) -> list[list[dict]]:
     """The training loop's input side: `steps` batches, each unpadded in the graph.
 
     Stops early at the end of input (``num_epochs``). Returns, per batch, the
@@ -271,8 +313,9 @@ def main(argv=None) -> int:
         batches = run([path], steps, args.impl)
     print(f"{args.impl}: {len(batches)} batches of {len(batches[0])} images")
     for i, examples in enumerate(batches[:3]):
-        sizes = ", ".join(f"{e[IMAGE].shape[0]}x{e[IMAGE].shape[1]}/{len(e[BOXES])} boxes"
-                          for e in examples)
+        sizes = ", ".join(
+            f"{e[IMAGE].shape[0]}x{e[IMAGE].shape[1]}/{len(e[BOXES])} boxes" for e in examples
+        )
         print(f"  batch {i}: {sizes}")
     return 0
 

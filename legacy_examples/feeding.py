@@ -68,8 +68,14 @@ class DataSet:
       seed: seed of the permutations (NumPy; the classic used the global one).
     """
 
-    def __init__(self, images: np.ndarray, labels: np.ndarray, *, shuffle: bool = True,
-                 seed: int | None = None) -> None:
+    def __init__(
+        self,
+        images: np.ndarray,
+        labels: np.ndarray,
+        *,
+        shuffle: bool = True,
+        seed: int | None = None,
+    ) -> None:
         self._images, self._labels = images, labels
         self._num_examples = len(images)
         self._shuffle = shuffle
@@ -104,11 +110,15 @@ class DataSet:
                 self._permute()
             self._index_in_epoch = batch_size - len(images_rest)
             end = self._index_in_epoch
-            return (np.concatenate([images_rest, self._images[:end]]),
-                    np.concatenate([labels_rest, self._labels[:end]]))
+            return (
+                np.concatenate([images_rest, self._images[:end]]),
+                np.concatenate([labels_rest, self._labels[:end]]),
+            )
         self._index_in_epoch += batch_size
-        return (self._images[start:self._index_in_epoch],
-                self._labels[start:self._index_in_epoch])
+        return (
+            self._images[start : self._index_in_epoch],
+            self._labels[start : self._index_in_epoch],
+        )
 
 
 def load_arrays(directory: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -116,17 +126,19 @@ def load_arrays(directory: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     idx = _bundled_data.write_mnist_idx(directory)
     out = {}
     for name, part in (("train", "train"), ("test", "t10k")):
-        images, labels = _bundled_data.read_mnist_idx(idx[f"{part}_images"],
-                                                      idx[f"{part}_labels"])
-        out[name] = (images.reshape(len(images), -1).astype(np.float32) / 255.0,
-                     labels.astype(np.int32))
+        images, labels = _bundled_data.read_mnist_idx(idx[f"{part}_images"], idx[f"{part}_labels"])
+        out[name] = (
+            images.reshape(len(images), -1).astype(np.float32) / 255.0,
+            labels.astype(np.int32),
+        )
     return out
 
 
 def read_data_sets(arrays: dict, *, seed: int | None = 0) -> Datasets:
     """``input_data.read_data_sets``: a shuffled training DataSet and an in-order test one."""
-    return Datasets(train=DataSet(*arrays["train"], seed=seed),
-                    test=DataSet(*arrays["test"], shuffle=False))
+    return Datasets(
+        train=DataSet(*arrays["train"], seed=seed), test=DataSet(*arrays["test"], shuffle=False)
+    )
 
 
 # --- the legacy program (fully_connected_feed.py) ------------------------------------
@@ -135,7 +147,8 @@ def read_data_sets(arrays: dict, *, seed: int | None = 0) -> Datasets:
 def placeholder_inputs(batch_size: int):
     """Placeholders for one batch: images ``[batch_size, 784]``, labels ``[batch_size]``."""
     images_placeholder = tf.compat.v1.placeholder(
-        tf.float32, shape=(batch_size, mnist.IMAGE_PIXELS))
+        tf.float32, shape=(batch_size, mnist.IMAGE_PIXELS)
+    )
     labels_placeholder = tf.compat.v1.placeholder(tf.int32, shape=(batch_size,))
     return images_placeholder, labels_placeholder
 
@@ -146,29 +159,36 @@ def fill_feed_dict(data_set: DataSet, images_pl, labels_pl, batch_size: int) -> 
     return {images_pl: images_feed, labels_pl: labels_feed}
 
 
-def do_eval(sess, eval_correct, images_placeholder, labels_placeholder, data_set: DataSet,
-            batch_size: int) -> float:
+def do_eval(
+    sess, eval_correct, images_placeholder, labels_placeholder, data_set: DataSet, batch_size: int
+) -> float:
     """Precision @ 1 over the whole batches of one epoch of `data_set`."""
     true_count = 0
     steps_per_epoch = data_set.num_examples // batch_size
     num_examples = steps_per_epoch * batch_size
     for _ in range(steps_per_epoch):
-        feed_dict = fill_feed_dict(data_set, images_placeholder, labels_placeholder,
-                                   batch_size)
+        feed_dict = fill_feed_dict(data_set, images_placeholder, labels_placeholder, batch_size)
         true_count += sess.run(eval_correct, feed_dict=feed_dict)
     return float(true_count) / num_examples
 
 
-def run_training(data_sets: Datasets, max_steps: int, *, batch_size: int = BATCH_SIZE,
-                 learning_rate: float = mnist.LEARNING_RATE, seed: int = 0,
-                 verbose: bool = True) -> tuple[list[float], float]:
+def run_training(
+    data_sets: Datasets,
+    max_steps: int,
+    *,
+    batch_size: int = BATCH_SIZE,
+    learning_rate: float = mnist.LEARNING_RATE,
+    seed: int = 0,
+    verbose: bool = True,
+) -> tuple[list[float], float]:
     """The classic loop; returns (the loss of every step, test precision @ 1)."""
     losses = []
     with tf.Graph().as_default():
         tf.compat.v1.set_random_seed(seed)
         images_placeholder, labels_placeholder = placeholder_inputs(batch_size)
-        logits = mnist.inference(images_placeholder,
-                                 mnist.make_weights(mnist.initial_weights(seed=seed)))
+        logits = mnist.inference(
+            images_placeholder, mnist.make_weights(mnist.initial_weights(seed=seed))
+        )
         loss = mnist.loss(logits, labels_placeholder)
         train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(loss)
         eval_correct = mnist.evaluation(logits, labels_placeholder)
@@ -176,22 +196,35 @@ def run_training(data_sets: Datasets, max_steps: int, *, batch_size: int = BATCH
         with tf.compat.v1.Session(config=config) as sess:
             sess.run(tf.compat.v1.global_variables_initializer())
             for step in range(max_steps):
-                feed_dict = fill_feed_dict(data_sets.train, images_placeholder,
-                                           labels_placeholder, batch_size)
+                feed_dict = fill_feed_dict(
+                    data_sets.train, images_placeholder, labels_placeholder, batch_size
+                )
                 _, loss_value = sess.run([train_op, loss], feed_dict=feed_dict)
                 losses.append(float(loss_value))
                 if verbose and step % 100 == 0:
                     print(f"Step {step}: loss = {loss_value:.2f}")
-            precision = do_eval(sess, eval_correct, images_placeholder, labels_placeholder,
-                                data_sets.test, batch_size)
+            precision = do_eval(
+                sess,
+                eval_correct,
+                images_placeholder,
+                labels_placeholder,
+                data_sets.test,
+                batch_size,
+            )
     return losses, precision
 
 
 # --- the tf.data twin ----------------------------------------------------------------
 
 
-def build_twin(images: np.ndarray, labels: np.ndarray, batch_size: int = BATCH_SIZE, *,
-               shuffle: bool = True, seed: int | None = None) -> tf.data.Dataset:
+def build_twin(
+    images: np.ndarray,
+    labels: np.ndarray,
+    batch_size: int = BATCH_SIZE,
+    *,
+    shuffle: bool = True,
+    seed: int | None = None,
+) -> tf.data.Dataset:
     """What ``next_batch`` fed, as a Dataset: reshuffled epochs, batches across their ends."""
     ds = tf.data.Dataset.from_tensor_slices((images, labels))
     if shuffle:
@@ -199,9 +232,15 @@ def build_twin(images: np.ndarray, labels: np.ndarray, batch_size: int = BATCH_S
     return ds.repeat().batch(batch_size, drop_remainder=True)
 
 
-def train_twin(arrays: dict, max_steps: int, *, batch_size: int = BATCH_SIZE,
-               learning_rate: float = mnist.LEARNING_RATE, shuffle: bool = True,
-               seed: int = 0) -> tuple[list[float], float]:
+def train_twin(
+    arrays: dict,
+    max_steps: int,
+    *,
+    batch_size: int = BATCH_SIZE,
+    learning_rate: float = mnist.LEARNING_RATE,
+    shuffle: bool = True,
+    seed: int = 0,
+) -> tuple[list[float], float]:
     """Trains the same model on the twin; returns (losses, test precision @ 1).
 
     Eagerly under TF 2.x defaults, through a one-shot iterator in a Session
@@ -213,14 +252,16 @@ def train_twin(arrays: dict, max_steps: int, *, batch_size: int = BATCH_SIZE,
     def build() -> _twin_loop.Loop:
         weights = mnist.make_weights(mnist.initial_weights(seed=seed))
         batches = build_twin(*arrays["train"], batch_size, shuffle=shuffle, seed=seed)
-        return _twin_loop.Loop(batches.take(max_steps),
-                               mnist.training_step(weights, learning_rate), final=weights)
+        return _twin_loop.Loop(
+            batches.take(max_steps), mnist.training_step(weights, learning_rate), final=weights
+        )
 
     losses, weights = _twin_loop.run(build)
 
     def build_eval() -> _twin_loop.Loop:
         test = tf.data.Dataset.from_tensor_slices(arrays["test"]).batch(
-            batch_size, drop_remainder=True)
+            batch_size, drop_remainder=True
+        )
         return _twin_loop.Loop(test, mnist.evaluation_step(weights))
 
     counts = _twin_loop.run(build_eval).outputs
@@ -255,8 +296,9 @@ def fed_batches(data_set: DataSet, batch_size: int, steps: int):
         remaining[0] -= 1
         return data_set.next_batch(batch_size)
 
-    images, labels = tf.compat.v1.numpy_function(next_batch, [], [tf.float32, tf.int32],
-                                                 name="next_batch")
+    images, labels = tf.compat.v1.numpy_function(
+        next_batch, [], [tf.float32, tf.int32], name="next_batch"
+    )
     images.set_shape([batch_size, mnist.IMAGE_PIXELS])
     labels.set_shape([batch_size])
     return images, labels
@@ -281,20 +323,27 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=500, help="training steps")
     parser.add_argument("--smoke", action="store_true", help="a few steps, in seconds")
-    parser.add_argument("--impl", choices=sorted(IMPLS), default="qp",
-                        help="no effect: the program uses no queue API")
+    parser.add_argument(
+        "--impl",
+        choices=sorted(IMPLS),
+        default="qp",
+        help="no effect: the program uses no queue API",
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = _twin_loop.parse_args(parser, argv)
     steps = 30 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         arrays = load_arrays(tmp)
-    losses, precision = run_training(read_data_sets(arrays, seed=args.seed), steps,
-                                     seed=args.seed)
+    losses, precision = run_training(read_data_sets(arrays, seed=args.seed), steps, seed=args.seed)
     twin_losses, twin_precision = train_twin(arrays, steps, seed=args.seed)
-    print(f"{args.impl} (feed_dict, no queues): {len(losses)} steps, final loss "
-          f"{losses[-1]:.3f}, test precision @ 1 {precision:.3f}")
-    print(f"twin (tf.data): {len(twin_losses)} steps, final loss {twin_losses[-1]:.3f}, "
-          f"test precision @ 1 {twin_precision:.3f}")
+    print(
+        f"{args.impl} (feed_dict, no queues): {len(losses)} steps, final loss "
+        f"{losses[-1]:.3f}, test precision @ 1 {precision:.3f}"
+    )
+    print(
+        f"twin (tf.data): {len(twin_losses)} steps, final loss {twin_losses[-1]:.3f}, "
+        f"test precision @ 1 {twin_precision:.3f}"
+    )
     return 0
 
 

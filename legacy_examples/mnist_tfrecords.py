@@ -76,8 +76,9 @@ def prepare_data(directory: str) -> dict[str, str]:
     paths = {}
     for part in ("train", "t10k"):
         paths[part] = os.path.join(directory, f"{part}.tfrecords")
-        _bundled_data.convert_to_tfrecords(idx[f"{part}_images"], idx[f"{part}_labels"],
-                                           paths[part])
+        _bundled_data.convert_to_tfrecords(
+            idx[f"{part}_images"], idx[f"{part}_labels"], paths[part]
+        )
     return paths
 
 
@@ -98,18 +99,18 @@ def initial_weights(hidden_units: int = HIDDEN_UNITS, seed: int = 0) -> list[np.
             values[outside] = rng.standard_normal(int(outside.sum()))
         return (values * stddev).astype(np.float32)
 
-    return [truncated_normal([IMAGE_PIXELS, hidden_units], 1.0 / math.sqrt(IMAGE_PIXELS)),
-            np.zeros([hidden_units], np.float32),
-            truncated_normal([hidden_units, NUM_CLASSES], 1.0 / math.sqrt(hidden_units)),
-            np.zeros([NUM_CLASSES], np.float32)]
+    return [
+        truncated_normal([IMAGE_PIXELS, hidden_units], 1.0 / math.sqrt(IMAGE_PIXELS)),
+        np.zeros([hidden_units], np.float32),
+        truncated_normal([hidden_units, NUM_CLASSES], 1.0 / math.sqrt(hidden_units)),
+        np.zeros([NUM_CLASSES], np.float32),
+    ]
 
 
 def make_weights(values: list[np.ndarray]) -> list[tf.Variable]:
     """The model's variables (hidden1 and softmax_linear weights and biases)."""
-    names = ["hidden1/weights", "hidden1/biases", "softmax_linear/weights",
-             "softmax_linear/biases"]
-    return [tf.Variable(value, name=name.replace("/", "_"))
-            for name, value in zip(names, values)]
+    names = ["hidden1/weights", "hidden1/biases", "softmax_linear/weights", "softmax_linear/biases"]
+    return [tf.Variable(value, name=name.replace("/", "_")) for name, value in zip(names, values)]
 
 
 def inference(images, weights):
@@ -122,14 +123,15 @@ def inference(images, weights):
 def loss(logits, labels):
     """mnist.loss: mean sparse softmax cross-entropy."""
     labels = tf.cast(labels, tf.int64)
-    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits), name="xentropy_mean")
+    return tf.reduce_mean(
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits),
+        name="xentropy_mean",
+    )
 
 
 def evaluation(logits, labels):
     """mnist.evaluation: the number of examples whose top logit is the label."""
-    return tf.reduce_sum(tf.cast(tf.nn.in_top_k(predictions=logits, targets=labels, k=1),
-                                 tf.int32))
+    return tf.reduce_sum(tf.cast(tf.nn.in_top_k(predictions=logits, targets=labels, k=1), tf.int32))
 
 
 def training_step(weights: list[tf.Variable], learning_rate: float):
@@ -146,8 +148,10 @@ def training_step(weights: list[tf.Variable], learning_rate: float):
         with tf.GradientTape() as tape:
             loss_value = loss(inference(images, weights), labels)
         gradients = tape.gradient(loss_value, weights)
-        updates = [variable.assign_sub(learning_rate * gradient)
-                   for variable, gradient in zip(weights, gradients)]
+        updates = [
+            variable.assign_sub(learning_rate * gradient)
+            for variable, gradient in zip(weights, gradients)
+        ]
         with tf.control_dependencies(updates):
             return tf.identity(loss_value)
 
@@ -178,8 +182,14 @@ def read_and_decode(filename_queue, impl: str = "qp"):
     return image, label
 
 
-def inputs(filename: str, batch_size: int, num_epochs: int | None, impl: str = "qp", *,
-           seed: int | None = None):
+def inputs(
+    filename: str,
+    batch_size: int,
+    num_epochs: int | None,
+    impl: str = "qp",
+    *,
+    seed: int | None = None,
+):
     """The classic training input: shuffled batches for `num_epochs` epochs.
 
     Returns:
@@ -188,13 +198,16 @@ def inputs(filename: str, batch_size: int, num_epochs: int | None, impl: str = "
     """
     train = IMPLS[impl]["train"]
     with tf.name_scope("input"):
-        filename_queue = train.string_input_producer([filename], num_epochs=num_epochs,
-                                                     seed=seed)
+        filename_queue = train.string_input_producer([filename], num_epochs=num_epochs, seed=seed)
         image, label = read_and_decode(filename_queue, impl)
         images, sparse_labels = train.shuffle_batch(
-            [image, label], batch_size=batch_size, num_threads=NUM_PREPROCESS_THREADS,
+            [image, label],
+            batch_size=batch_size,
+            num_threads=NUM_PREPROCESS_THREADS,
             capacity=MIN_AFTER_DEQUEUE + 3 * batch_size,
-            min_after_dequeue=MIN_AFTER_DEQUEUE, seed=seed)
+            min_after_dequeue=MIN_AFTER_DEQUEUE,
+            seed=seed,
+        )
     return images, sparse_labels
 
 
@@ -207,11 +220,15 @@ def eval_inputs(filename: str, batch_size: int, impl: str = "qp"):
     """
     train = IMPLS[impl]["train"]
     with tf.name_scope("eval_input"):
-        filename_queue = train.string_input_producer([filename], num_epochs=1,
-                                                     shuffle=False)
+        filename_queue = train.string_input_producer([filename], num_epochs=1, shuffle=False)
         image, label = read_and_decode(filename_queue, impl)
-        return train.batch([image, label], batch_size=batch_size, num_threads=1,
-                           capacity=3 * batch_size, allow_smaller_final_batch=True)
+        return train.batch(
+            [image, label],
+            batch_size=batch_size,
+            num_threads=1,
+            capacity=3 * batch_size,
+            allow_smaller_final_batch=True,
+        )
 
 
 def _session():
@@ -219,10 +236,17 @@ def _session():
     return tf.compat.v1.Session(config=config)
 
 
-def run_training(train_file: str, num_epochs: int, impl: str = "qp", *,
-                 batch_size: int = BATCH_SIZE, learning_rate: float = LEARNING_RATE,
-                 max_steps: int | None = None, seed: int = 0,
-                 verbose: bool = True) -> tuple[list[np.ndarray], int]:
+def run_training(
+    train_file: str,
+    num_epochs: int,
+    impl: str = "qp",
+    *,
+    batch_size: int = BATCH_SIZE,
+    learning_rate: float = LEARNING_RATE,
+    max_steps: int | None = None,
+    seed: int = 0,
+    verbose: bool = True,
+) -> tuple[list[np.ndarray], int]:
     """The classic training loop; returns (trained weights, steps run)."""
     train = IMPLS[impl]["train"]
     with tf.Graph().as_default():
@@ -233,9 +257,11 @@ def run_training(train_file: str, num_epochs: int, impl: str = "qp", *,
         loss_op = loss(logits, labels)
         global_step = tf.Variable(0, name="global_step", trainable=False)
         train_op = tf.compat.v1.train.GradientDescentOptimizer(learning_rate).minimize(
-            loss_op, global_step=global_step)
-        init_op = tf.group(tf.compat.v1.global_variables_initializer(),
-                           tf.compat.v1.local_variables_initializer())
+            loss_op, global_step=global_step
+        )
+        init_op = tf.group(
+            tf.compat.v1.global_variables_initializer(), tf.compat.v1.local_variables_initializer()
+        )
         with _session() as sess:
             sess.run(init_op)
             coord = train.Coordinator()
@@ -258,8 +284,9 @@ def run_training(train_file: str, num_epochs: int, impl: str = "qp", *,
             return sess.run(weights), step
 
 
-def evaluate(eval_file: str, weights: list[np.ndarray], impl: str = "qp", *,
-             batch_size: int = BATCH_SIZE) -> float:
+def evaluate(
+    eval_file: str, weights: list[np.ndarray], impl: str = "qp", *, batch_size: int = BATCH_SIZE
+) -> float:
     """Precision @ 1 of `weights` on every example of `eval_file`, by a queue program."""
     train = IMPLS[impl]["train"]
     with tf.Graph().as_default():
@@ -267,8 +294,12 @@ def evaluate(eval_file: str, weights: list[np.ndarray], impl: str = "qp", *,
         eval_correct = evaluation(inference(images, make_weights(weights)), labels)
         count = tf.shape(labels)[0]
         with _session() as sess:
-            sess.run([tf.compat.v1.global_variables_initializer(),
-                      tf.compat.v1.local_variables_initializer()])
+            sess.run(
+                [
+                    tf.compat.v1.global_variables_initializer(),
+                    tf.compat.v1.local_variables_initializer(),
+                ]
+            )
             coord = train.Coordinator()
             threads = train.start_queue_runners(sess=sess, coord=coord)
             true_count = num_examples = 0
@@ -290,14 +321,13 @@ def evaluate(eval_file: str, weights: list[np.ndarray], impl: str = "qp", *,
 def decode_batch(serialized):
     """Parses a batch of serialized Examples: (images ``[n, 784]``, labels ``[n]``)."""
     features = tf.io.parse_example(serialized, FEATURES)
-    images = tf.reshape(tf.io.decode_raw(features["image_raw"], tf.uint8),
-                        [-1, IMAGE_PIXELS])
-    return (tf.cast(images, tf.float32) * (1.0 / 255),
-            tf.cast(features["label"], tf.int32))
+    images = tf.reshape(tf.io.decode_raw(features["image_raw"], tf.uint8), [-1, IMAGE_PIXELS])
+    return (tf.cast(images, tf.float32) * (1.0 / 255), tf.cast(features["label"], tf.int32))
 
 
-def twin_inputs(filename: str, batch_size: int, num_epochs: int | None, *,
-                seed: int | None = None) -> tf.data.Dataset:
+def twin_inputs(
+    filename: str, batch_size: int, num_epochs: int | None, *, seed: int | None = None
+) -> tf.data.Dataset:
     """The twin of :func:`inputs`: shuffled, parsed batches.
 
     One thread (the legacy program's two make its order depend on timing; the
@@ -307,9 +337,14 @@ def twin_inputs(filename: str, batch_size: int, num_epochs: int | None, *,
 
     filenames = data.string_input_producer([filename], num_epochs=num_epochs, seed=seed)
     records = data.TFRecordReader().read(filenames, keys=False)
-    return data.shuffle_batch(records, batch_size, capacity=MIN_AFTER_DEQUEUE + 3 * batch_size,
-                              min_after_dequeue=MIN_AFTER_DEQUEUE, seed=seed,
-                              decode=decode_batch)
+    return data.shuffle_batch(
+        records,
+        batch_size,
+        capacity=MIN_AFTER_DEQUEUE + 3 * batch_size,
+        min_after_dequeue=MIN_AFTER_DEQUEUE,
+        seed=seed,
+        decode=decode_batch,
+    )
 
 
 def twin_eval_inputs(filename: str, batch_size: int) -> tf.data.Dataset:
@@ -318,13 +353,24 @@ def twin_eval_inputs(filename: str, batch_size: int) -> tf.data.Dataset:
 
     filenames = data.string_input_producer([filename], num_epochs=1, shuffle=False)
     records = data.TFRecordReader().read(filenames, keys=False)
-    return data.batch(records, batch_size, capacity=3 * batch_size,
-                      allow_smaller_final_batch=True, decode=decode_batch)
+    return data.batch(
+        records,
+        batch_size,
+        capacity=3 * batch_size,
+        allow_smaller_final_batch=True,
+        decode=decode_batch,
+    )
 
 
-def train_twin(train_file: str, num_epochs: int, *, batch_size: int = BATCH_SIZE,
-               learning_rate: float = LEARNING_RATE, max_steps: int | None = None,
-               seed: int = 0) -> tuple[list[np.ndarray], int]:
+def train_twin(
+    train_file: str,
+    num_epochs: int,
+    *,
+    batch_size: int = BATCH_SIZE,
+    learning_rate: float = LEARNING_RATE,
+    max_steps: int | None = None,
+    seed: int = 0,
+) -> tuple[list[np.ndarray], int]:
     """Trains the same model on the twin; returns (trained weights, steps).
 
     Eagerly under TF 2.x defaults, through a one-shot iterator in a Session
@@ -342,11 +388,13 @@ def train_twin(train_file: str, num_epochs: int, *, batch_size: int = BATCH_SIZE
     return weights, len(losses)
 
 
-def evaluate_twin(eval_file: str, weights: list[np.ndarray], *,
-                  batch_size: int = BATCH_SIZE) -> float:
+def evaluate_twin(
+    eval_file: str, weights: list[np.ndarray], *, batch_size: int = BATCH_SIZE
+) -> float:
     """Precision @ 1 of `weights` on every example of `eval_file`, via tf.data."""
-    counts = _twin_loop.run(lambda: _twin_loop.Loop(twin_eval_inputs(eval_file, batch_size),
-                                                    evaluation_step(weights))).outputs
+    counts = _twin_loop.run(
+        lambda: _twin_loop.Loop(twin_eval_inputs(eval_file, batch_size), evaluation_step(weights))
+    ).outputs
     true_count = sum(int(correct) for correct, _ in counts)
     num_examples = sum(int(n) for _, n in counts)
     return true_count / max(num_examples, 1)
@@ -381,8 +429,12 @@ def main(argv=None) -> int:
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--num-epochs", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=None,
-                        help="stop training after this many steps (default: all epochs)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="stop training after this many steps (default: all epochs)",
+    )
     parser.add_argument("--smoke", action="store_true", help="2 epochs, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
     parser.add_argument("--seed", type=int, default=0)
@@ -390,11 +442,13 @@ def main(argv=None) -> int:
     num_epochs = 2 if args.smoke else args.num_epochs
     with tempfile.TemporaryDirectory() as tmp:
         files = prepare_data(tmp)
-        weights, steps = run_training(files["train"], num_epochs, args.impl,
-                                      max_steps=args.steps, seed=args.seed)
+        weights, steps = run_training(
+            files["train"], num_epochs, args.impl, max_steps=args.steps, seed=args.seed
+        )
         accuracy = evaluate(files["t10k"], weights, args.impl)
-        twin_weights, twin_steps = train_twin(files["train"], num_epochs,
-                                              max_steps=args.steps, seed=args.seed)
+        twin_weights, twin_steps = train_twin(
+            files["train"], num_epochs, max_steps=args.steps, seed=args.seed
+        )
         twin_accuracy = evaluate_twin(files["t10k"], twin_weights)
     print(f"{args.impl}: {steps} steps, t10k accuracy {accuracy:.3f}")
     print(f"twin (tf.data): {twin_steps} steps, t10k accuracy {twin_accuracy:.3f}")

@@ -91,9 +91,18 @@ def read_my_file_format(filename_queue, impl: str = "qp"):
     return [pixels, label]
 
 
-def build_legacy(filenames, impl: str = "qp", *, num_readers: int = 2, batch_size: int = 32,
-                 num_epochs=None, shuffle: bool = True, seed=None,
-                 min_after_dequeue: int = 200, allow_smaller_final_batch: bool = False):
+def build_legacy(
+    filenames,
+    impl: str = "qp",
+    *,
+    num_readers: int = 2,
+    batch_size: int = 32,
+    num_epochs=None,
+    shuffle: bool = True,
+    seed=None,
+    min_after_dequeue: int = 200,
+    allow_smaller_final_batch: bool = False,
+):
     """The guide's multi-reader input stage.
 
     Args:
@@ -113,28 +122,43 @@ def build_legacy(filenames, impl: str = "qp", *, num_readers: int = 2, batch_siz
       ``[pixels [batch_size, 64] int32, labels [batch_size] int32]``.
     """
     train = IMPLS[impl]["train"]
-    filename_queue = train.string_input_producer(filenames, num_epochs=num_epochs,
-                                                 shuffle=shuffle, seed=seed)
+    filename_queue = train.string_input_producer(
+        filenames, num_epochs=num_epochs, shuffle=shuffle, seed=seed
+    )
     example_list = [read_my_file_format(filename_queue, impl) for _ in range(num_readers)]
     return train.shuffle_batch_join(
-        example_list, batch_size=batch_size,
-        capacity=min_after_dequeue + 3 * batch_size, min_after_dequeue=min_after_dequeue,
-        seed=seed, allow_smaller_final_batch=allow_smaller_final_batch)
+        example_list,
+        batch_size=batch_size,
+        capacity=min_after_dequeue + 3 * batch_size,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+    )
 
 
 def _shards(filenames, num_readers: int) -> list[list[str]]:
     filenames = list(filenames)
     if not 1 <= num_readers <= len(filenames):
-        raise ValueError(f"multi_reader_join: `num_readers` ({num_readers}) must be between "
-                         f"1 and the number of files ({len(filenames)}): each reader of the "
-                         "twin owns a fixed shard of the files. Fix: write more files, or "
-                         "use build_twin_interleaved.")
+        raise ValueError(
+            f"multi_reader_join: `num_readers` ({num_readers}) must be between "
+            f"1 and the number of files ({len(filenames)}): each reader of the "
+            "twin owns a fixed shard of the files. Fix: write more files, or "
+            "use build_twin_interleaved."
+        )
     return [filenames[i::num_readers] for i in range(num_readers)]
 
 
-def build_twin(filenames, *, num_readers: int = 2, batch_size: int = 32, num_epochs=None,
-               shuffle: bool = True, seed=None, min_after_dequeue: int = 200,
-               allow_smaller_final_batch: bool = False) -> tf.data.Dataset:
+def build_twin(
+    filenames,
+    *,
+    num_readers: int = 2,
+    batch_size: int = 32,
+    num_epochs=None,
+    shuffle: bool = True,
+    seed=None,
+    min_after_dequeue: int = 200,
+    allow_smaller_final_batch: bool = False,
+) -> tf.data.Dataset:
     """The same stage on tf.data: N Datasets over disjoint shards, joined.
 
     Each shard gets its own ``string_input_producer`` twin (shuffled per epoch)
@@ -153,33 +177,51 @@ def build_twin(filenames, *, num_readers: int = 2, batch_size: int = 32, num_epo
 
     readers = []
     for i, shard in enumerate(_shards(filenames, num_readers)):
-        names = data.string_input_producer(shard, num_epochs=num_epochs, shuffle=shuffle,
-                                           seed=None if seed is None else seed + i)
+        names = data.string_input_producer(
+            shard, num_epochs=num_epochs, shuffle=shuffle, seed=None if seed is None else seed + i
+        )
         readers.append(data.TextLineReader().read(names, keys=False))
     return data.shuffle_batch_join(
-        readers, batch_size=batch_size, capacity=min_after_dequeue + 3 * batch_size,
-        min_after_dequeue=min_after_dequeue, seed=seed,
-        allow_smaller_final_batch=allow_smaller_final_batch, decode=decode_line)
+        readers,
+        batch_size=batch_size,
+        capacity=min_after_dequeue + 3 * batch_size,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode_line,
+    )
 
 
-def build_twin_interleaved(filenames, *, num_readers: int = 2, batch_size: int = 32,
-                           num_epochs=None, shuffle: bool = True, seed=None,
-                           min_after_dequeue: int = 200,
-                           allow_smaller_final_batch: bool = False) -> tf.data.Dataset:
+def build_twin_interleaved(
+    filenames,
+    *,
+    num_readers: int = 2,
+    batch_size: int = 32,
+    num_epochs=None,
+    shuffle: bool = True,
+    seed=None,
+    min_after_dequeue: int = 200,
+    allow_smaller_final_batch: bool = False,
+) -> tf.data.Dataset:
     """The alternative twin: one file-name Dataset, N files read at once by interleave.
 
     Arguments and result as :func:`build_twin`; any number of readers works.
     """
     from queue_pipeline import data
 
-    names = data.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle,
-                                       seed=seed)
-    lines = names.interleave(tf.data.TextLineDataset, cycle_length=num_readers,
-                             num_parallel_calls=num_readers)
+    names = data.string_input_producer(filenames, num_epochs=num_epochs, shuffle=shuffle, seed=seed)
+    lines = names.interleave(
+        tf.data.TextLineDataset, cycle_length=num_readers, num_parallel_calls=num_readers
+    )
     return data.shuffle_batch(
-        lines, batch_size=batch_size, capacity=min_after_dequeue + 3 * batch_size,
-        min_after_dequeue=min_after_dequeue, seed=seed,
-        allow_smaller_final_batch=allow_smaller_final_batch, decode=decode_line)
+        lines,
+        batch_size=batch_size,
+        capacity=min_after_dequeue + 3 * batch_size,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode_line,
+    )
 
 
 _COMPARE_FILES: list[str] = []
@@ -204,8 +246,9 @@ def twin():
 
 def twin_interleaved():
     """Entry point for ``queue-pipeline compare``: :func:`build_twin_interleaved`."""
-    return build_twin_interleaved(_compare_files(), num_epochs=1, seed=7,
-                                  allow_smaller_final_batch=True)
+    return build_twin_interleaved(
+        _compare_files(), num_epochs=1, seed=7, allow_smaller_final_batch=True
+    )
 
 
 def run(filenames, steps: int, impl: str = "qp", num_readers: int = 2) -> list:
@@ -240,9 +283,11 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         batches = run(write_files(tmp), steps, args.impl, args.readers)
     labels = [int(label) for _, batch_labels in batches for label in batch_labels]
-    print(f"{args.impl}: {args.readers} readers, {len(batches)} batches of "
-          f"{batches[0][0].shape[0]}; labels seen: "
-          f"{dict(sorted((d, labels.count(d)) for d in set(labels)))}")
+    print(
+        f"{args.impl}: {args.readers} readers, {len(batches)} batches of "
+        f"{batches[0][0].shape[0]}; labels seen: "
+        f"{dict(sorted((d, labels.count(d)) for d in set(labels)))}"
+    )
     return 0
 
 

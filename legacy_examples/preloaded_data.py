@@ -65,20 +65,28 @@ def load_training_data(directory: str) -> tuple[np.ndarray, np.ndarray]:
 # --- the legacy programs -------------------------------------------------------------
 
 
-def _slice_and_batch(input_images, input_labels, impl: str, num_epochs, batch_size: int,
-                     shuffle: bool, seed):
+def _slice_and_batch(
+    input_images, input_labels, impl: str, num_epochs, batch_size: int, shuffle: bool, seed
+):
     """The guide's shared tail: slice one example per step, then batch."""
     train = IMPLS[impl]["train"]
-    image, label = train.slice_input_producer([input_images, input_labels],
-                                              num_epochs=num_epochs, shuffle=shuffle,
-                                              seed=seed)
+    image, label = train.slice_input_producer(
+        [input_images, input_labels], num_epochs=num_epochs, shuffle=shuffle, seed=seed
+    )
     label = tf.cast(label, tf.int32)
     return train.batch([image, label], batch_size=batch_size)
 
 
-def preloaded_constant(images: np.ndarray, labels: np.ndarray, impl: str = "qp", *,
-                       num_epochs: int | None = None, batch_size: int = BATCH_SIZE,
-                       shuffle: bool = True, seed: int | None = None):
+def preloaded_constant(
+    images: np.ndarray,
+    labels: np.ndarray,
+    impl: str = "qp",
+    *,
+    num_epochs: int | None = None,
+    batch_size: int = BATCH_SIZE,
+    shuffle: bool = True,
+    seed: int | None = None,
+):
     """(a) The data as constants in the graph.
 
     Returns:
@@ -87,13 +95,21 @@ def preloaded_constant(images: np.ndarray, labels: np.ndarray, impl: str = "qp",
     with tf.name_scope("input"):
         input_images = tf.constant(images)
         input_labels = tf.constant(labels)
-        return _slice_and_batch(input_images, input_labels, impl, num_epochs, batch_size,
-                                shuffle, seed)
+        return _slice_and_batch(
+            input_images, input_labels, impl, num_epochs, batch_size, shuffle, seed
+        )
 
 
-def preloaded_variable(images: np.ndarray, labels: np.ndarray, impl: str = "qp", *,
-                       num_epochs: int | None = None, batch_size: int = BATCH_SIZE,
-                       shuffle: bool = True, seed: int | None = None):
+def preloaded_variable(
+    images: np.ndarray,
+    labels: np.ndarray,
+    impl: str = "qp",
+    *,
+    num_epochs: int | None = None,
+    batch_size: int = BATCH_SIZE,
+    shuffle: bool = True,
+    seed: int | None = None,
+):
     """(b) The data in non-trainable variables outside every collection, fed once.
 
     Returns:
@@ -105,16 +121,13 @@ def preloaded_variable(images: np.ndarray, labels: np.ndarray, impl: str = "qp",
       (``collections=[]``): call ``load`` after it.
     """
     with tf.name_scope("input"):
-        images_initializer = tf.compat.v1.placeholder(dtype=images.dtype,
-                                                      shape=images.shape)
-        labels_initializer = tf.compat.v1.placeholder(dtype=labels.dtype,
-                                                      shape=labels.shape)
-        input_images = tf.compat.v1.Variable(images_initializer, trainable=False,
-                                             collections=[])
-        input_labels = tf.compat.v1.Variable(labels_initializer, trainable=False,
-                                             collections=[])
+        images_initializer = tf.compat.v1.placeholder(dtype=images.dtype, shape=images.shape)
+        labels_initializer = tf.compat.v1.placeholder(dtype=labels.dtype, shape=labels.shape)
+        input_images = tf.compat.v1.Variable(images_initializer, trainable=False, collections=[])
+        input_labels = tf.compat.v1.Variable(labels_initializer, trainable=False, collections=[])
         batch_images, batch_labels = _slice_and_batch(
-            input_images, input_labels, impl, num_epochs, batch_size, shuffle, seed)
+            input_images, input_labels, impl, num_epochs, batch_size, shuffle, seed
+        )
 
     def load(sess) -> None:
         sess.run(input_images.initializer, feed_dict={images_initializer: images})
@@ -123,9 +136,9 @@ def preloaded_variable(images: np.ndarray, labels: np.ndarray, impl: str = "qp",
     return batch_images, batch_labels, load
 
 
-def build_legacy(images: np.ndarray, labels: np.ndarray, impl: str = "qp", *,
-                 mode: str = "constant", **kwargs) -> tuple[tf.Tensor, tf.Tensor,
-                                                            Callable[[object], None]]:
+def build_legacy(
+    images: np.ndarray, labels: np.ndarray, impl: str = "qp", *, mode: str = "constant", **kwargs
+) -> tuple[tf.Tensor, tf.Tensor, Callable[[object], None]]:
     """(images, labels, load) of `mode` (``"constant"`` or ``"variable"``).
 
     For ``"constant"``, ``load`` does nothing. Keyword arguments go to
@@ -138,20 +151,40 @@ def build_legacy(images: np.ndarray, labels: np.ndarray, impl: str = "qp", *,
     raise ValueError(f"preloaded_data: `mode` must be one of {MODES}; got {mode!r}.")
 
 
-def run(images: np.ndarray, labels: np.ndarray, steps: int | None, impl: str = "qp", *,
-        mode: str = "constant", num_epochs: int | None = 1, shuffle: bool = True,
-        seed: int | None = None, batch_size: int = BATCH_SIZE) -> list:
+def run(
+    images: np.ndarray,
+    labels: np.ndarray,
+    steps: int | None,
+    impl: str = "qp",
+    *,
+    mode: str = "constant",
+    num_epochs: int | None = 1,
+    shuffle: bool = True,
+    seed: int | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> list:
     """The guide's loop: fetch batches until OutOfRangeError or `steps`, stop, join."""
     train = IMPLS[impl]["train"]
     batches = []
     with tf.Graph().as_default():
         batch_images, batch_labels, load = build_legacy(
-            images, labels, impl, mode=mode, num_epochs=num_epochs, batch_size=batch_size,
-            shuffle=shuffle, seed=seed)
+            images,
+            labels,
+            impl,
+            mode=mode,
+            num_epochs=num_epochs,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            seed=seed,
+        )
         config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=OP_TIMEOUT_MS)
         with tf.compat.v1.Session(config=config) as sess:
-            sess.run(tf.group(tf.compat.v1.global_variables_initializer(),
-                              tf.compat.v1.local_variables_initializer()))
+            sess.run(
+                tf.group(
+                    tf.compat.v1.global_variables_initializer(),
+                    tf.compat.v1.local_variables_initializer(),
+                )
+            )
             load(sess)
             coord = train.Coordinator()
             threads = train.start_queue_runners(sess=sess, coord=coord)
@@ -171,14 +204,21 @@ def run(images: np.ndarray, labels: np.ndarray, steps: int | None, impl: str = "
 # --- the tf.data twin ----------------------------------------------------------------
 
 
-def build_twin(images: np.ndarray, labels: np.ndarray, *, num_epochs: int | None = None,
-               batch_size: int = BATCH_SIZE, shuffle: bool = True,
-               seed: int | None = None) -> tf.data.Dataset:
+def build_twin(
+    images: np.ndarray,
+    labels: np.ndarray,
+    *,
+    num_epochs: int | None = None,
+    batch_size: int = BATCH_SIZE,
+    shuffle: bool = True,
+    seed: int | None = None,
+) -> tf.data.Dataset:
     """The twin of both programs: the arrays sliced, then batched, via tf.data."""
     from queue_pipeline import data
 
-    examples = data.slice_input_producer([images, labels], num_epochs=num_epochs,
-                                         shuffle=shuffle, seed=seed)
+    examples = data.slice_input_producer(
+        [images, labels], num_epochs=num_epochs, shuffle=shuffle, seed=seed
+    )
     examples = examples.map(lambda image, label: (image, tf.cast(label, tf.int32)))
     return data.batch(examples, batch_size)
 
@@ -191,8 +231,9 @@ _COMPARE_DATA: list[tuple[np.ndarray, np.ndarray]] = []
 def _compare_data() -> tuple[np.ndarray, np.ndarray]:
     """The bundled arrays for the comparison entry points, written once per process."""
     if not _COMPARE_DATA:
-        _COMPARE_DATA.append(load_training_data(
-            tempfile.mkdtemp(prefix="queue_pipeline_preloaded_")))
+        _COMPARE_DATA.append(
+            load_training_data(tempfile.mkdtemp(prefix="queue_pipeline_preloaded_"))
+        )
     return _COMPARE_DATA[0]
 
 
@@ -218,8 +259,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=MODES, default="variable")
     parser.add_argument("--num-epochs", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=None,
-                        help="stop after this many batches (default: all epochs)")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="stop after this many batches (default: all epochs)"
+    )
     parser.add_argument("--smoke", action="store_true", help="a few batches, in seconds")
     parser.add_argument("--impl", choices=sorted(IMPLS), default="qp")
     parser.add_argument("--seed", type=int, default=0)
@@ -227,15 +269,21 @@ def main(argv=None) -> int:
     steps = 5 if args.smoke else args.steps
     with tempfile.TemporaryDirectory() as tmp:
         images, labels = load_training_data(tmp)
-    batches = run(images, labels, steps, args.impl, mode=args.mode,
-                  num_epochs=args.num_epochs, seed=args.seed)
-    twin_batches = _twin_loop.values(lambda: build_twin(
-        images, labels, num_epochs=args.num_epochs, seed=args.seed).take(len(batches)))
+    batches = run(
+        images, labels, steps, args.impl, mode=args.mode, num_epochs=args.num_epochs, seed=args.seed
+    )
+    twin_batches = _twin_loop.values(
+        lambda: build_twin(images, labels, num_epochs=args.num_epochs, seed=args.seed).take(
+            len(batches)
+        )
+    )
     for name, got in ((f"{args.impl} ({args.mode})", batches), ("twin (tf.data)", twin_batches)):
         seen = np.concatenate([np.asarray(b[1]) for b in got])
-        print(f"{name}: {len(got)} batches of {BATCH_SIZE} from {len(images)} preloaded "
-              f"examples x {args.num_epochs} epochs; label counts "
-              f"{np.bincount(seen, minlength=10).tolist()}")
+        print(
+            f"{name}: {len(got)} batches of {BATCH_SIZE} from {len(images)} preloaded "
+            f"examples x {args.num_epochs} epochs; label counts "
+            f"{np.bincount(seen, minlength=10).tolist()}"
+        )
     return 0
 
 

@@ -63,8 +63,10 @@ def write_shards(directory: str, num_shards: int = 4) -> str:
 
     # The records, in file order: eagerly, or through a Session in TF1 mode.
     records = _twin_loop.values(lambda: tf.data.TFRecordDataset(whole))
-    writers = [tf.io.TFRecordWriter(os.path.join(directory, f"train-{i:05d}.tfrecords"))
-               for i in range(num_shards)]
+    writers = [
+        tf.io.TFRecordWriter(os.path.join(directory, f"train-{i:05d}.tfrecords"))
+        for i in range(num_shards)
+    ]
     try:
         for i, record in enumerate(records):
             writers[i % num_shards].write(record)
@@ -83,9 +85,14 @@ def parser(serialized):
     return image, tf.cast(features["label"], tf.int32)
 
 
-def make_input_fn(file_pattern: str, *, is_training: bool = True, seed: int | None = None,
-                  cycle_length: int = 4, shuffle_buffer: int = 1024
-                  ) -> Callable[[dict], tf.data.Dataset]:
+def make_input_fn(
+    file_pattern: str,
+    *,
+    is_training: bool = True,
+    seed: int | None = None,
+    cycle_length: int = 4,
+    shuffle_buffer: int = 1024,
+) -> Callable[[dict], tf.data.Dataset]:
     """Returns the TPU-style ``input_fn(params)`` over the files of `file_pattern`.
 
     Args:
@@ -108,8 +115,10 @@ def make_input_fn(file_pattern: str, *, is_training: bool = True, seed: int | No
         files = tf.data.Dataset.list_files(file_pattern, shuffle=is_training, seed=seed)
         dataset = files.interleave(
             lambda path: tf.data.TFRecordDataset(path, buffer_size=8 * 1024 * 1024),
-            cycle_length=cycle_length, num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=not is_training)  # sloppy=True when training
+            cycle_length=cycle_length,
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=not is_training,
+        )  # sloppy=True when training
         if is_training:
             dataset = dataset.shuffle(shuffle_buffer, seed=seed).repeat()
         dataset = dataset.map(parser, num_parallel_calls=tf.data.AUTOTUNE)
@@ -125,8 +134,9 @@ def static_shapes(dataset: tf.data.Dataset) -> list[tuple[str, list]]:
     Returns:
       ``[(dtype name, shape as a list with None for unknown dimensions)]``.
     """
-    return [(spec.dtype.name, spec.shape.as_list())
-            for spec in tf.nest.flatten(dataset.element_spec)]
+    return [
+        (spec.dtype.name, spec.shape.as_list()) for spec in tf.nest.flatten(dataset.element_spec)
+    ]
 
 
 def run(file_pattern: str, steps: int, batch_size: int = 64, seed: int | None = 0) -> dict:
@@ -161,8 +171,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         result = run(write_shards(tmp), steps, args.batch_size)
     shapes = ", ".join(f"{dtype}{shape}" for dtype, shape in result["static_shapes"])
-    print(f"tf.data: {result['batches']} batches; static shapes {shapes}; "
-          f"{len(set(result['labels']))} distinct labels")
+    print(
+        f"tf.data: {result['batches']} batches; static shapes {shapes}; "
+        f"{len(set(result['labels']))} distinct labels"
+    )
     return 0
 
 

@@ -32,10 +32,23 @@ class BatchKind:
     shuffle: bool  # RandomShuffleQueue and min_after_dequeue
 
 
-def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
-          num_threads=1, min_after_dequeue=None, seed=None, enqueue_many=False,
-          shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
-          shared_name=None, name=None):
+def build(
+    kind: BatchKind,
+    tensors,
+    *,
+    batch_size,
+    keep_input,
+    capacity,
+    num_threads=1,
+    min_after_dequeue=None,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Builds a batching stage; returns the batch in the inputs' structure."""
     api = kind.api
     _compat.require_graph(api)
@@ -51,11 +64,10 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
             raise ValueError(
                 f"{api}: capacity {capacity} must be bigger than min_after_dequeue "
                 f"{min_after_dequeue}. Raise `capacity` (typically "
-                "min_after_dequeue + (num_threads + a small safety margin) * batch_size).")
-        if not kind.join and (not isinstance(num_threads, numbers.Integral)
-                              or num_threads < 1):
-            raise ValueError(f"{api}: `num_threads` must be a positive int; got "
-                             f"{num_threads!r}.")
+                "min_after_dequeue + (num_threads + a small safety margin) * batch_size)."
+            )
+        if not kind.join and (not isinstance(num_threads, numbers.Integral) or num_threads < 1):
+            raise ValueError(f"{api}: `num_threads` must be a positive int; got {num_threads!r}.")
         lists = [_validate(api, tensor_list) for tensor_list in lists]
         keep = _validate_keep_input(api, keep_input, enqueue_many)
         smart_cond = _compat.smart_cond
@@ -66,8 +78,9 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
             stored = [first]
         types = _dtypes(api, stored)
         queue_shapes = _shapes(stored, shapes, enqueue_many)
-        queue = _make_queue(kind, capacity, min_after_dequeue, seed, types, queue_shapes,
-                            dynamic_pad, shared_name)
+        queue = _make_queue(
+            kind, capacity, min_after_dequeue, seed, types, queue_shapes, dynamic_pad, shared_name
+        )
         if kind.join:
             enqueue_ops = [_enqueue_op(queue, tl, enqueue_many, keep) for tl in stored]
         else:
@@ -80,14 +93,28 @@ def build(kind: BatchKind, tensors, *, batch_size, keep_input, capacity,
         else:
             dequeued = queue.dequeue_many(batch_size, name=scope)
         result = _structure.as_original_type(original, _sparse.restore(dequeued, infos))
-    node = plan.record(api, dict(
-        batch_size=batch_size, keep_input=keep_input, capacity=capacity,
-        num_threads=num_threads if not kind.join else len(lists),
-        min_after_dequeue=min_after_dequeue, seed=seed, enqueue_many=enqueue_many,
-        shapes=shapes, dynamic_pad=dynamic_pad,
-        allow_smaller_final_batch=allow_smaller_final_batch, shared_name=shared_name,
-        name=name, num_lists=len(lists), structure=_structure_of(original)),
-        _structure.flatten(lists), tf.nest.flatten(result), fills=queue)
+    node = plan.record(
+        api,
+        dict(
+            batch_size=batch_size,
+            keep_input=keep_input,
+            capacity=capacity,
+            num_threads=num_threads if not kind.join else len(lists),
+            min_after_dequeue=min_after_dequeue,
+            seed=seed,
+            enqueue_many=enqueue_many,
+            shapes=shapes,
+            dynamic_pad=dynamic_pad,
+            allow_smaller_final_batch=allow_smaller_final_batch,
+            shared_name=shared_name,
+            name=name,
+            num_lists=len(lists),
+            structure=_structure_of(original),
+        ),
+        _structure.flatten(lists),
+        tf.nest.flatten(result),
+        fills=queue,
+    )
     if _settings.current().engine == "dataset":
         # Imported here: the engine pulls in the rebuilder and the tf.data twins.
         from queue_pipeline import _engine  # noqa: PLC0415
@@ -106,11 +133,12 @@ def _structure_of(original) -> str:
 
 def _validate(api, tensor_list):
     """Converts Python values to constants; SparseTensors pass through."""
-    converted = [t if isinstance(t, (tf.SparseTensor, tf.IndexedSlices))
-                 else tf.convert_to_tensor(t) for t in tensor_list]
+    converted = [
+        t if isinstance(t, (tf.SparseTensor, tf.IndexedSlices)) else tf.convert_to_tensor(t)
+        for t in tensor_list
+    ]
     if not converted:
-        raise ValueError(f"{api}: Expected at least one tensor in batch(); "
-                         "`tensors` is empty.")
+        raise ValueError(f"{api}: Expected at least one tensor in batch(); `tensors` is empty.")
     return converted
 
 
@@ -118,15 +146,17 @@ def _validate_keep_input(api, keep_input, enqueue_many):
     keep = tf.convert_to_tensor(keep_input)
     rank = keep.shape.ndims
     if rank is None:
-        raise ValueError(f"{api}: `keep_input` dimensions must be known at graph "
-                         f"construction; got {keep}.")
+        raise ValueError(
+            f"{api}: `keep_input` dimensions must be known at graph construction; got {keep}."
+        )
     if rank == 1 and not enqueue_many:
-        raise ValueError(f"{api}: `keep_input` cannot be a vector when "
-                         "`enqueue_many=False`; pass a scalar, or set enqueue_many=True "
-                         "to filter rows.")
+        raise ValueError(
+            f"{api}: `keep_input` cannot be a vector when "
+            "`enqueue_many=False`; pass a scalar, or set enqueue_many=True "
+            "to filter rows."
+        )
     if rank > 1:
-        raise ValueError(f"{api}: `keep_input` must be 0 or 1 dimensions; got shape "
-                         f"{keep.shape}.")
+        raise ValueError(f"{api}: `keep_input` must be 0 or 1 dimensions; got shape {keep.shape}.")
     return keep
 
 
@@ -135,9 +165,11 @@ def _dtypes(api, stored_lists):
     for tensor_list in stored_lists[1:]:
         other = [t.dtype for t in tensor_list]
         if other != types:
-            raise TypeError(f"{api}: Expected types to be consistent: "
-                            f"{', '.join(t.name for t in types)} vs. "
-                            f"{', '.join(t.name for t in other)}.")
+            raise TypeError(
+                f"{api}: Expected types to be consistent: "
+                f"{', '.join(t.name for t in types)} vs. "
+                f"{', '.join(t.name for t in other)}."
+            )
     return types
 
 
@@ -150,7 +182,7 @@ def _shapes(stored_lists, shapes, enqueue_many):
     if shapes is not None:
         return shapes
     for tensor_list in stored_lists:
-        for t in tensor_list[:len(stored_lists[0])]:
+        for t in tensor_list[: len(stored_lists[0])]:
             if t.shape.ndims is None:
                 raise ValueError(f"Cannot infer Tensor's rank: {t}")
     inferred = []
@@ -164,15 +196,18 @@ def _shapes(stored_lists, shapes, enqueue_many):
     return inferred
 
 
-def _make_queue(kind, capacity, min_after_dequeue, seed, types, shapes, dynamic_pad,
-                shared_name):
+def _make_queue(kind, capacity, min_after_dequeue, seed, types, shapes, dynamic_pad, shared_name):
     if kind.shuffle:
         return tf.queue.RandomShuffleQueue(
-            capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed,
-            dtypes=types, shapes=shapes, shared_name=shared_name)
+            capacity=capacity,
+            min_after_dequeue=min_after_dequeue,
+            seed=seed,
+            dtypes=types,
+            shapes=shapes,
+            shared_name=shared_name,
+        )
     queue_class = tf.queue.PaddingFIFOQueue if dynamic_pad else tf.queue.FIFOQueue
-    return queue_class(capacity=capacity, dtypes=types, shapes=shapes,
-                       shared_name=shared_name)
+    return queue_class(capacity=capacity, dtypes=types, shapes=shapes, shared_name=shared_name)
 
 
 def _enqueue_op(queue, tensor_list, enqueue_many, keep):
@@ -180,8 +215,7 @@ def _enqueue_op(queue, tensor_list, enqueue_many, keep):
     enqueue = queue.enqueue_many if enqueue_many else queue.enqueue
     if keep.shape.ndims == 1:
         selector = tf.cast(keep, tf.int32)
-        kept = [tf.dynamic_partition(t, selector, num_partitions=2)[1]
-                for t in tensor_list]
+        kept = [tf.dynamic_partition(t, selector, num_partitions=2)[1] for t in tensor_list]
         return enqueue(kept)
     return _compat.smart_cond(keep, lambda: enqueue(tensor_list), tf.no_op)
 
@@ -190,8 +224,8 @@ def _add_summary(queue, capacity, min_after_dequeue):
     """TF 1.x's fill summary; see spec 1.8.7 for the shuffle variant's name."""
     if min_after_dequeue is None:
         tf.compat.v1.summary.scalar(
-            f"fraction_of_{capacity}_full",
-            tf.cast(queue.size(), tf.float32) * (1.0 / capacity))
+            f"fraction_of_{capacity}_full", tf.cast(queue.size(), tf.float32) * (1.0 / capacity)
+        )
         return
     spare = capacity - min_after_dequeue
     full = tf.cast(tf.maximum(0, queue.size() - min_after_dequeue), tf.float32) * (1.0 / spare)

@@ -26,8 +26,17 @@ import struct
 
 import numpy as np
 
-__all__ = ["convert_to_tfrecords", "digits", "prepare_all", "read_mnist_idx", "source",
-           "write_cifar_binary", "write_csv", "write_jpegs", "write_mnist_idx"]
+__all__ = [
+    "convert_to_tfrecords",
+    "digits",
+    "prepare_all",
+    "read_mnist_idx",
+    "source",
+    "write_cifar_binary",
+    "write_csv",
+    "write_jpegs",
+    "write_mnist_idx",
+]
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,8 +93,7 @@ def write_mnist_idx(directory: str, test_fraction: float = 0.2) -> dict[str, str
     images, labels = digits()
     images = _upscale(images, 28)
     split = int(len(images) * (1 - test_fraction))
-    parts = {"train": (images[:split], labels[:split]),
-             "t10k": (images[split:], labels[split:])}
+    parts = {"train": (images[:split], labels[:split]), "t10k": (images[split:], labels[split:])}
     paths = {}
     for name, (x, y) in parts.items():
         image_path = os.path.join(directory, f"{name}-images-idx3-ubyte.gz")
@@ -129,11 +137,19 @@ def convert_to_tfrecords(image_path: str, label_path: str, out_path: str) -> int
 
     with tf.io.TFRecordWriter(out_path) as writer:
         for image, label in zip(images, labels):
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "height": int64(image.shape[0]), "width": int64(image.shape[1]),
-                "depth": int64(1), "label": int64(label),
-                "image_raw": tf.train.Feature(bytes_list=tf.train.BytesList(
-                    value=[image.tobytes()]))}))
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "height": int64(image.shape[0]),
+                        "width": int64(image.shape[1]),
+                        "depth": int64(1),
+                        "label": int64(label),
+                        "image_raw": tf.train.Feature(
+                            bytes_list=tf.train.BytesList(value=[image.tobytes()])
+                        ),
+                    }
+                )
+            )
             writer.write(example.SerializeToString())
     return len(images)
 
@@ -151,7 +167,7 @@ def write_cifar_binary(directory: str, num_batches: int = 5) -> dict[str, list[s
     rgb = (planes[:, None, :, :].astype(np.int32) * tint // 255).astype(np.uint8)
     records = np.concatenate([labels[:, None], rgb.reshape(len(images), -1)], axis=1)
     test = records[: len(records) // 6]
-    train = records[len(records) // 6:]
+    train = records[len(records) // 6 :]
     paths = {"train": [], "test": []}
     for i, part in enumerate(np.array_split(train, num_batches), start=1):
         path = os.path.join(directory, f"data_batch_{i}.bin")
@@ -182,11 +198,13 @@ def write_jpegs(directory: str, count: int = 24) -> list[tuple[str, np.ndarray]]
         for _ in range(rng.integers(1, 4)):
             digit = _upscale(images[rng.integers(len(images))][None], 16)[0]
             y, x = rng.integers(0, height - 16), rng.integers(0, width - 16)
-            scene[y:y + 16, x:x + 16] = np.maximum(scene[y:y + 16, x:x + 16],
-                                                   digit[:, :, None])
+            scene[y : y + 16, x : x + 16] = np.maximum(
+                scene[y : y + 16, x : x + 16], digit[:, :, None]
+            )
             boxes.append([y, x, y + 16, x + 16])
-        scenes.append((os.path.join(directory, f"scene{i:03d}.jpg"), scene,
-                       np.array(boxes, np.int32)))
+        scenes.append(
+            (os.path.join(directory, f"scene{i:03d}.jpg"), scene, np.array(boxes, np.int32))
+        )
     graph = tf.Graph()
     with graph.as_default():
         pixels = tf.compat.v1.placeholder(tf.uint8, [None, None, 3])
@@ -206,6 +224,11 @@ def prepare_all(directory: str) -> dict:
     for part in ("train", "t10k"):
         tfrecords[part] = os.path.join(directory, f"{part}.tfrecords")
         convert_to_tfrecords(idx[f"{part}_images"], idx[f"{part}_labels"], tfrecords[part])
-    return {"csv": write_csv(directory), "mnist_idx": idx, "mnist_tfrecords": tfrecords,
-            "cifar": write_cifar_binary(directory), "jpegs": write_jpegs(directory),
-            "source": source()}
+    return {
+        "csv": write_csv(directory),
+        "mnist_idx": idx,
+        "mnist_tfrecords": tfrecords,
+        "cifar": write_cifar_binary(directory),
+        "jpegs": write_jpegs(directory),
+        "source": source(),
+    }

@@ -17,16 +17,24 @@ import sys
 import tempfile
 from typing import Iterator
 
-__all__ = ["DEMO_DESCRIPTION", "TF_LOGS_ENV", "add_demo_arguments", "import_tensorflow",
-           "quiet_tf_startup", "report_error"]
+__all__ = [
+    "DEMO_DESCRIPTION",
+    "TF_LOGS_ENV",
+    "add_demo_arguments",
+    "import_tensorflow",
+    "quiet_tf_startup",
+    "report_error",
+]
 
 TF_LOGS_ENV = "QUEUE_PIPELINE_TF_LOGS"
 
-DEMO_DESCRIPTION = ("Trains one small model through a TF 1.x queue pipeline (queue_pipeline) and "
-                    "through its tf.data twin (queue_pipeline.data) on bundled digits written "
-                    "as MNIST TFRecords in a temporary directory, compares the two input "
-                    "pipelines, and prints each side's throughput and test accuracy. Takes "
-                    "seconds. Exit status: 0 the input pipelines match, 1 they differ, 2 error.")
+DEMO_DESCRIPTION = (
+    "Trains one small model through a TF 1.x queue pipeline (queue_pipeline) and "
+    "through its tf.data twin (queue_pipeline.data) on bundled digits written "
+    "as MNIST TFRecords in a temporary directory, compares the two input "
+    "pipelines, and prints each side's throughput and test accuracy. Takes "
+    "seconds. Exit status: 0 the input pipelines match, 1 they differ, 2 error."
+)
 
 
 def report_error(command: str, error: BaseException, *, as_json: bool) -> int:
@@ -40,18 +48,25 @@ def report_error(command: str, error: BaseException, *, as_json: bool) -> int:
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the demo's options to `parser` (shared by the CLI and :func:`main`)."""
-    parser.add_argument("--epochs", type=int, default=10,
-                        help="training epochs on each side (default: 10)")
+    parser.add_argument(
+        "--epochs", type=int, default=10, help="training epochs on each side (default: 10)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="shuffle and initializer seed")
-    parser.add_argument("--json", action="store_true",
-                        help="print a machine-readable summary instead of the report")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress bar; print only the one-line summary")
-    parser.add_argument("--tf1", action="store_true",
-                        help=("run in TF1 mode: tf.compat.v1.disable_v2_behavior() before "
-                              "anything is built, as legacy scripts run (the twin then "
-                              "trains as graph ops in a Session instead of Keras)"))
-
+    parser.add_argument(
+        "--json", action="store_true", help="print a machine-readable summary instead of the report"
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress bar; print only the one-line summary"
+    )
+    parser.add_argument(
+        "--tf1",
+        action="store_true",
+        help=(
+            "run in TF1 mode: tf.compat.v1.disable_v2_behavior() before "
+            "anything is built, as legacy scripts run (the twin then "
+            "trains as graph ops in a Session instead of Keras)"
+        ),
+    )
 
 
 # NOTE [ TensorFlow's start-up noise ]
@@ -105,8 +120,11 @@ def quiet_tf_startup() -> Iterator[None]:
             os.dup2(saved, 2)
             os.close(saved)
             capture.seek(0)
-            kept = [line for line in capture.read().decode("utf-8", "replace").splitlines(True)
-                    if not _is_startup_noise(line)]
+            kept = [
+                line
+                for line in capture.read().decode("utf-8", "replace").splitlines(True)
+                if not _is_startup_noise(line)
+            ]
             if kept:
                 sys.stderr.write("".join(kept))
                 sys.stderr.flush()

@@ -45,7 +45,8 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
                 f"batch count differs:\n  legacy: {left.batches} batch(es)\n"
                 f"  twin:   {right.batches} element(s)\n  hint: same examples, batched "
                 "differently: check batch_size, and allow_smaller_final_batch vs "
-                "drop_remainder.")
+                "drop_remainder."
+            )
 
     ordered_equal = multiset_equal = first = None
     epoch_reports: list[EpochReport] = []
@@ -59,11 +60,15 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
             if not ordered_equal and first_order.kind == "value":
                 mismatches.append(_order_message(first_order, multiset_equal))
         else:
-            first = None if multiset_equal else _first_multiset_difference(
-                left, right, lkeys, rkeys, rcount)
+            first = (
+                None
+                if multiset_equal
+                else _first_multiset_difference(left, right, lkeys, rkeys, rcount)
+            )
             if not ordered_equal and multiset_equal and first_order is not None:
-                notes.append(f"order differs from example {first_order.index} on (not "
-                             f"required: {reason}).")
+                notes.append(
+                    f"order differs from example {first_order.index} on (not required: {reason})."
+                )
         if not multiset_equal:
             mismatches.append(_multiset_message(left, right, lkeys, rkeys, lcount, rcount, first))
         if epoch_size:
@@ -75,50 +80,82 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
                     f"{bad[0].only_in_legacy} example(s) only in legacy, "
                     f"{bad[0].only_in_twin} only in twin\n  hint: the legacy side keeps "
                     "epochs apart; a twin that shuffles across epochs (.repeat() before "
-                    ".shuffle()) mixes them: shuffle before repeat, or reshuffle per epoch.")
+                    ".shuffle()) mixes them: shuffle before repeat, or reshuffle per epoch."
+                )
             elif bad and not required:
-                notes.append("per-epoch multisets differ but are not required: the legacy "
-                             "side mixes epochs (threads or a RandomShuffleQueue).")
+                notes.append(
+                    "per-epoch multisets differ but are not required: the legacy "
+                    "side mixes epochs (threads or a RandomShuffleQueue)."
+                )
     elif not counts_equal:
         first = None
 
     lside = _side_report(left, lkeys, epoch_size, reference)
     rside = _side_report(right, rkeys, epoch_size, reference)
     gap = None
-    if lside.shuffle and rside.shuffle and None not in (
-            lside.shuffle.rank_correlation, rside.shuffle.rank_correlation):
+    if (
+        lside.shuffle
+        and rside.shuffle
+        and None not in (lside.shuffle.rank_correlation, rside.shuffle.rank_correlation)
+    ):
         gap = abs(lside.shuffle.rank_correlation - rside.shuffle.rank_correlation)
         if gap > 0.5:
-            notes.append(f"the sides mix very differently: rank correlation "
-                         f"{lside.shuffle.rank_correlation:.2f} (legacy) vs "
-                         f"{rside.shuffle.rank_correlation:.2f} (twin); a twin "
-                         "shuffle buffer of another size, or a missing shuffle?")
+            notes.append(
+                f"the sides mix very differently: rank correlation "
+                f"{lside.shuffle.rank_correlation:.2f} (legacy) vs "
+                f"{rside.shuffle.rank_correlation:.2f} (twin); a twin "
+                "shuffle buffer of another size, or a missing shuffle?"
+            )
     if first is None and not counts_equal and structure_equal:
         first = _first_order_difference(left, right, lkeys, rkeys)[1]
     values_ok = ordered_equal if mode == "ordered" else multiset_equal
     epochs_ok = not required or all(e.multiset_equal for e in epoch_reports)
-    matched = bool(structure_equal and all(c.ok for c in components) and counts_equal
-                   and batch_counts_equal is not False and values_ok and epochs_ok)
+    matched = bool(
+        structure_equal
+        and all(c.ok for c in components)
+        and counts_equal
+        and batch_counts_equal is not False
+        and values_ok
+        and epochs_ok
+    )
     return ComparisonReport(
-        matched=matched, mode=mode, mode_reason=reason, structure_equal=structure_equal,
-        components=components, legacy=lside, twin=rside, counts_equal=counts_equal,
-        batch_counts_equal=batch_counts_equal, ordered_equal=ordered_equal,
-        multiset_equal=multiset_equal, epoch_size=epoch_size, epochs_required=required,
-        epochs=epoch_reports, first_difference=first, mixing_gap=gap,
-        mismatches=mismatches, notes=notes)
+        matched=matched,
+        mode=mode,
+        mode_reason=reason,
+        structure_equal=structure_equal,
+        components=components,
+        legacy=lside,
+        twin=rside,
+        counts_equal=counts_equal,
+        batch_counts_equal=batch_counts_equal,
+        ordered_equal=ordered_equal,
+        multiset_equal=multiset_equal,
+        epoch_size=epoch_size,
+        epochs_required=required,
+        epochs=epoch_reports,
+        first_difference=first,
+        mixing_gap=gap,
+        mismatches=mismatches,
+        notes=notes,
+    )
 
 
 def _mode(left, right, ordered, notes) -> tuple[str, str]:
     lnd, rnd = left.nondeterminism or [], right.nondeterminism
     if right.nondeterminism is None:
-        notes.append("the twin's determinism is unknown (its dataset graph could not be "
-                     "inspected); it is assumed deterministic.")
+        notes.append(
+            "the twin's determinism is unknown (its dataset graph could not be "
+            "inspected); it is assumed deterministic."
+        )
         rnd = []
     if ordered is True:
         if lnd or rnd:
-            notes.append("ordered=True although a side is nondeterministic ("
-                         + "; ".join(n.reason for n in lnd + rnd) + "): order may vary "
-                         "from run to run.")
+            notes.append(
+                "ordered=True although a side is nondeterministic ("
+                + "; ".join(n.reason for n in lnd + rnd)
+                + "): order may vary "
+                "from run to run."
+            )
         return "ordered", "ordered=True"
     if ordered is False:
         return "multiset", "ordered=False"
@@ -140,16 +177,24 @@ def _signatures(left, right, mismatches) -> tuple[list[ComponentReport], bool]:
         a, b = lspec.get(path), rspec.get(path)
         dtype_equal = bool(a and b and a.dtype == b.dtype and a.sparse == b.sparse)
         shape_ok = bool(a and b and a.shape.is_compatible_with(b.shape))
-        components.append(ComponentReport(
-            path, a.describe() if a else None, b.describe() if b else None,
-            _example_shape(left, lex, path), _example_shape(right, rex, path),
-            dtype_equal, shape_ok))
+        components.append(
+            ComponentReport(
+                path,
+                a.describe() if a else None,
+                b.describe() if b else None,
+                _example_shape(left, lex, path),
+                _example_shape(right, rex, path),
+                dtype_equal,
+                shape_ok,
+            )
+        )
         if a and b and not dtype_equal:
             mismatches.append(
                 f"dtype of component {path or '(tensor)'} differs:\n"
                 f"  legacy: {a.describe()}\n  twin:   {b.describe()}\n"
                 f"  hint: cast in the twin, e.g. .map(... tf.cast(x, tf.{a.dtype}) ...)"
-                + (" or convert between dense and sparse" if a.sparse != b.sparse else ""))
+                + (" or convert between dense and sparse" if a.sparse != b.sparse else "")
+            )
         if a and b and not shape_ok:
             mismatches.append(_shape_message(path, a, b, left, right))
     structure_equal = list(left.paths) == list(right.paths)
@@ -158,7 +203,8 @@ def _signatures(left, right, mismatches) -> tuple[list[ComponentReport], bool]:
             f"structure differs:\n  legacy: {_normalize.structure_str(left.paths, left.specs)}\n"
             f"  twin:   {_normalize.structure_str(right.paths, right.specs)}\n"
             "  hint: the twin must yield the same components: a legacy list or tuple is "
-            "a tuple in tf.data, a dict stays a dict (keys compared as str).")
+            "a tuple in tf.data, a dict stays a dict (keys compared as str)."
+        )
     return components, structure_equal
 
 
@@ -171,14 +217,19 @@ def _example_shape(side, example, path):
 def _shape_message(path, a, b, left, right) -> str:
     hint = "reshape or pad in the twin so that each example has the legacy shape."
     if left.batched and not right.batched:
-        hint = (f"the legacy side yields batches of {left.max_batch} but the twin yields "
-                f"single examples: add .batch({left.max_batch}).")
+        hint = (
+            f"the legacy side yields batches of {left.max_batch} but the twin yields "
+            f"single examples: add .batch({left.max_batch})."
+        )
     elif right.batched and not left.batched:
-        hint = ("the twin yields batches but the legacy side yields single examples: "
-                "remove .batch().")
-    return (f"shape of component {path or '(tensor)'} differs:\n"
-            f"  legacy: {_normalize.shape_str(a.shape)}\n"
-            f"  twin:   {_normalize.shape_str(b.shape)}\n  hint: {hint}")
+        hint = (
+            "the twin yields batches but the legacy side yields single examples: remove .batch()."
+        )
+    return (
+        f"shape of component {path or '(tensor)'} differs:\n"
+        f"  legacy: {_normalize.shape_str(a.shape)}\n"
+        f"  twin:   {_normalize.shape_str(b.shape)}\n  hint: {hint}"
+    )
 
 
 def _count_message(left, right, epoch_size, index) -> str:
@@ -186,22 +237,30 @@ def _count_message(left, right, epoch_size, index) -> str:
     if m > n:
         more = "at least " if not right.exhausted else ""
         if not right.exhausted and epoch_size and m - n >= epoch_size:
-            hint = ("the twin delivers at least one more epoch, or never ends: check "
-                    ".repeat(num_epochs) against the legacy num_epochs.")
+            hint = (
+                "the twin delivers at least one more epoch, or never ends: check "
+                ".repeat(num_epochs) against the legacy num_epochs."
+            )
         elif not right.exhausted:
             hint = "twin has more: it may never end (.repeat() without a count?)."
         else:
-            hint = ("twin has more: a duplicated record, an extra epoch, or a final "
-                    "batch the legacy side drops (allow_smaller_final_batch=False vs "
-                    "drop_remainder=False)?")
+            hint = (
+                "twin has more: a duplicated record, an extra epoch, or a final "
+                "batch the legacy side drops (allow_smaller_final_batch=False vs "
+                "drop_remainder=False)?"
+            )
         twin = f"{more}{m} examples in {right.batches} element(s)"
     else:
-        hint = ("twin has fewer: a dropped record or epoch, or drop_remainder=True where "
-                "the legacy side keeps the final batch?")
+        hint = (
+            "twin has fewer: a dropped record or epoch, or drop_remainder=True where "
+            "the legacy side keeps the final batch?"
+        )
         twin = f"{m} examples in {right.batches} element(s)"
-    return (f"example count differs ({'twin has more' if m > n else 'twin has fewer'}):\n"
-            f"  legacy: {n} examples in {left.batches} batch(es)\n  twin:   {twin}\n"
-            f"  first differing index: {index}\n  hint: {hint}")
+    return (
+        f"example count differs ({'twin has more' if m > n else 'twin has fewer'}):\n"
+        f"  legacy: {n} examples in {left.batches} batch(es)\n  twin:   {twin}\n"
+        f"  first differing index: {index}\n  hint: {hint}"
+    )
 
 
 def _first_order_difference(left, right, lkeys, rkeys):
@@ -219,19 +278,28 @@ def _difference(left, right, i, kind) -> Difference:
     lv = left.examples[i] if i < len(left.examples) else None
     rv = right.examples[i] if i < len(right.examples) else None
     batch = left.batch_of_example[i] if i < len(left.batch_of_example) else None
-    return Difference(i, kind, _normalize.format_example(left.paths, lv),
-                      _normalize.format_example(right.paths, rv), batch)
+    return Difference(
+        i,
+        kind,
+        _normalize.format_example(left.paths, lv),
+        _normalize.format_example(right.paths, rv),
+        batch,
+    )
 
 
 def _order_message(d: Difference, multiset_equal: bool) -> str:
     if multiset_equal:
-        hint = ("order differs but multisets match: expected for shuffle=True or "
-                "several threads; compare with ordered=False (--unordered).")
+        hint = (
+            "order differs but multisets match: expected for shuffle=True or "
+            "several threads; compare with ordered=False (--unordered)."
+        )
     else:
         hint = "the multisets differ too: records are missing, extra or changed."
     where = f" (legacy batch {d.legacy_batch})" if d.legacy_batch is not None else ""
-    return (f"values differ in order at example {d.index}{where}:\n  legacy: {d.legacy}\n"
-            f"  twin:   {d.twin}\n  first differing index: {d.index}\n  hint: {hint}")
+    return (
+        f"values differ in order at example {d.index}{where}:\n  legacy: {d.legacy}\n"
+        f"  twin:   {d.twin}\n  first differing index: {d.index}\n  hint: {hint}"
+    )
 
 
 def _first_multiset_difference(left, right, lkeys, rkeys, rcount) -> Difference | None:
@@ -240,40 +308,56 @@ def _first_multiset_difference(left, right, lkeys, rkeys, rcount) -> Difference 
         if remaining[key] > 0:
             remaining[key] -= 1
             continue
-        return Difference(i, "only in legacy", _normalize.format_example(
-            left.paths, left.examples[i]), "(no equal example in the twin)",
-            left.batch_of_example[i])
+        return Difference(
+            i,
+            "only in legacy",
+            _normalize.format_example(left.paths, left.examples[i]),
+            "(no equal example in the twin)",
+            left.batch_of_example[i],
+        )
     remaining = collections.Counter(lkeys)
     for i, key in enumerate(rkeys):
         if remaining[key] > 0:
             remaining[key] -= 1
             continue
-        return Difference(i, "only in twin", "(no equal example in legacy)",
-                          _normalize.format_example(right.paths, right.examples[i]))
+        return Difference(
+            i,
+            "only in twin",
+            "(no equal example in legacy)",
+            _normalize.format_example(right.paths, right.examples[i]),
+        )
     return None
 
 
 def _multiset_message(left, right, lkeys, rkeys, lcount, rcount, first) -> str:
     only_l, only_r = lcount - rcount, rcount - lcount
-    lines = [f"multisets differ: {sum(only_l.values())} example(s) only in legacy, "
-             f"{sum(only_r.values())} only in twin:"]
-    for title, only, keys, side in (("only in legacy", only_l, lkeys, left),
-                                    ("only in twin", only_r, rkeys, right)):
+    lines = [
+        f"multisets differ: {sum(only_l.values())} example(s) only in legacy, "
+        f"{sum(only_r.values())} only in twin:"
+    ]
+    for title, only, keys, side in (
+        ("only in legacy", only_l, lkeys, left),
+        ("only in twin", only_r, rkeys, right),
+    ):
         shown = 0
         for key, extra in only.items():
             if shown == _SHOWN:
                 lines.append(f"  {title}: ... ({len(only) - _SHOWN} more distinct)")
                 break
             value = _normalize.format_example(side.paths, side.examples[keys.index(key)])
-            lines.append(f"  {title}: {value} x{extra} (legacy x{lcount[key]}, "
-                         f"twin x{rcount[key]})")
+            lines.append(
+                f"  {title}: {value} x{extra} (legacy x{lcount[key]}, twin x{rcount[key]})"
+            )
             shown += 1
     if first is not None:
         lines.append(f"  first differing index: {first.index} ({first.kind})")
     dup = any(lcount[k] and rcount[k] for k in list(only_l) + list(only_r))
-    hint = ("a record is duplicated or dropped on one side (it appears on both, a "
-            "different number of times)." if dup else
-            "records were dropped, added or changed (a decode, filter or map differs).")
+    hint = (
+        "a record is duplicated or dropped on one side (it appears on both, a "
+        "different number of times)."
+        if dup
+        else "records were dropped, added or changed (a decode, filter or map differs)."
+    )
     lines.append(f"  hint: {hint}")
     return "\n".join(lines)
 
@@ -282,10 +366,18 @@ def _epochs(lkeys, rkeys, epochs, size) -> list[EpochReport]:
     out = []
     count = max(epochs, -(-len(rkeys) // size))
     for e in range(count):
-        a = collections.Counter(lkeys[e * size:(e + 1) * size])
-        b = collections.Counter(rkeys[e * size:(e + 1) * size])
-        out.append(EpochReport(e, sum(a.values()), sum(b.values()), a == b,
-                               sum((a - b).values()), sum((b - a).values())))
+        a = collections.Counter(lkeys[e * size : (e + 1) * size])
+        b = collections.Counter(rkeys[e * size : (e + 1) * size])
+        out.append(
+            EpochReport(
+                e,
+                sum(a.values()),
+                sum(b.values()),
+                a == b,
+                sum((a - b).values()),
+                sum((b - a).values()),
+            )
+        )
     return out
 
 
@@ -293,12 +385,17 @@ def _side_report(side, keys, epoch_size, reference) -> SideReport:
     nd = side.nondeterminism
     structure = "tensor" if side.paths == [""] else ", ".join(side.paths)
     return SideReport(
-        structure=structure, batched=side.batched, batches=side.batches,
-        examples=len(side.examples), exhausted=side.exhausted, seconds=side.seconds,
+        structure=structure,
+        batched=side.batched,
+        batches=side.batches,
+        examples=len(side.examples),
+        exhausted=side.exhausted,
+        seconds=side.seconds,
         startup_seconds=side.startup_seconds,
         deterministic=None if nd is None else not nd,
         nondeterminism=[n.reason for n in nd or []],
-        shuffle=_shuffle_stats(side, keys, epoch_size, reference))
+        shuffle=_shuffle_stats(side, keys, epoch_size, reference),
+    )
 
 
 def _ranks(values) -> np.ndarray:
@@ -344,5 +441,8 @@ def _shuffle_stats(side, keys, epoch_size, reference) -> ShuffleStats | None:
         displacements.append(float(np.mean(np.abs(pos_rank - src_rank)) / len(source)))
     if not rhos:
         return None
-    return ShuffleStats(round(float(np.mean(rhos)), 4), round(float(np.mean(displacements)), 4),
-                        "reference" if reference is not None else "sorted order")
+    return ShuffleStats(
+        round(float(np.mean(rhos)), 4),
+        round(float(np.mean(displacements)), 4),
+        "reference" if reference is not None else "sorted order",
+    )

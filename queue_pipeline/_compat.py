@@ -126,7 +126,8 @@ def require_graph(api: str) -> None:
             "`with tf.Graph().as_default():` and run it in a "
             "`tf.compat.v1.Session`; in eager code read data with tf.data "
             "instead (the tf.data twin of each queue_pipeline function lives "
-            "in `queue_pipeline.data` under the same name).")
+            "in `queue_pipeline.data` under the same name)."
+        )
 
 
 def local_variable(initial_value, *, name: str, validate_shape: bool = True):
@@ -137,8 +138,12 @@ def local_variable(initial_value, *, name: str, validate_shape: bool = True):
     ``VariableV1``.
     """
     return tf.compat.v1.Variable(
-        initial_value, name=name, trainable=False,
-        collections=[LOCAL_VARIABLES], validate_shape=validate_shape)
+        initial_value,
+        name=name,
+        trainable=False,
+        collections=[LOCAL_VARIABLES],
+        validate_shape=validate_shape,
+    )
 
 
 def count_up_to(variable, limit: int):
@@ -151,7 +156,8 @@ def count_up_to(variable, limit: int):
     if is_ref_variable(variable):
         return tf.raw_ops.CountUpTo(ref=variable._ref(), limit=limit)  # noqa: SLF001
     return tf.raw_ops.ResourceCountUpTo(
-        resource=variable.handle, limit=limit, T=variable.dtype.base_dtype)
+        resource=variable.handle, limit=limit, T=variable.dtype.base_dtype
+    )
 
 
 def _load_smart_cond():

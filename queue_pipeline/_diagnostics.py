@@ -35,9 +35,18 @@ import tensorflow as tf
 from queue_pipeline import _session_hook, _settings
 from queue_pipeline._compat import LOCAL_VARIABLES, logger
 
-__all__ = ["GUARD_SUFFIX", "enrich", "failing_op", "forget_failures", "guard",
-           "is_pipeline_queue", "is_shutdown_error", "mark_started", "record_failure",
-           "unblock_at_exit"]
+__all__ = [
+    "GUARD_SUFFIX",
+    "enrich",
+    "failing_op",
+    "forget_failures",
+    "guard",
+    "is_pipeline_queue",
+    "is_shutdown_error",
+    "mark_started",
+    "record_failure",
+    "unblock_at_exit",
+]
 
 GUARD_SUFFIX = "_qp_guard"
 
@@ -74,9 +83,13 @@ def guard(queue, api: str) -> None:
     settings = _settings.current()
     if not (settings.unstarted_guard or settings.runner_errors):
         return
-    _session_hook.register_queue(queue, api, grace=settings.unstarted_grace_secs,
-                                 guarded=settings.unstarted_guard,
-                                 names_errors=settings.runner_errors)
+    _session_hook.register_queue(
+        queue,
+        api,
+        grace=settings.unstarted_grace_secs,
+        guarded=settings.unstarted_guard,
+        names_errors=settings.runner_errors,
+    )
 
 
 def is_pipeline_queue(queue) -> bool:
@@ -85,9 +98,11 @@ def is_pipeline_queue(queue) -> bool:
 
     name = queue.queue_ref.op.name
     graph = queue.queue_ref.graph
-    return any(getattr(getattr(node.fills, "queue_ref", None), "op", None) is not None
-               and node.fills.queue_ref.op.name == name
-               for node in plan.plan_nodes(graph))
+    return any(
+        getattr(getattr(node.fills, "queue_ref", None), "op", None) is not None
+        and node.fills.queue_ref.op.name == name
+        for node in plan.plan_nodes(graph)
+    )
 
 
 def mark_started(sess, queue_name: str | None) -> None:
@@ -160,8 +175,7 @@ def unblock_at_exit(runner, sess) -> None:
 def _cancel_live_queues() -> None:
     _EXITING.set()
     with _LOCK:
-        pairs = [(runner, sess) for runner, sessions in _LIVE.items()
-                 for sess in list(sessions)]
+        pairs = [(runner, sess) for runner, sessions in _LIVE.items() for sess in list(sessions)]
     for runner, sess in pairs:
         if getattr(sess, "_closed", False):
             continue
@@ -199,8 +213,12 @@ def failing_op(error, graph):
         return None
 
 
-_UNINITIALIZED_HINTS = ("uninitialized value", "does not exist", "Could not find variable",
-                        "Could not find resource")
+_UNINITIALIZED_HINTS = (
+    "uninitialized value",
+    "does not exist",
+    "Could not find variable",
+    "Could not find resource",
+)
 
 
 def _uninitialized_local(error, graph) -> str | None:
@@ -236,9 +254,12 @@ def enrich(error: BaseException, runner, sess, enqueue_op, origin: str = "") -> 
     op_name = getattr(op, "name", None)
     enqueue_name = getattr(enqueue_op, "name", str(enqueue_op))
     queue_name = getattr(runner, "_queue_op_name", None) or runner.name
-    parts = [f"queue_pipeline: a queue runner failed while filling queue "
-             f"'{queue_name}' (enqueue op '{enqueue_name}'"
-             + (f", failing op '{op_name}'" if op_name else "") + ")."]
+    parts = [
+        f"queue_pipeline: a queue runner failed while filling queue "
+        f"'{queue_name}' (enqueue op '{enqueue_name}'"
+        + (f", failing op '{op_name}'" if op_name else "")
+        + ")."
+    ]
     if origin:
         parts.append(f"Input: {origin}.")
     variable = _uninitialized_local(error, graph) if graph is not None else None
@@ -248,7 +269,8 @@ def enrich(error: BaseException, runner, sess, enqueue_op, origin: str = "") -> 
             "`sess.run(tf.compat.v1.local_variables_initializer())` before "
             "start_queue_runners (num_epochs and match_filenames_once keep their "
             "state in local variables; MonitoredTrainingSession initializes them "
-            "for you).")
+            "for you)."
+        )
     message = getattr(error, "message", None) or str(error)
     parts.append(f"Original error: {message}")
     text = " ".join(parts)

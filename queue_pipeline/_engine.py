@@ -166,11 +166,17 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
     _replace_fill_summaries(graph, {_queue_op_name(qr.queue) for qr in retired}, scope)
     _add_saveable(iterator)
     out = tf.nest.pack_sequence_as(result, values)
-    plan.record(api, dict(node.args, engine="dataset"), node.inputs, tf.nest.flatten(out),
-                graph=graph)
-    _log_once(graph, ("path", where), logging.INFO,
-              "queue_pipeline dataset engine: %s runs on tf.data (%s).", where,
-              "; ".join(paths) or "no per-record ops")
+    plan.record(
+        api, dict(node.args, engine="dataset"), node.inputs, tf.nest.flatten(out), graph=graph
+    )
+    _log_once(
+        graph,
+        ("path", where),
+        logging.INFO,
+        "queue_pipeline dataset engine: %s runs on tf.data (%s).",
+        where,
+        "; ".join(paths) or "no per-record ops",
+    )
     return out
 
 
@@ -183,8 +189,12 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str):
     Raises whatever stops the rebuild (the caller falls back).
     """
     deterministic = _is_seeded(graph, leaves)
-    rebuilder = _EngineRebuilder(graph, api=f"{node.kind} (dataset engine)",
-                                 deterministic=deterministic, vectorizer=_vectorizer())
+    rebuilder = _EngineRebuilder(
+        graph,
+        api=f"{node.kind} (dataset engine)",
+        deterministic=deterministic,
+        vectorizer=_vectorizer(),
+    )
     rebuilder.restrict_to(leaves)
     with _quiet_tf_data(), tf.compat.v1.name_scope(f"{scope.rstrip('/')}_dataset/"):
         stream = rebuilder.rebuild(leaves, exact=True)
@@ -221,14 +231,16 @@ def _merge_static_shape(value, leaf):
         dense_shape = value.dense_shape
         if value.shape.merge_with(leaf.shape) != leaf.shape:
             dense_shape = tf.compat.v1.placeholder_with_default(
-                dense_shape, dense_shape.shape, name="sparse_shape")
+                dense_shape, dense_shape.shape, name="sparse_shape"
+            )
         value = tf.SparseTensor(value.indices, value.values, dense_shape)
         if value.shape.merge_with(leaf.shape) != value.shape:
             value.set_shape(leaf.shape)
         return value
     if value.dtype != leaf.dtype:
-        raise TypeError(f"the rebuilt component has dtype {value.dtype}, the faithful "
-                        f"one {leaf.dtype}")
+        raise TypeError(
+            f"the rebuilt component has dtype {value.dtype}, the faithful one {leaf.dtype}"
+        )
     if value.shape.merge_with(leaf.shape) != leaf.shape:
         return tf.compat.v1.placeholder_with_default(value, leaf.shape, name="static_shape")
     value.set_shape(leaf.shape)
@@ -301,8 +313,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
       paths: one line per region mapped, saying which path it took and why.
     """
 
-    def __init__(self, graph: tf.Graph, *, api: str, deterministic: bool,
-                 vectorizer) -> None:
+    def __init__(self, graph: tf.Graph, *, api: str, deterministic: bool, vectorizer) -> None:
         # See NOTE [ Variables read when the input starts ].
         super().__init__(graph, api=api, capture_variables=True)
         self.deterministic = deterministic
@@ -323,9 +334,16 @@ class _EngineRebuilder(rebuild.Rebuilder):
         added: set[int] = set()
         while True:
             scope = rebuild.upstream_ops(leaves, self.graph.get_collection(QUEUE_RUNNERS))
-            more = [n for n in served if n.index not in added and any(
-                t.op.name in scope for leaf in n.outputs
-                for t in tf.nest.flatten(leaf, expand_composites=True))]
+            more = [
+                n
+                for n in served
+                if n.index not in added
+                and any(
+                    t.op.name in scope
+                    for leaf in n.outputs
+                    for t in tf.nest.flatten(leaf, expand_composites=True)
+                )
+            ]
             if not more:
                 break
             for n in more:
@@ -349,35 +367,40 @@ class _EngineRebuilder(rebuild.Rebuilder):
             outputs = [_at_least(value, leaf.shape) for value, leaf in zip(outputs, leaves)]
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-        dataset = stream.dataset.map(tf.autograph.experimental.do_not_convert(decode),
-                                     num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = stream.dataset.map(
+            tf.autograph.experimental.do_not_convert(decode), num_parallel_calls=tf.data.AUTOTUNE
+        )
         return rebuild.Stream(dataset.prefetch(tf.data.AUTOTUNE), leaves, stream.form)
 
-    def apply_region(self, base: rebuild.Stream, region, leaves: list,
-                     pack: Callable[[list], Any] | None, *, role: str = "output",
-                     parallel=tf.data.AUTOTUNE) -> rebuild.Stream:
+    def apply_region(
+        self,
+        base: rebuild.Stream,
+        region,
+        leaves: list,
+        pack: Callable[[list], Any] | None,
+        *,
+        role: str = "output",
+        parallel=tf.data.AUTOTUNE,
+    ) -> rebuild.Stream:
         node = self._batching[-1] if self._batching else None
         path = "per-record map"
         if node is not None and role.startswith(f"{node.kind} list "):
             why_not = self._why_not_vectorized(node, region, leaves, pack, base)
             if why_not is None:
-                vectorized, why_not = _vectorize(self.vectorizer, region,
-                                                 self._fixed_lengths(region))
+                vectorized, why_not = _vectorize(
+                    self.vectorizer, region, self._fixed_lengths(region)
+                )
                 if vectorized is not None:
                     self._pending[node.index] = _Pending(base, vectorized)
                     self.paths.append(f"{role}: vectorized, decoded once per batch")
-                    return rebuild.Stream(base.dataset, list(base.leaves), base.form,
-                                          base.parts)
+                    return rebuild.Stream(base.dataset, list(base.leaves), base.form, base.parts)
             path += f" ({why_not})"
         stateful = sorted({op.type for op in region.ops if op.op_def.is_stateful})
         if self.deterministic and stateful:
-            self.paths.append(f"{role}: {path}, sequential for determinism "
-                              f"({', '.join(stateful)})")
-            return super().apply_region(base, region, leaves, pack, role=role,
-                                        parallel=None)
+            self.paths.append(f"{role}: {path}, sequential for determinism ({', '.join(stateful)})")
+            return super().apply_region(base, region, leaves, pack, role=role, parallel=None)
         self.paths.append(f"{role}: {path}")
-        return super().apply_region(base, region, leaves, pack, role=role,
-                                    parallel=parallel)
+        return super().apply_region(base, region, leaves, pack, role=role, parallel=parallel)
 
     def slice_stream(self, node: plan.PlanNode) -> rebuild.Stream:
         """``slice_input_producer``; large preloaded arrays stay out of the graph.
@@ -387,14 +410,22 @@ class _EngineRebuilder(rebuild.Rebuilder):
         """
         rows = [self._rows(t) for t in node.inputs]
         arrays = [r for r in rows if isinstance(r, np.ndarray)]
-        if (len(arrays) != len(rows) or sum(a.nbytes for a in arrays) < LARGE_ROWS_BYTES
-                or len({a.shape[0] if a.ndim else -1 for a in arrays}) != 1
-                or arrays[0].ndim == 0 or arrays[0].shape[0] == 0):
+        if (
+            len(arrays) != len(rows)
+            or sum(a.nbytes for a in arrays) < LARGE_ROWS_BYTES
+            or len({a.shape[0] if a.ndim else -1 for a in arrays}) != 1
+            or arrays[0].ndim == 0
+            or arrays[0].shape[0] == 0
+        ):
             return super().slice_stream(node)
         args = node.args
         indices = data_producers.range_input_producer(
-            arrays[0].shape[0], num_epochs=args["num_epochs"], shuffle=args["shuffle"],
-            seed=args["seed"], capacity=args["capacity"])
+            arrays[0].shape[0],
+            num_epochs=args["num_epochs"],
+            shuffle=args["shuffle"],
+            seed=args["seed"],
+            capacity=args["capacity"],
+        )
         leaves = list(node.outputs)
         dtypes = [leaf.dtype for leaf in leaves]
 
@@ -402,16 +433,20 @@ class _EngineRebuilder(rebuild.Rebuilder):
             return [np.asarray(a[index]) for a in arrays]
 
         def rows_of(index):
-            values = tf.numpy_function(gather, [index], dtypes, stateful=False,
-                                       name="preloaded_rows")
+            values = tf.numpy_function(
+                gather, [index], dtypes, stateful=False, name="preloaded_rows"
+            )
             for value, array in zip(values, arrays):
                 value.set_shape((None,) + array.shape[1:])
             return tuple(values)
 
-        dataset = indices.batch(_GATHER_ROWS).map(
-            rows_of, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-        self.paths.append(f"slice_input_producer: {sum(a.nbytes for a in arrays):,} bytes "
-                          "of preloaded rows gathered in memory, not embedded in the graph")
+        dataset = (
+            indices.batch(_GATHER_ROWS).map(rows_of, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        )
+        self.paths.append(
+            f"slice_input_producer: {sum(a.nbytes for a in arrays):,} bytes "
+            "of preloaded rows gathered in memory, not embedded in the graph"
+        )
         return rebuild.Stream(dataset, leaves, "tuple")
 
     def _fixed_lengths(self, region) -> dict[str, int]:
@@ -430,13 +465,16 @@ class _EngineRebuilder(rebuild.Rebuilder):
             return "queue_pipeline._vectorize is not available"
         args = node.args
         keep = args.get("keep_input", True)
-        keep_true = keep is True or (isinstance(keep, tf.Tensor)
-                                     and tf.get_static_value(keep) is True)
-        for name, bad in (("tensors_list", args.get("num_lists", 1) != 1),
-                          ("enqueue_many", bool(args.get("enqueue_many"))),
-                          ("dynamic_pad", bool(args.get("dynamic_pad"))),
-                          ("shapes", args.get("shapes") is not None),
-                          ("keep_input", not keep_true)):
+        keep_true = keep is True or (
+            isinstance(keep, tf.Tensor) and tf.get_static_value(keep) is True
+        )
+        for name, bad in (
+            ("tensors_list", args.get("num_lists", 1) != 1),
+            ("enqueue_many", bool(args.get("enqueue_many"))),
+            ("dynamic_pad", bool(args.get("dynamic_pad"))),
+            ("shapes", args.get("shapes") is not None),
+            ("keep_input", not keep_true),
+        ):
             if bad:
                 return f"`{name}` of {node.kind} works on decoded examples"
         if pack is not None or not region.sources:
@@ -453,8 +491,11 @@ def _vectorize(module, region, fixed_lengths: dict[str, int]):
         result = module.vectorize(region, fixed_lengths=fixed_lengths or None)
     except Exception as e:  # noqa: BLE001 - a vectorizer bug must not break the build
         return None, f"the vectorizer failed: {type(e).__name__}: {e}"
-    if result is None or (isinstance(refusal, type) and isinstance(result, refusal)) \
-            or not callable(result):
+    if (
+        result is None
+        or (isinstance(refusal, type) and isinstance(result, refusal))
+        or not callable(result)
+    ):
         return None, str(result)
     return result, None
 
@@ -462,8 +503,11 @@ def _vectorize(module, region, fixed_lengths: dict[str, int]):
 def _at_least(value: tf.Tensor, shape: tf.TensorShape) -> tf.Tensor:
     """`value`, checked at run time to have `shape` where its static shape is vaguer."""
     value = tf.convert_to_tensor(value)
-    if shape.rank is None or value.shape.is_fully_defined() or \
-            value.shape.merge_with(shape) == value.shape:
+    if (
+        shape.rank is None
+        or value.shape.is_fully_defined()
+        or value.shape.merge_with(shape) == value.shape
+    ):
         return value
     return tf.ensure_shape(value, shape)
 
@@ -490,8 +534,9 @@ class _ServedRunner:
         close_op = getattr(faithful, "close_op", None)
         cancel_op = getattr(faithful, "cancel_op", None)
         self._close_op = close_op if close_op is not None else queue.close()
-        self._cancel_op = cancel_op if cancel_op is not None else queue.close(
-            cancel_pending_enqueues=True)
+        self._cancel_op = (
+            cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
+        )
         self._queue_closed_exception_types = (tf.errors.OutOfRangeError,)
         self.exceptions_raised: list = []
 
@@ -522,11 +567,14 @@ class _ServedRunner:
         name = self._queue.queue_ref.op.name
         if export_scope is not None and not name.startswith(export_scope):
             return None
-        strip = (lambda s: s[len(export_scope.rstrip("/")) + 1:]) if export_scope else (
-            lambda s: s)
+        strip = (
+            (lambda s: s[len(export_scope.rstrip("/")) + 1 :]) if export_scope else (lambda s: s)
+        )
         proto = queue_runner_pb2.QueueRunnerDef(
-            queue_name=strip(name), close_op_name=strip(self._close_op.name),
-            cancel_op_name=strip(self._cancel_op.name))
+            queue_name=strip(name),
+            close_op_name=strip(self._close_op.name),
+            cancel_op_name=strip(self._cancel_op.name),
+        )
         proto.queue_closed_exception_types.append(tf.errors.OUT_OF_RANGE)
         return proto
 
@@ -603,13 +651,21 @@ def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> N
     if isinstance(error, NotRebuildableError):
         reason, key = str(error), (error.op_name, error.reason)
         if error.reason in ("needs a session", "uninitialized variable"):
-            reason += (" (Under the dataset engine the Dataset is built with the pipeline: "
-                       "build it inside `with sess.as_default():` once the variables are "
-                       "initialized, or use constants.)")
+            reason += (
+                " (Under the dataset engine the Dataset is built with the pipeline: "
+                "build it inside `with sess.as_default():` once the variables are "
+                "initialized, or use constants.)"
+            )
     else:
         reason, key = f"{type(error).__name__}: {error}", (type(error).__name__, str(error))
-    _log_once(graph, ("fallback", where) + key, logging.WARNING,
-              "queue_pipeline dataset engine: %s stays on the queue engine: %s", where, reason)
+    _log_once(
+        graph,
+        ("fallback", where) + key,
+        logging.WARNING,
+        "queue_pipeline dataset engine: %s stays on the queue engine: %s",
+        where,
+        reason,
+    )
 
 
 def _log_once(graph: tf.Graph, key: tuple, level: int, message: str, *args) -> None:
@@ -635,7 +691,8 @@ def _replace_fill_summaries(graph: tf.Graph, queue_names: set, scope: str) -> No
         collection.remove(summary)
         with tf.compat.v1.name_scope(f"{scope.rstrip('/')}_dataset/"):
             replacement = tf.raw_ops.ScalarSummary(
-                tags=tf.constant(tag), values=tf.constant(1.0), name="fill")
+                tags=tf.constant(tag), values=tf.constant(1.0), name="fill"
+            )
         collection.append(replacement)
 
 
@@ -646,8 +703,10 @@ def _reads_size_of(op: tf.Operation, queue_names: set, depth: int = 8) -> bool:
         if current.name in seen or d > depth:
             continue
         seen.add(current.name)
-        if current.type in ("QueueSizeV2", "QueueSize") and \
-                current.inputs[0].op.name in queue_names:
+        if (
+            current.type in ("QueueSizeV2", "QueueSize")
+            and current.inputs[0].op.name in queue_names
+        ):
             return True
         stack.extend((t.op, d + 1) for t in current.inputs)
     return False
@@ -665,7 +724,8 @@ def _add_saveable(iterator) -> None:
     tf_logger.addFilter(quiet)
     try:
         saveable = tf.compat.v1.data.experimental.make_saveable_from_iterator(
-            iterator, external_state_policy="ignore")
+            iterator, external_state_policy="ignore"
+        )
     finally:
         tf_logger.removeFilter(quiet)
     _input_position.mark(saveable)  # see NOTE [ Checkpoints without an input position ]

@@ -63,9 +63,17 @@ def session_config(timeout: float) -> tf.compat.v1.ConfigProto:
     return tf.compat.v1.ConfigProto(operation_timeout_in_ms=max(1, int(timeout * 1000)))
 
 
-def run_graph(fetches, *, graph, max_batches: int | None, timeout: float, api: str,
-              start_runners: bool = True, initialize: bool = True,
-              on_batch: Callable[[int], None] | None = None) -> RunResult:
+def run_graph(
+    fetches,
+    *,
+    graph,
+    max_batches: int | None,
+    timeout: float,
+    api: str,
+    start_runners: bool = True,
+    initialize: bool = True,
+    on_batch: Callable[[int], None] | None = None,
+) -> RunResult:
     """Fetches `fetches` until OutOfRangeError or `max_batches`, never hanging.
 
     Raises:
@@ -76,8 +84,10 @@ def run_graph(fetches, *, graph, max_batches: int | None, timeout: float, api: s
     with graph.as_default():
         init_op = None
         if initialize and not graph.finalized:
-            init_op = tf.group(tf.compat.v1.global_variables_initializer(),
-                               tf.compat.v1.local_variables_initializer())
+            init_op = tf.group(
+                tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.local_variables_initializer(),
+            )
         probes = _inspect.Probes(graph, fetches)
     # NOTE [ Timeouts of the fetch vs the runners ]: each fetch gets `timeout`
     # through RunOptions; the session's operation timeout is only a backstop,
@@ -97,7 +107,8 @@ def run_graph(fetches, *, graph, max_batches: int | None, timeout: float, api: s
             if start_runners:
                 for qr in graph.get_collection(QUEUE_RUNNERS):
                     threads_by_runner[id(qr)] = qr.create_threads(
-                        sess, coord=coord, daemon=True, start=True)
+                        sess, coord=coord, daemon=True, start=True
+                    )
         step = sess.make_callable(fetches, accept_options=True)
         t1 = time.perf_counter()
         while max_batches is None or len(batches) < max_batches:
@@ -107,13 +118,23 @@ def run_graph(fetches, *, graph, max_batches: int | None, timeout: float, api: s
                 exhausted = True
                 break
             except tf.errors.DeadlineExceededError:
-                error = PipelineStalledError(*_inspect.diagnose(
-                    api, sess, graph, probes, threads_by_runner, start_runners, timeout,
-                    len(batches)))
+                error = PipelineStalledError(
+                    *_inspect.diagnose(
+                        api,
+                        sess,
+                        graph,
+                        probes,
+                        threads_by_runner,
+                        start_runners,
+                        timeout,
+                        len(batches),
+                    )
+                )
                 break
             except tf.errors.OpError as e:
-                error = PipelineError(f"{api}: fetching batch {len(batches)} failed: "
-                                      f"{type(e).__name__}: {e.message}")
+                error = PipelineError(
+                    f"{api}: fetching batch {len(batches)} failed: {type(e).__name__}: {e.message}"
+                )
                 error.__cause__ = e
                 break
             if on_batch is not None:
@@ -131,7 +152,8 @@ def run_graph(fetches, *, graph, max_batches: int | None, timeout: float, api: s
             if error is None or not isinstance(error, PipelineStalledError):
                 error = PipelineError(
                     f"{api}: a QueueRunner thread failed after {len(batches)} batch(es): "
-                    f"{type(e).__name__}: {getattr(e, 'message', e)}")
+                    f"{type(e).__name__}: {getattr(e, 'message', e)}"
+                )
                 error.__cause__ = e
         sess.close()
     if error is not None:
@@ -140,6 +162,7 @@ def run_graph(fetches, *, graph, max_batches: int | None, timeout: float, api: s
 
 
 # ---------------------------------------------------------------- twin side
+
 
 class TwinReader:
     """Reads a Dataset one element at a time, each within `timeout` seconds.
@@ -166,8 +189,7 @@ class TwinReader:
         self._iterator = iter(dataset)
         self._requests: queue_lib.Queue = queue_lib.Queue()
         self._responses: queue_lib.Queue = queue_lib.Queue()
-        self._thread = threading.Thread(target=self._work, daemon=True,
-                                        name=f"{api} twin reader")
+        self._thread = threading.Thread(target=self._work, daemon=True, name=f"{api} twin reader")
         self._thread.start()
 
     def _work(self) -> None:
@@ -215,12 +237,17 @@ class TwinReader:
             f"{self._api}: the twin dataset delivered no element within "
             f"{self._timeout:g} s (after {self._count} element(s)).\nFix: check "
             "for a blocking step (a py_function, a file that never ends) or raise "
-            "`timeout`.", None, "")
+            "`timeout`.",
+            None,
+            "",
+        )
 
     def _failed(self, e) -> PipelineError:
         message = getattr(e, "message", None) or str(e)
-        return PipelineError(f"{self._api}: the twin dataset raised while reading element "
-                             f"{self._count}: {type(e).__name__}: {message}")
+        return PipelineError(
+            f"{self._api}: the twin dataset raised while reading element "
+            f"{self._count}: {type(e).__name__}: {message}"
+        )
 
     def close(self) -> None:
         if self._sess is not None:
@@ -240,4 +267,5 @@ def call_builder(api: str, arg: str, fn: Callable[[], Any]) -> Any:
         raise PipelineError(
             f"{api}: the `{arg}` callable {name} raised {type(e).__name__}: {e}\n"
             f"Fix: call it on its own to debug it; `{arg}` must build the pipeline "
-            "when called with no arguments.") from e
+            "when called with no arguments."
+        ) from e

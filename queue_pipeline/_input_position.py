@@ -80,10 +80,20 @@ def _build(self) -> None:
     rest = [v for v in var_list if not _is_marked(v)]
     setattr(self, _KEYS, [spec.name for saveable in ours for spec in saveable.specs])
     name = f"{getattr(self, '_name', None) or 'save'}_without_input_position"
-    setattr(self, _WITHOUT, tf.compat.v1.train.Saver(
-        rest, reshape=getattr(self, "_reshape", False),
-        sharded=getattr(self, "_sharded", False), name=name, allow_empty=True,
-        write_version=self.saver_def.version) if rest else None)
+    setattr(
+        self,
+        _WITHOUT,
+        tf.compat.v1.train.Saver(
+            rest,
+            reshape=getattr(self, "_reshape", False),
+            sharded=getattr(self, "_sharded", False),
+            name=name,
+            allow_empty=True,
+            write_version=self.saver_def.version,
+        )
+        if rest
+        else None,
+    )
 
 
 def _restore(self, sess, save_path):
@@ -112,6 +122,10 @@ def _log_once(save_path: str, missing: list[str]) -> None:
         if save_path in _LOGGED:
             return
         _LOGGED.add(save_path)
-    logger.info("queue_pipeline dataset engine: checkpoint %s has no input position "
-                "(%s); every variable it holds is restored and the input starts from "
-                "the beginning.", save_path, ", ".join(missing))
+    logger.info(
+        "queue_pipeline dataset engine: checkpoint %s has no input position "
+        "(%s); every variable it holds is restored and the input starts from "
+        "the beginning.",
+        save_path,
+        ", ".join(missing),
+    )

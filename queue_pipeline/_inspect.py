@@ -14,11 +14,22 @@ import tensorflow as tf
 from queue_pipeline import _normalize
 
 QUEUE_RUNNERS = tf.compat.v1.GraphKeys.QUEUE_RUNNERS
-_DEQUEUE_TYPES = ("QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
-                  "QueueDequeue", "QueueDequeueMany", "QueueDequeueUpTo")
-_BATCHED_DEQUEUE_TYPES = ("QueueDequeueManyV2", "QueueDequeueUpToV2",
-                          "QueueDequeueMany", "QueueDequeueUpTo",
-                          "ReaderReadUpToV2", "ReaderReadUpTo")
+_DEQUEUE_TYPES = (
+    "QueueDequeueV2",
+    "QueueDequeueManyV2",
+    "QueueDequeueUpToV2",
+    "QueueDequeue",
+    "QueueDequeueMany",
+    "QueueDequeueUpTo",
+)
+_BATCHED_DEQUEUE_TYPES = (
+    "QueueDequeueManyV2",
+    "QueueDequeueUpToV2",
+    "QueueDequeueMany",
+    "QueueDequeueUpTo",
+    "ReaderReadUpToV2",
+    "ReaderReadUpTo",
+)
 _READ_TYPES = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 _PROBE_TIMEOUT_MS = 500
 
@@ -97,8 +108,12 @@ def queue_chain(graph, fetches) -> list:
                 seen.add(queue_op.name)
                 found.append(queue_op)
         chain += found
-        frontier = [getattr(e, "op", e) for q in found
-                    for qr in runners.get(q.name, ()) for e in qr.enqueue_ops]
+        frontier = [
+            getattr(e, "op", e)
+            for q in found
+            for qr in runners.get(q.name, ())
+            for e in qr.enqueue_ops
+        ]
     return chain
 
 
@@ -115,8 +130,10 @@ class Probes:
                 for q in self.chain:
                     if q.type.endswith("V2"):
                         handle = q.outputs[0]
-                        self.ops[q.name] = (tf.raw_ops.QueueSizeV2(handle=handle),
-                                            tf.raw_ops.QueueIsClosedV2(handle=handle))
+                        self.ops[q.name] = (
+                            tf.raw_ops.QueueSizeV2(handle=handle),
+                            tf.raw_ops.QueueIsClosedV2(handle=handle),
+                        )
         except Exception:  # noqa: BLE001 - diagnosis is best effort
             pass
 
@@ -168,13 +185,15 @@ def diagnose(api, sess, graph, probes, threads_by_runner, started, timeout, fetc
             if not healthy:
                 starved_sick = starved
     pick = starved_sick or starved
-    lines = [f"{api}: the pipeline stalled: no batch within {timeout:g} s "
-             f"(after {fetched} batch(es))."]
+    lines = [
+        f"{api}: the pipeline stalled: no batch within {timeout:g} s (after {fetched} batch(es))."
+    ]
     if pick is not None:
         q, closed, status, healthy = pick
         state = "closed" if closed else "open" if closed is not None else "of unknown state"
-        lines.append(f"Starved queue: {q.name!r} ({q.type}) is empty and {state}; "
-                     f"its runner: {status}.")
+        lines.append(
+            f"Starved queue: {q.name!r} ({q.type}) is empty and {state}; its runner: {status}."
+        )
     else:
         lines.append("No starved queue found among the queues the fetches read.")
     lines.append("Queues the fetches wait on, downstream first:")
@@ -194,16 +213,22 @@ def _fix_hint(pick, started) -> str:
         return "check the fetched ops; raise `timeout` if the input is just slow."
     status, healthy = pick[2], pick[3]
     if not started or "never started" in status:
-        return ("start the runners before fetching "
-                "(queue_pipeline.start_queue_runners(sess=sess, coord=coord)).")
+        return (
+            "start the runners before fetching "
+            "(queue_pipeline.start_queue_runners(sess=sess, coord=coord))."
+        )
     if "no QueueRunner" in status:
-        return ("register a runner for the queue (queue_pipeline.add_queue_runner("
-                "QueueRunner(queue, [enqueue_op]))) or feed it yourself.")
+        return (
+            "register a runner for the queue (queue_pipeline.add_queue_runner("
+            "QueueRunner(queue, [enqueue_op]))) or feed it yourself."
+        )
     if not healthy:
         return "its runner threads ended; see their errors (Coordinator.join re-raises them)."
-    return ("its runner threads are alive but blocked: the upstream input is slow or "
-            "empty (an empty file list, a reader on a file that never ends); raise "
-            "`timeout` if the input is just slow.")
+    return (
+        "its runner threads are alive but blocked: the upstream input is slow or "
+        "empty (an empty file list, a reader on a file that never ends); raise "
+        "`timeout` if the input is just slow."
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -228,19 +253,30 @@ def legacy_nondeterminism(graph) -> list[Nondeterminism]:
     out = []
     for op in graph.get_operations():
         if op.type in ("RandomShuffleQueueV2", "RandomShuffleQueue"):
-            out.append(Nondeterminism(f"RandomShuffleQueue {op.name!r} dequeues in random "
-                                      "order (shuffle_batch)", mixes_epochs=True))
+            out.append(
+                Nondeterminism(
+                    f"RandomShuffleQueue {op.name!r} dequeues in random order (shuffle_batch)",
+                    mixes_epochs=True,
+                )
+            )
         elif op.type == "RandomShuffle":
             seeded = bool(op.get_attr("seed") or op.get_attr("seed2"))
-            out.append(Nondeterminism(
-                f"{op.name!r} shuffles (a producer with shuffle=True)"
-                + (" with a fixed seed" if seeded else ""), not seeded))
+            out.append(
+                Nondeterminism(
+                    f"{op.name!r} shuffles (a producer with shuffle=True)"
+                    + (" with a fixed seed" if seeded else ""),
+                    not seeded,
+                )
+            )
     for qr in graph.get_collection(QUEUE_RUNNERS):
         n = len(getattr(qr, "enqueue_ops", ()))
         if n > 1:
             name = getattr(getattr(qr, "queue", None), "name", "?")
-            out.append(Nondeterminism(f"QueueRunner for {name!r} runs {n} enqueue threads",
-                                      mixes_epochs=True))
+            out.append(
+                Nondeterminism(
+                    f"QueueRunner for {name!r} runs {n} enqueue threads", mixes_epochs=True
+                )
+            )
     return out
 
 
@@ -249,11 +285,12 @@ def _serialized_dataset(dataset) -> bytes:
     variant = dataset._variant_tensor  # noqa: SLF001 - no public way
     if not tf.is_symbolic_tensor(variant):
         return tf.raw_ops.DatasetToGraphV2(
-            input_dataset=variant, external_state_policy=1,
-            strip_device_assignment=True).numpy()
+            input_dataset=variant, external_state_policy=1, strip_device_assignment=True
+        ).numpy()
     with variant.graph.as_default():
         serialized = tf.raw_ops.DatasetToGraphV2(
-            input_dataset=variant, external_state_policy=1, strip_device_assignment=True)
+            input_dataset=variant, external_state_policy=1, strip_device_assignment=True
+        )
     config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=_PROBE_TIMEOUT_MS * 20)
     with tf.compat.v1.Session(graph=variant.graph, config=config) as sess:
         return sess.run(serialized)

@@ -72,16 +72,35 @@ __all__ = ["Installed", "ScriptError", "install", "run_script", "uninstall"]
 # The home of each symbol install() routes, and the names routed from it.
 _HOMES: dict[str, tuple[str, ...]] = {
     "tensorflow.python.training.input": (
-        "batch", "batch_join", "input_producer", "limit_epochs", "match_filenames_once",
-        "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
-        "maybe_shuffle_batch_join", "range_input_producer", "shuffle_batch",
-        "shuffle_batch_join", "slice_input_producer", "string_input_producer"),
+        "batch",
+        "batch_join",
+        "input_producer",
+        "limit_epochs",
+        "match_filenames_once",
+        "maybe_batch",
+        "maybe_batch_join",
+        "maybe_shuffle_batch",
+        "maybe_shuffle_batch_join",
+        "range_input_producer",
+        "shuffle_batch",
+        "shuffle_batch_join",
+        "slice_input_producer",
+        "string_input_producer",
+    ),
     "tensorflow.python.training.queue_runner_impl": (
-        "QueueRunner", "add_queue_runner", "start_queue_runners"),
+        "QueueRunner",
+        "add_queue_runner",
+        "start_queue_runners",
+    ),
     "tensorflow.python.training.coordinator": ("Coordinator", "LooperThread"),
     "tensorflow.python.ops.io_ops": (
-        "FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader",
-        "TextLineReader", "WholeFileReader"),
+        "FixedLengthRecordReader",
+        "IdentityReader",
+        "ReaderBase",
+        "TFRecordReader",
+        "TextLineReader",
+        "WholeFileReader",
+    ),
 }
 # Modules that re-bind the symbols, imported first so that the walk sees them.
 _ALIAS_MODULES = (
@@ -159,8 +178,9 @@ def _tf_modules() -> list[types.ModuleType]:
         if id(module) in seen:
             continue
         seen[id(module)] = module
-        stack.extend(v for v in list(vars(module).values())
-                     if _is_tf_module(v) and id(v) not in seen)
+        stack.extend(
+            v for v in list(vars(module).values()) if _is_tf_module(v) and id(v) not in seen
+        )
     return sorted(seen.values(), key=lambda m: (_module_name(m), type(m).__name__))
 
 
@@ -189,13 +209,23 @@ class _Installation:
         replacements = {id(rep) for _, rep in self.routes.values()}
         self.homes = {name: sys.modules[name] for name in _HOMES}
         self.views = {
-            name: _HomeView(real, {n: self.routes[id(vars(real)[n])][1] for n in _HOMES[name]
-                                   if id(vars(real)[n]) in self.routes})
-            for name, real in self.homes.items()}
+            name: _HomeView(
+                real,
+                {
+                    n: self.routes[id(vars(real)[n])][1]
+                    for n in _HOMES[name]
+                    if id(vars(real)[n]) in self.routes
+                },
+            )
+            for name, real in self.homes.items()
+        }
         # Bindings of queue_pipeline objects that predate install(): not ours to undo.
         self.preexisting = {
-            (id(module), name) for module in _tf_modules()
-            for name, value in list(vars(module).items()) if id(value) in replacements}
+            (id(module), name)
+            for module in _tf_modules()
+            for name, value in list(vars(module).items())
+            if id(value) in replacements
+        }
 
     def _set(self, module, name: str, original, replacement) -> None:
         setattr(module, name, replacement)
@@ -215,8 +245,9 @@ class _Installation:
                 self.patches.append(_Patch(sys.modules, name, real, view))
                 # The routed names, listed as the bindings they stand for.
                 for routed in sorted(vars(view)["_qp_routed"]):
-                    self.patches.append(_Patch(view, routed, vars(real)[routed],
-                                               vars(view)[routed]))
+                    self.patches.append(
+                        _Patch(view, routed, vars(real)[routed], vars(view)[routed])
+                    )
         for module in _all_modules():
             if id(module) in homes or isinstance(module, _HomeView):
                 continue  # TF's own code keeps resolving TF's names
@@ -244,9 +275,12 @@ class _Installation:
         ``Coordinator``), so the objects it makes from that home must stay
         TF's. See NOTE [ What install() patches ].
         """
-        originals = {id(orig): home for home, names in _HOMES.items()
-                     for orig in (vars(self.homes[home])[n] for n in names)
-                     if isinstance(orig, type)}
+        originals = {
+            id(orig): home
+            for home, names in _HOMES.items()
+            for orig in (vars(self.homes[home])[n] for n in names)
+            if isinstance(orig, type)
+        }
         derived: dict[int, set[int]] = {}
         for module in _all_modules():
             name = vars(module).get("__name__")
@@ -283,8 +317,11 @@ class _Installation:
                     continue
                 if id(value) in reals:
                     setattr(module, name, reals[id(value)])
-                elif (tf_module and id(value) in originals
-                      and (id(module), name) not in self.preexisting):
+                elif (
+                    tf_module
+                    and id(value) in originals
+                    and (id(module), name) not in self.preexisting
+                ):
                     setattr(module, name, originals[id(value)])
         self.patches.clear()
 
@@ -297,8 +334,11 @@ def _all_modules() -> list[types.ModuleType]:
     """
     tf_modules = _tf_modules()
     seen = {id(m) for m in tf_modules}
-    others = [m for m in list(sys.modules.values())
-              if isinstance(m, types.ModuleType) and id(m) not in seen]
+    others = [
+        m
+        for m in list(sys.modules.values())
+        if isinstance(m, types.ModuleType) and id(m) not in seen
+    ]
     return tf_modules + others
 
 
@@ -382,6 +422,7 @@ def uninstall() -> None:
 
 
 # --- running a script --------------------------------------------------------
+
 
 class ScriptError(Exception):
     """A script run by :func:`run_script` raised `error`; `traceback` is its text."""

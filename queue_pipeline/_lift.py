@@ -58,17 +58,33 @@ from queue_pipeline._compat import VARIABLE_OP_TYPES, is_ref_tensor
 from queue_pipeline._diagnostics import GUARD_SUFFIX
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["LiftedRegion", "external_inputs", "find_sources", "import_graph", "lift",
-           "not_rebuildable", "variable_changes"]
+__all__ = [
+    "LiftedRegion",
+    "external_inputs",
+    "find_sources",
+    "import_graph",
+    "lift",
+    "not_rebuildable",
+    "variable_changes",
+]
 
 GUARD_SCOPE = GUARD_SUFFIX + "/"
 PY_FUNC_TYPES = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 PLACEHOLDER_TYPES = frozenset({"Placeholder", "PlaceholderV2"})
 # Ops that only read a resource variable (or ask about it); anything else with
 # the handle as input writes it or uses it in ways a constant cannot replace.
-_VARIABLE_READERS = frozenset({"ReadVariableOp", "VarIsInitializedOp", "VariableShape",
-                               "ResourceGather", "ResourceGatherNd", "IsVariableInitialized",
-                               "Identity", "DestroyResourceOp"})
+_VARIABLE_READERS = frozenset(
+    {
+        "ReadVariableOp",
+        "VarIsInitializedOp",
+        "VariableShape",
+        "ResourceGather",
+        "ResourceGatherNd",
+        "IsVariableInitialized",
+        "Identity",
+        "DestroyResourceOp",
+    }
+)
 
 
 def _is_guard(op: tf.Operation) -> bool:
@@ -77,14 +93,18 @@ def _is_guard(op: tf.Operation) -> bool:
 
 def _is_queue_or_reader(op: tf.Operation) -> bool:
     return op.type.startswith(("Queue", "Reader")) or op.type.endswith(
-        ("QueueV2", "Queue", "ReaderV2", "Reader"))
+        ("QueueV2", "Queue", "ReaderV2", "Reader")
+    )
 
 
 def not_rebuildable(api: str, op: tf.Operation, reason: str, fix: str) -> NotRebuildableError:
     """The error for `op`: "<api>: op '<name>' (type <type>) <reason>. Fix: <fix>"."""
     return NotRebuildableError(
         f"{api}: op {op.name!r} (type {op.type}) {reason}. Fix: {fix}",
-        op_name=op.name, op_type=op.type, reason=reason)
+        op_name=op.name,
+        op_type=op.type,
+        reason=reason,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,8 +121,10 @@ def variable_changes(variable: tf.Operation) -> str | None:
     graph = variable.graph
     for v in graph.get_collection(tf.compat.v1.GraphKeys.TRAINABLE_VARIABLES):
         if getattr(getattr(v, "op", None), "name", None) == variable.name:
-            return ("is trainable, so training updates it (create it with "
-                    "trainable=False if it never changes)")
+            return (
+                "is trainable, so training updates it (create it with "
+                "trainable=False if it never changes)"
+            )
     initializer = f"{variable.name}/Assign"
     for op in graph.get_operations():
         if op.name == initializer or op.type in _VARIABLE_READERS:
@@ -115,8 +137,14 @@ def variable_changes(variable: tf.Operation) -> str | None:
 class _Walker:
     """One backwards walk; see NOTE [ Lifting a region ]."""
 
-    def __init__(self, api: str, is_source: Callable[[tf.Tensor], bool], *,
-                 follow_control: bool, allow_reads: bool = True):
+    def __init__(
+        self,
+        api: str,
+        is_source: Callable[[tf.Tensor], bool],
+        *,
+        follow_control: bool,
+        allow_reads: bool = True,
+    ):
         self.api = api
         self.is_source = is_source
         self.follow_control = follow_control
@@ -157,8 +185,11 @@ class _Walker:
             if self.is_source(tensor):
                 self.sources.setdefault(tensor.name, tensor)
                 continue
-            if op.type == "Identity" and op.inputs and (
-                    _is_guard(op) or self._is_source_like(op.inputs[0])):
+            if (
+                op.type == "Identity"
+                and op.inputs
+                and (_is_guard(op) or self._is_source_like(op.inputs[0]))
+            ):
                 self.aliases[tensor.name] = op.inputs[0]
                 stack.append((op.inputs[0], False))
                 continue
@@ -177,8 +208,11 @@ class _Walker:
                 if name in done:
                     continue
                 done.add(name)
-                self.control[name] = [c.name for c in op.control_inputs
-                                      if c.name in self.ops or self._include_control(c)]
+                self.control[name] = [
+                    c.name
+                    for c in op.control_inputs
+                    if c.name in self.ops or self._include_control(c)
+                ]
 
     def _is_source_like(self, t: tf.Tensor) -> bool:
         """Whether `t` is a source or an identity chain over one."""
@@ -221,69 +255,107 @@ class _Walker:
         if op.type == "ReadVariableOp":
             variable = op.inputs[0].op
             if variable.type != "VarHandleOp":
-                raise not_rebuildable(self.api, op, f"reads a variable through {variable.name!r} "
-                             f"(type {variable.type}), not directly from its handle",
-                             "read the variable itself (variable.read_value()).")
+                raise not_rebuildable(
+                    self.api,
+                    op,
+                    f"reads a variable through {variable.name!r} "
+                    f"(type {variable.type}), not directly from its handle",
+                    "read the variable itself (variable.read_value()).",
+                )
         elif is_ref_tensor(t) and op.type in VARIABLE_OP_TYPES:
             variable = op
         else:
             return False
         if not self.allow_reads:
-            raise not_rebuildable(self.api, variable, "is read in a control dependency",
-                         "no fix needed: the dependency is dropped")
+            raise not_rebuildable(
+                self.api,
+                variable,
+                "is read in a control dependency",
+                "no fix needed: the dependency is dropped",
+            )
         why = variable_changes(variable)
         if why is not None:
             raise not_rebuildable(
-                self.api, variable,
+                self.api,
+                variable,
                 f"is a variable that a per-record op reads, and it {why}; a Dataset "
                 "cannot follow a value that changes while it runs",
                 "compute the value outside the pipeline, or make the variable "
                 "non-trainable and written only by its initializer, so that it is "
-                "read once as a constant.")
+                "read once as a constant.",
+            )
         self.reads[t.name] = _VariableRead(t, variable)
         return True
 
     def _check(self, op: tf.Operation) -> None:
         """Raises NotRebuildableError if `op` cannot be copied into a map function."""
         if op.type in PY_FUNC_TYPES:
-            raise not_rebuildable(self.api, op, "runs a Python function, which cannot be moved "
-                         "out of its graph into a tf.data function (nor serialized for "
-                         "tf.data service)",
-                         "express it with TensorFlow ops, or write the tf.data twin by "
-                         "hand with tf.py_function in Dataset.map.")
+            raise not_rebuildable(
+                self.api,
+                op,
+                "runs a Python function, which cannot be moved "
+                "out of its graph into a tf.data function (nor serialized for "
+                "tf.data service)",
+                "express it with TensorFlow ops, or write the tf.data twin by "
+                "hand with tf.py_function in Dataset.map.",
+            )
         if op.type in PLACEHOLDER_TYPES:
-            raise not_rebuildable(self.api, op, "is a placeholder, which needs a feed at every "
-                         "run; a Dataset has no feed",
-                         "replace it with the value it is fed (a constant, or a "
-                         "non-trainable variable read once through `session`).")
+            raise not_rebuildable(
+                self.api,
+                op,
+                "is a placeholder, which needs a feed at every run; a Dataset has no feed",
+                "replace it with the value it is fed (a constant, or a "
+                "non-trainable variable read once through `session`).",
+            )
         if _is_guard(op):
-            raise not_rebuildable(self.api, op, "is a queue_pipeline diagnostic, which is never "
-                         "lifted", "report this: only identities of diagnostics are "
-                         "expected on the data path.")
+            raise not_rebuildable(
+                self.api,
+                op,
+                "is a queue_pipeline diagnostic, which is never lifted",
+                "report this: only identities of diagnostics are expected on the data path.",
+            )
         if _is_queue_or_reader(op):
-            raise not_rebuildable(self.api, op, "is a queue or reader op that no queue_pipeline "
-                         "builder recorded, so its input cannot be rebuilt",
-                         "build the stage with queue_pipeline's producers, readers "
-                         "and batching functions (they record a plan).")
-        if op.type in VARIABLE_OP_TYPES or op.type in ("HashTableV2", "MutableHashTableV2",
-                                                     "MutableDenseHashTableV2",
-                                                     "MutableHashTableOfTensorsV2"):
-            raise not_rebuildable(self.api, op, "is a stateful resource (a variable or lookup "
-                         "table) used through its handle",
-                         "read a variable's value first (variable.read_value()); build "
-                         "lookup tables inside a hand-written Dataset.map.")
+            raise not_rebuildable(
+                self.api,
+                op,
+                "is a queue or reader op that no queue_pipeline "
+                "builder recorded, so its input cannot be rebuilt",
+                "build the stage with queue_pipeline's producers, readers "
+                "and batching functions (they record a plan).",
+            )
+        if op.type in VARIABLE_OP_TYPES or op.type in (
+            "HashTableV2",
+            "MutableHashTableV2",
+            "MutableDenseHashTableV2",
+            "MutableHashTableOfTensorsV2",
+        ):
+            raise not_rebuildable(
+                self.api,
+                op,
+                "is a stateful resource (a variable or lookup table) used through its handle",
+                "read a variable's value first (variable.read_value()); build "
+                "lookup tables inside a hand-written Dataset.map.",
+            )
         for inp in op.inputs:
             if inp.dtype == tf.resource and inp.op.type in VARIABLE_OP_TYPES:
-                raise not_rebuildable(self.api, op, f"uses variable {inp.op.name!r} through its "
-                             "handle (a per-record op that writes or gathers from it)",
-                             "read the variable's value first (tf.identity(variable) "
-                             "or variable.read_value()), and never assign to it "
-                             "per record.")
+                raise not_rebuildable(
+                    self.api,
+                    op,
+                    f"uses variable {inp.op.name!r} through its "
+                    "handle (a per-record op that writes or gathers from it)",
+                    "read the variable's value first (tf.identity(variable) "
+                    "or variable.read_value()), and never assign to it "
+                    "per record.",
+                )
             if is_ref_tensor(inp) and op.type not in ("Identity",):
-                raise not_rebuildable(self.api, op, f"uses ref variable {inp.op.name!r} directly "
-                             "(it writes it, or reads it in place)",
-                             "read the variable's value (variable.value()) and never "
-                             "assign to it per record.")
+                raise not_rebuildable(
+                    self.api,
+                    op,
+                    f"uses ref variable {inp.op.name!r} directly "
+                    "(it writes it, or reads it in place)",
+                    "read the variable's value (variable.value()) and never "
+                    "assign to it per record.",
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -330,15 +402,20 @@ class LiftedRegion:
     @property
     def is_identity(self) -> bool:
         """True when the function returns its arguments unchanged, in order."""
-        return (not self.ops and not self.constants and not self.captured and
-                [s.name for s in self.sinks] == [s.name for s in self.sources])
+        return (
+            not self.ops
+            and not self.constants
+            and not self.captured
+            and [s.name for s in self.sinks] == [s.name for s in self.sources]
+        )
 
     def describe(self) -> str:
         """A readable summary: sources, sinks, op types and variable reads."""
-        lines = [f"sources: {[s.name for s in self.sources]}",
-                 f"sinks: {[s.name for s in self.sinks]}",
-                 f"ops ({len(self.ops)}): " + ", ".join(f"{op.name} ({op.type})"
-                                                         for op in self.ops)]
+        lines = [
+            f"sources: {[s.name for s in self.sources]}",
+            f"sinks: {[s.name for s in self.sinks]}",
+            f"ops ({len(self.ops)}): " + ", ".join(f"{op.name} ({op.type})" for op in self.ops),
+        ]
         if self.variables:
             lines.append(f"variables read once: {sorted(set(self.variables.values()))}")
         return "\n".join(lines)
@@ -349,8 +426,10 @@ class LiftedRegion:
         A constant of the value read once, or, for :attr:`captured` reads,
         the legacy read itself (captured by the function being built).
         """
-        values = {name: tf.constant(value, dtype=self.graph.get_tensor_by_name(
-            name).dtype.base_dtype) for name, value in self.constants.items()}
+        values = {
+            name: tf.constant(value, dtype=self.graph.get_tensor_by_name(name).dtype.base_dtype)
+            for name, value in self.constants.items()
+        }
         values.update(self.captured)
         return values
 
@@ -369,9 +448,11 @@ class LiftedRegion:
           TypeError: the number of arguments differs from the sources'.
         """
         if len(args) != len(self.sources):
-            raise TypeError(f"LiftedRegion: expected {len(self.sources)} argument(s) "
-                            f"(one per source {[s.name for s in self.sources]}); got "
-                            f"{len(args)}.")
+            raise TypeError(
+                f"LiftedRegion: expected {len(self.sources)} argument(s) "
+                f"(one per source {[s.name for s in self.sources]}); got "
+                f"{len(args)}."
+            )
         by_name = {s.name: tf.convert_to_tensor(a) for s, a in zip(self.sources, args)}
         by_name.update(self.variable_values())
         imported: dict[str, tf.Tensor] = {}
@@ -389,8 +470,11 @@ class LiftedRegion:
 
 
 def _with_shape(value: tf.Tensor, shape: tf.TensorShape) -> tf.Tensor:
-    if shape.rank is None or value.shape == shape or (
-            value.shape.rank is not None and value.shape.is_fully_defined()):
+    if (
+        shape.rank is None
+        or value.shape == shape
+        or (value.shape.rank is not None and value.shape.is_fully_defined())
+    ):
         return value
     merged = value.shape.merge_with(shape) if value.shape.is_compatible_with(shape) else shape
     if merged == value.shape:
@@ -415,13 +499,26 @@ def _tensor_ref(t: tf.Tensor) -> str:
 # frozen TF1 graphs), called from the map function. Into a plain graph (the
 # vectorizer's scratch graph, where static values are folded) it is imported
 # as is.
-_V1_CONTROL_FLOW = frozenset({"Enter", "RefEnter", "Exit", "RefExit", "Merge", "RefMerge",
-                              "Switch", "RefSwitch", "NextIteration", "RefNextIteration",
-                              "LoopCond"})
+_V1_CONTROL_FLOW = frozenset(
+    {
+        "Enter",
+        "RefEnter",
+        "Exit",
+        "RefExit",
+        "Merge",
+        "RefMerge",
+        "Switch",
+        "RefSwitch",
+        "NextIteration",
+        "RefNextIteration",
+        "LoopCond",
+    }
+)
 
 
-def import_graph(graph_def, values: Mapping[str, tf.Tensor], wanted: Sequence[str], *,
-                 name: str) -> list[tf.Tensor]:
+def import_graph(
+    graph_def, values: Mapping[str, tf.Tensor], wanted: Sequence[str], *, name: str
+) -> list[tf.Tensor]:
     """Imports `graph_def` into the current graph or function; returns the `wanted` tensors.
 
     Args:
@@ -435,17 +532,22 @@ def import_graph(graph_def, values: Mapping[str, tf.Tensor], wanted: Sequence[st
     See NOTE [ v1 control flow in a map function ].
     """
     used = external_inputs(graph_def)
-    if not (tf.compat.v1.get_default_graph().building_function
-            and any(node.op in _V1_CONTROL_FLOW for node in graph_def.node)):
+    if not (
+        tf.compat.v1.get_default_graph().building_function
+        and any(node.op in _V1_CONTROL_FLOW for node in graph_def.node)
+    ):
         return tf.compat.v1.import_graph_def(
-            graph_def, input_map={n: values[n] for n in used}, return_elements=list(wanted),
-            name=name)
+            graph_def,
+            input_map={n: values[n] for n in used},
+            return_elements=list(wanted),
+            name=name,
+        )
     args = [tf.convert_to_tensor(values[n]) for n in used]
 
     def body(*fed):
         return tf.compat.v1.import_graph_def(
-            graph_def, input_map=dict(zip(used, fed)), return_elements=list(wanted),
-            name=name)
+            graph_def, input_map=dict(zip(used, fed)), return_elements=list(wanted), name=name
+        )
 
     wrapped = tf.compat.v1.wrap_function(body, [tf.TensorSpec.from_tensor(a) for a in args])
     return list(wrapped(*args))
@@ -497,13 +599,15 @@ def _graph_def(graph: tf.Graph, walker: _Walker) -> tf.compat.v1.GraphDef:
 def _graph_of(tensors: Sequence[tf.Tensor], api: str) -> tf.Graph:
     graphs = {t.graph for t in tensors}
     if len(graphs) != 1:
-        raise ValueError(f"{api}: the tensors must come from one graph; got tensors from "
-                         f"{len(graphs)} graphs.")
+        raise ValueError(
+            f"{api}: the tensors must come from one graph; got tensors from {len(graphs)} graphs."
+        )
     return graphs.pop()
 
 
-def find_sources(sinks: Sequence[tf.Tensor], is_source: Callable[[tf.Tensor], bool], *,
-                 api: str = "lift") -> list[tf.Tensor]:
+def find_sources(
+    sinks: Sequence[tf.Tensor], is_source: Callable[[tf.Tensor], bool], *, api: str = "lift"
+) -> list[tf.Tensor]:
     """The source tensors that `sinks` depend on, in order of discovery.
 
     Walks back from `sinks` along data inputs as :func:`lift` does (see
@@ -526,9 +630,15 @@ def find_sources(sinks: Sequence[tf.Tensor], is_source: Callable[[tf.Tensor], bo
     return list(walker.sources.values())
 
 
-def lift(sinks: Sequence[tf.Tensor], sources: Sequence[tf.Tensor] = (), *,
-         session: tf.compat.v1.Session | None = None, api: str = "lift",
-         values: dict | None = None, capture: bool = False) -> LiftedRegion:
+def lift(
+    sinks: Sequence[tf.Tensor],
+    sources: Sequence[tf.Tensor] = (),
+    *,
+    session: tf.compat.v1.Session | None = None,
+    api: str = "lift",
+    values: dict | None = None,
+    capture: bool = False,
+) -> LiftedRegion:
     """Cuts the ops computing `sinks` from `sources` out of their legacy graph.
 
     See NOTE [ Lifting a region ] for what is copied, what is read once and
@@ -570,11 +680,16 @@ def lift(sinks: Sequence[tf.Tensor], sources: Sequence[tf.Tensor] = (), *,
     else:
         constants, captured = _read_variables(api, walker.reads, session, values), {}
     return LiftedRegion(
-        graph=graph, sources=sources, sinks=resolved_sinks,
-        ops=tuple(walker.ops.values()), graph_def=_graph_def(graph, walker),
-        aliases=dict(walker.aliases), constants=constants,
+        graph=graph,
+        sources=sources,
+        sinks=resolved_sinks,
+        ops=tuple(walker.ops.values()),
+        graph_def=_graph_def(graph, walker),
+        aliases=dict(walker.aliases),
+        constants=constants,
         variables={name: read.variable.name for name, read in walker.reads.items()},
-        captured=captured)
+        captured=captured,
+    )
 
 
 def _read_variables(api: str, reads: dict[str, _VariableRead], session, cache) -> dict:
@@ -592,16 +707,22 @@ def _read_variables(api: str, reads: dict[str, _VariableRead], session, cache) -
                 "Session on the legacy graph in which the variables are initialized "
                 "(e.g. after running the initializers, or the `load` step of a "
                 "preloaded-data program).",
-                op_name=first.name, op_type=first.type, reason="needs a session")
+                op_name=first.name,
+                op_type=first.type,
+                reason="needs a session",
+            )
         if session.graph is not reads[missing[0]].tensor.graph:
-            raise ValueError(f"{api}: `session` runs another graph than the pipeline's; "
-                             "pass a Session on the legacy graph.")
+            raise ValueError(
+                f"{api}: `session` runs another graph than the pipeline's; "
+                "pass a Session on the legacy graph."
+            )
         try:
             fetched = session.run([reads[name].tensor for name in missing])
         except tf.errors.FailedPreconditionError as e:
             raise NotRebuildableError(
                 f"{api}: reading variable(s) {variables} through `session` failed: "
                 f"{e.message}. Fix: initialize them in that session first.",
-                reason="uninitialized variable") from e
+                reason="uninitialized variable",
+            ) from e
         cache.update(zip(missing, (np.asarray(v) for v in fetched)))
     return {name: cache[name] for name in reads}

@@ -44,6 +44,7 @@ _READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 
 # --------------------------------------------------------------------------- describe_origin
 
+
 def describe_origin(error: BaseException, runner, sess) -> str:
     """A short text naming the file and record behind a runner thread's error.
 
@@ -109,8 +110,10 @@ def consumer_error(error: BaseException, graph: tf.Graph) -> BaseException | Non
         return None
     if not origin:
         return None
-    message = (f"queue_pipeline: op '{failing.name}' failed on an input record. "
-               f"Input: {origin}. Original error: {text}")
+    message = (
+        f"queue_pipeline: op '{failing.name}' failed on an input record. "
+        f"Input: {origin}. Original error: {text}"
+    )
     if isinstance(error, tf.errors.OpError):
         return type(error)(error.node_def, error.op, message)
     return None
@@ -166,8 +169,9 @@ def _failing_op(error, text, graph) -> tf.Operation | None:
         return op
     for pattern in _NODE_PATTERNS:
         for name in pattern.findall(text):
-            for candidate in [name] + [name[len(s):] for s in _LIFTED_SCOPES
-                                       if name.startswith(s)]:
+            for candidate in [name] + [
+                name[len(s) :] for s in _LIFTED_SCOPES if name.startswith(s)
+            ]:
                 try:
                     found = graph.get_operation_by_name(candidate)
                 except (KeyError, ValueError):
@@ -192,8 +196,7 @@ def _ancestors(start: Iterable[tf.Operation]) -> set:
 
 def _upstream_reads(start) -> list:
     """The reader read ops `start` runs in its own step, in name order."""
-    return sorted((op for op in _ancestors(start) if op.type in _READ_OPS),
-                  key=lambda op: op.name)
+    return sorted((op for op in _ancestors(start) if op.type in _READ_OPS), key=lambda op: op.name)
 
 
 def _reader_op(read_op: tf.Operation) -> tf.Operation:
@@ -202,21 +205,31 @@ def _reader_op(read_op: tf.Operation) -> tf.Operation:
 
 def _named_path(text: str) -> str | None:
     """The path a file-system error names ("<path>; No such file or directory")."""
-    match = re.search(r"^\s*(.+?); (No such file or directory|Permission denied|"
-                      r"Is a directory|Not a directory)", text, re.M)
+    match = re.search(
+        r"^\s*(.+?); (No such file or directory|Permission denied|"
+        r"Is a directory|Not a directory)",
+        text,
+        re.M,
+    )
     return match.group(1) if match else None
 
 
 # --- errors raised by the read op itself -------------------------------------
+
 
 def _queue_reads(runner) -> list:
     """The reads that take work units from `runner`'s queue (in any thread)."""
     queue = getattr(getattr(getattr(runner, "queue", None), "queue_ref", None), "op", None)
     if queue is None:
         return []
-    return sorted((op for op in queue.graph.get_operations()
-                   if op.type in _READ_OPS and op.inputs[1].op is queue),
-                  key=lambda op: op.name)
+    return sorted(
+        (
+            op
+            for op in queue.graph.get_operations()
+            if op.type in _READ_OPS and op.inputs[1].op is queue
+        ),
+        key=lambda op: op.name,
+    )
 
 
 def _served_reads(iterator_op: tf.Operation) -> list:
@@ -228,8 +241,7 @@ def _served_reads(iterator_op: tf.Operation) -> list:
         ops = {getattr(t, "op", None) for t in node.outputs}
         if not any(iterator_op in _ancestors([op]) for op in ops if op is not None):
             continue
-        for read_op in _upstream_reads([t.op for t in node.inputs
-                                        if isinstance(t, tf.Tensor)]):
+        for read_op in _upstream_reads([t.op for t in node.inputs if isinstance(t, tf.Tensor)]):
             reads[read_op.name] = read_op
     return [reads[name] for name in sorted(reads)]
 
@@ -260,13 +272,17 @@ def _describe_read_error(error, text, read_op, deadline) -> str:
     names = ", ".join(path for path, _ in matches[:_MAX_NAMED])
     more = f" and {len(matches) - _MAX_NAMED} more" if len(matches) > _MAX_NAMED else ""
     unchecked = "" if checked == len(files) else f" ({len(files) - checked} not checked)"
-    return (f"one of the files {names}{more}{unchecked} (each fails this way)"
-            f"{_compression_hint(reader, matches[0][0])}")
+    return (
+        f"one of the files {names}{more}{unchecked} (each fails this way)"
+        f"{_compression_hint(reader, matches[0][0])}"
+    )
 
 
-_PROBLEM = re.compile(r"(corrupted record at \d+|truncated record at \d+|"
-                      r"inflate\(\) failed with error -?\d+|"
-                      r"Is this even a TFRecord file\?)")
+_PROBLEM = re.compile(
+    r"(corrupted record at \d+|truncated record at \d+|"
+    r"inflate\(\) failed with error -?\d+|"
+    r"Is this even a TFRecord file\?)"
+)
 
 
 def _same_problem(found: str, text: str) -> bool:
@@ -366,6 +382,7 @@ def _compression_hint(reader: tf.Operation, path: str) -> str:
 
 # --- errors raised downstream of a read (decoders) ----------------------------
 
+
 def _describe_records(text, failing, deadline) -> str:
     """The record(s) that fail like `text` at `failing`; see NOTE [ Finding the failing record ]."""
     named = []
@@ -386,11 +403,19 @@ def _describe_records(text, failing, deadline) -> str:
 
 # --- errors raised by a producer ---------------------------------------------
 
+
 def _describe_producer_error(text, ops) -> str:
     if "non-null input tensor" not in text:
         return ""
-    patterns = [node.args.get("pattern") for node in plan.plan_for(*ops)
-                if node.kind == "match_filenames_once"] if ops else []
+    patterns = (
+        [
+            node.args.get("pattern")
+            for node in plan.plan_for(*ops)
+            if node.kind == "match_filenames_once"
+        ]
+        if ops
+        else []
+    )
     patterns = [_constant_text(p) for p in patterns]
     patterns = [p for p in patterns if p]
     return f"no file matches the pattern {', '.join(patterns)}" if patterns else ""
@@ -405,12 +430,14 @@ def _constant_text(value) -> str | None:
         return None
     if static is None:
         return None
-    flat = [v.decode() if isinstance(v, bytes) else str(v)
-            for v in getattr(static, "flat", [static])]
+    flat = [
+        v.decode() if isinstance(v, bytes) else str(v) for v in getattr(static, "flat", [static])
+    ]
     return ", ".join(flat)
 
 
 # --- the files behind a reader ------------------------------------------------
+
 
 def _static_files(read_op: tf.Operation, deadline) -> list[str]:
     """The file names the producer feeding `read_op`'s queue holds, if known statically.
@@ -425,15 +452,20 @@ def _static_files(read_op: tf.Operation, deadline) -> list[str]:
             for pattern in (_constant_text(node.args.get("pattern")) or "").split(", "):
                 if pattern and time.monotonic() < deadline:
                     files.extend(sorted(tf.io.gfile.glob(pattern)))
-        elif node.kind in ("string_input_producer", "input_producer") \
-                and _fills(node, queue_op) and node.inputs:
+        elif (
+            node.kind in ("string_input_producer", "input_producer")
+            and _fills(node, queue_op)
+            and node.inputs
+        ):
             try:
                 static = tf.get_static_value(node.inputs[0])
             except Exception:  # noqa: BLE001
                 static = None
             if static is not None:
-                files.extend(v.decode() if isinstance(v, bytes) else str(v)
-                             for v in getattr(static, "flat", [static]))
+                files.extend(
+                    v.decode() if isinstance(v, bytes) else str(v)
+                    for v in getattr(static, "flat", [static])
+                )
     return list(dict.fromkeys(files))
 
 
@@ -481,8 +513,10 @@ def warn_partial_tails(runner) -> None:
 
 
 def _warn_reader_tails(reader: tf.Operation, files, deadline) -> None:
-    attrs = {name: reader.get_attr(name) for name in
-             ("record_bytes", "header_bytes", "footer_bytes", "hop_bytes")}
+    attrs = {
+        name: reader.get_attr(name)
+        for name in ("record_bytes", "header_bytes", "footer_bytes", "hop_bytes")
+    }
     encoding = reader.get_attr("encoding")
     encoding = encoding.decode() if isinstance(encoding, bytes) else encoding
     if encoding in ("GZIP", "ZLIB") or attrs["record_bytes"] <= 0:
@@ -495,8 +529,7 @@ def _warn_reader_tails(reader: tf.Operation, files, deadline) -> None:
             if key in _WARNED:
                 continue
         try:
-            size = (tf.io.gfile.stat(path).length if "://" in path
-                    else os.stat(path).st_size)
+            size = tf.io.gfile.stat(path).length if "://" in path else os.stat(path).st_size
         except Exception:  # noqa: BLE001 - a missing file: the reader reports it
             continue
         tail = partial_tail(size, **attrs)
@@ -513,12 +546,21 @@ def _warn_reader_tails(reader: tf.Operation, files, deadline) -> None:
             "ends in a partial record at offset %d, which is dropped: %d bytes of the "
             "file are never read. TF 1.x drops them silently; check the record size, "
             "or pad the file.",
-            reader.name, path, size, attrs["record_bytes"], attrs["header_bytes"],
-            attrs["footer_bytes"], attrs["hop_bytes"], start, unread)
+            reader.name,
+            path,
+            size,
+            attrs["record_bytes"],
+            attrs["header_bytes"],
+            attrs["footer_bytes"],
+            attrs["hop_bytes"],
+            start,
+            unread,
+        )
 
 
-def partial_tail(size: int, record_bytes: int, header_bytes: int = 0,
-                 footer_bytes: int = 0, hop_bytes: int = 0) -> tuple[int, int] | None:
+def partial_tail(
+    size: int, record_bytes: int, header_bytes: int = 0, footer_bytes: int = 0, hop_bytes: int = 0
+) -> tuple[int, int] | None:
     """(offset, bytes never read) of the partial record TF's kernel drops, or None.
 
     Record ``i`` starts at ``header_bytes + i * stride`` (stride: `hop_bytes`

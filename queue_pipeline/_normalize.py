@@ -61,8 +61,7 @@ def shape_str(shape) -> str:
 
 
 def _is_leaf(value) -> bool:
-    return not isinstance(value, (Mapping, list, tuple)) or isinstance(
-        value, _SPARSE_VALUE_TYPES)
+    return not isinstance(value, (Mapping, list, tuple)) or isinstance(value, _SPARSE_VALUE_TYPES)
 
 
 def flatten(value, prefix: str = "") -> tuple[list[str], list]:
@@ -96,8 +95,9 @@ def structure_str(paths: list[str], specs: list[ComponentSpec] | None = None) ->
     """A one-line rendering, e.g. ``([0]: int64[4], [1]: string[4])``."""
     if paths == [""]:
         return specs[0].describe() if specs else "tensor"
-    parts = [f"{p}: {s.describe()}" if specs else p
-             for p, s in zip(paths, specs or [None] * len(paths))]
+    parts = [
+        f"{p}: {s.describe()}" if specs else p for p, s in zip(paths, specs or [None] * len(paths))
+    ]
     return "(" + ", ".join(parts) + ")"
 
 
@@ -112,8 +112,9 @@ def specs_of(structure) -> tuple[list[str], list[ComponentSpec]]:
     for path, leaf in zip(paths, leaves):
         sparse = isinstance(leaf, (tf.SparseTensor, tf.SparseTensorSpec))
         if not (sparse or isinstance(leaf, (tf.Tensor, tf.TensorSpec, tf.Variable))):
-            raise TypeError(f"component {path or '(bare)'} is a "
-                            f"{type(leaf).__name__}, not a tensor: {leaf!r}")
+            raise TypeError(
+                f"component {path or '(bare)'} is a {type(leaf).__name__}, not a tensor: {leaf!r}"
+            )
         specs.append(ComponentSpec(path, leaf.dtype.name, tf.TensorShape(leaf.shape), sparse))
     return paths, specs
 
@@ -123,8 +124,9 @@ def to_leaf(value):
     if isinstance(value, tf.SparseTensor):
         return Sparse(value.indices.numpy(), value.values.numpy(), value.dense_shape.numpy())
     if isinstance(value, _SPARSE_VALUE_TYPES):
-        return Sparse(np.asarray(value.indices), np.asarray(value.values),
-                      np.asarray(value.dense_shape))
+        return Sparse(
+            np.asarray(value.indices), np.asarray(value.values), np.asarray(value.dense_shape)
+        )
     if hasattr(value, "numpy"):
         value = value.numpy()
     if isinstance(value, (bytes, str)):
@@ -156,16 +158,24 @@ def split_examples(leaves: list) -> list[list]:
     """
     n = batch_size_of(leaves)
     if n is None:
-        raise ValueError("the components have no common first (batch) dimension: "
-                         f"{[example_shape(leaf) for leaf in leaves]}")
+        raise ValueError(
+            "the components have no common first (batch) dimension: "
+            f"{[example_shape(leaf) for leaf in leaves]}"
+        )
     columns = []
     for leaf in leaves:
         if isinstance(leaf, Sparse):
             rows = leaf.indices[:, 0] if leaf.indices.size else np.zeros([0], np.int64)
-            columns.append([Sparse(leaf.indices[rows == i][:, 1:], leaf.values[rows == i],
-                                   leaf.dense_shape[1:]) for i in range(n)])
+            columns.append(
+                [
+                    Sparse(
+                        leaf.indices[rows == i][:, 1:], leaf.values[rows == i], leaf.dense_shape[1:]
+                    )
+                    for i in range(n)
+                ]
+            )
         else:
-            columns.append([leaf[i:i + 1].reshape(leaf.shape[1:]) for i in range(n)])
+            columns.append([leaf[i : i + 1].reshape(leaf.shape[1:]) for i in range(n)])
     return [[col[i] for col in columns] for i in range(n)]
 
 
@@ -179,8 +189,11 @@ def example_shape(leaf) -> tuple:
 def _dense_key(a: np.ndarray) -> tuple:
     kind = a.dtype.kind
     if kind in "OSU":
-        return ("str", a.shape, tuple(x if isinstance(x, bytes) else str(x).encode()
-                                      for x in a.ravel()))
+        return (
+            "str",
+            a.shape,
+            tuple(x if isinstance(x, bytes) else str(x).encode() for x in a.ravel()),
+        )
     if kind == "b":
         return ("bool", a.shape, a.tobytes())
     if kind in "iu":
@@ -194,8 +207,12 @@ def _dense_key(a: np.ndarray) -> tuple:
 
 def leaf_key(leaf) -> tuple:
     if isinstance(leaf, Sparse):
-        return ("sparse", tuple(int(d) for d in leaf.dense_shape),
-                leaf.indices.astype(np.int64).tobytes(), _dense_key(leaf.values))
+        return (
+            "sparse",
+            tuple(int(d) for d in leaf.dense_shape),
+            leaf.indices.astype(np.int64).tobytes(),
+            _dense_key(leaf.values),
+        )
     return _dense_key(leaf)
 
 
@@ -209,22 +226,29 @@ def sort_key(leaves: list) -> tuple:
     out = []
     for leaf in leaves:
         values = leaf.values if isinstance(leaf, Sparse) else leaf
-        out.append(tuple(float("-inf") if isinstance(v, float) and v != v else v
-                         for v in values.ravel().tolist()))
+        out.append(
+            tuple(
+                float("-inf") if isinstance(v, float) and v != v else v
+                for v in values.ravel().tolist()
+            )
+        )
     return tuple(out)
 
 
 def format_leaf(leaf, limit: int = 120) -> str:
     if isinstance(leaf, Sparse):
-        text = (f"SparseTensor(indices={leaf.indices.tolist()}, "
-                f"values={format_leaf(leaf.values)}, dense_shape={leaf.dense_shape.tolist()})")
+        text = (
+            f"SparseTensor(indices={leaf.indices.tolist()}, "
+            f"values={format_leaf(leaf.values)}, dense_shape={leaf.dense_shape.tolist()})"
+        )
     elif leaf.ndim == 0:
         text = repr(leaf.item())
     else:
-        text = np.array2string(leaf, threshold=12, edgeitems=3, separator=", ",
-                               max_line_width=10_000)
+        text = np.array2string(
+            leaf, threshold=12, edgeitems=3, separator=", ", max_line_width=10_000
+        )
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def format_example(paths: list[str], leaves: list | None, limit: int = 160) -> str:
@@ -236,15 +260,19 @@ def format_example(paths: list[str], leaves: list | None, limit: int = 160) -> s
         text = text if len(leaves) == 1 else f"({text})"
     else:
         text = "(" + ", ".join(f"{p}: {format_leaf(leaf)}" for p, leaf in zip(paths, leaves)) + ")"
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def to_jsonable(leaf) -> Any:
     """A leaf as JSON-ready data: ``{"dtype", "shape", "values"}`` (+ sparse fields)."""
     if isinstance(leaf, Sparse):
         out = to_jsonable(leaf.values)
-        out.update(sparse=True, indices=leaf.indices.tolist(),
-                   dense_shape=leaf.dense_shape.tolist(), shape=None)
+        out.update(
+            sparse=True,
+            indices=leaf.indices.tolist(),
+            dense_shape=leaf.dense_shape.tolist(),
+            shape=None,
+        )
         return out
     if leaf.dtype.kind in "OSU":
         raw = [x if isinstance(x, bytes) else str(x).encode() for x in leaf.ravel()]
@@ -255,6 +283,10 @@ def to_jsonable(leaf) -> Any:
             flat = [x.hex() for x in raw]
             encoding = "hex"
         values = np.array(flat, dtype=object).reshape(leaf.shape).tolist()
-        return {"dtype": "string", "shape": list(leaf.shape), "encoding": encoding,
-                "values": values}
+        return {
+            "dtype": "string",
+            "shape": list(leaf.shape),
+            "encoding": encoding,
+            "values": values,
+        }
     return {"dtype": leaf.dtype.name, "shape": list(leaf.shape), "values": leaf.tolist()}

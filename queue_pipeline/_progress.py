@@ -22,8 +22,16 @@ class Progress:
       enabled: True/False to force; None draws only on a TTY.
     """
 
-    def __init__(self, label: str, total: int | None = None, *, stream: TextIO | None = None,
-                 enabled: bool | None = None, delay: float = 0.5, interval: float = 0.1):
+    def __init__(
+        self,
+        label: str,
+        total: int | None = None,
+        *,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        delay: float = 0.5,
+        interval: float = 0.1,
+    ):
         self.stream = stream if stream is not None else sys.stderr
         if enabled is None:
             enabled = bool(getattr(self.stream, "isatty", lambda: False)())

@@ -122,9 +122,18 @@ def read_sources(failing: tf.Operation) -> list[_Source]:
     return _queued_sources(failing, sinks)
 
 
-_BATCHING = frozenset({"batch", "batch_join", "maybe_batch", "maybe_batch_join",
-                       "shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch",
-                       "maybe_shuffle_batch_join"})
+_BATCHING = frozenset(
+    {
+        "batch",
+        "batch_join",
+        "maybe_batch",
+        "maybe_batch_join",
+        "shuffle_batch",
+        "shuffle_batch_join",
+        "maybe_shuffle_batch",
+        "maybe_shuffle_batch_join",
+    }
+)
 
 
 def _queued_sources(failing: tf.Operation, sinks: list) -> list[_Source]:
@@ -135,9 +144,13 @@ def _queued_sources(failing: tf.Operation, sinks: list) -> list[_Source]:
     (the same per-example inputs either way).
     """
     ancestors = _ancestors([failing])
-    nodes = [node for node in plan.plan_nodes(failing.graph)
-             if node.kind in _BATCHING and not node.args.get("enqueue_many")
-             and any(getattr(t, "op", None) in ancestors for t in node.outputs)]
+    nodes = [
+        node
+        for node in plan.plan_nodes(failing.graph)
+        if node.kind in _BATCHING
+        and not node.args.get("enqueue_many")
+        and any(getattr(t, "op", None) in ancestors for t in node.outputs)
+    ]
     if not nodes:
         return []
     node = nodes[-1]  # the engine's node comes after the faithful one
@@ -151,11 +164,10 @@ def _queued_sources(failing: tf.Operation, sinks: list) -> list[_Source]:
     size = len(outputs)
     sources = []
     for start in range(0, len(node.inputs), size):
-        components = list(node.inputs[start:start + size])
+        components = list(node.inputs[start : start + size])
         for read_op in _step_reads_of(components):
             try:
-                record_region = _lift.lift(components, [_value_of(read_op)],
-                                           api="queue_pipeline")
+                record_region = _lift.lift(components, [_value_of(read_op)], api="queue_pipeline")
             except (NotRebuildableError, ValueError, TypeError):
                 continue
             sources.append(_Source(read_op, record_region, batch_region, batched=True))
@@ -189,16 +201,25 @@ def _twin_reader(node):
     if twin_class is None or class_name == "ReaderBase":
         return None
     params = inspect.signature(twin_class.__init__).parameters
-    return twin_class(**{k: v for k, v in node.args.items()
-                         if k in params and k not in ("self", "name")})
+    return twin_class(
+        **{k: v for k, v in node.args.items() if k in params and k not in ("self", "name")}
+    )
 
 
-_NOISE = ("Graph execution error", "Detected at node", "Node: ", "File ", "[[",
-          "Error in user-defined function")
+_NOISE = (
+    "Graph execution error",
+    "Detected at node",
+    "Node: ",
+    "File ",
+    "[[",
+    "Error in user-defined function",
+)
 
 
-_IN_DATASET = re.compile(r"^Error in user-defined function passed to \S+ transformation "
-                         r"with iterator: \S+: ")
+_IN_DATASET = re.compile(
+    r"^Error in user-defined function passed to \S+ transformation "
+    r"with iterator: \S+: "
+)
 
 
 def kernel_message(text: str) -> str:
@@ -226,8 +247,9 @@ def _original_message(text: str) -> str:
     return text.rsplit(marker, 1)[-1] if marker in text else text
 
 
-def failing_records(source: _Source, files: list[str], error_text: str,
-                    deadline: float) -> tuple[list[str], bool]:
+def failing_records(
+    source: _Source, files: list[str], error_text: str, deadline: float
+) -> tuple[list[str], bool]:
     """The keys of `source`'s records that fail like `error_text`; and whether all were read.
 
     See NOTE [ Finding the failing record ].
@@ -241,7 +263,8 @@ def failing_records(source: _Source, files: list[str], error_text: str,
     with graph.as_default():
         records = reader.read(tf.data.Dataset.from_tensor_slices(files), keys=True)
         decode = tf.autograph.experimental.do_not_convert(
-            lambda key, value: (key, tuple(source.decode(value))))
+            lambda key, value: (key, tuple(source.decode(value)))
+        )
         good = records.map(decode).ignore_errors().map(lambda key, _: key).batch(_SCAN_BATCH)
         every = records.map(lambda key, _: key).batch(_SCAN_BATCH)
         next_good = tf.compat.v1.data.make_one_shot_iterator(good).get_next()
@@ -290,8 +313,11 @@ def _drain(sess, fetch, deadline) -> tuple[list[bytes], bool]:
     return out, False
 
 
-_KEY_UNITS = {"TextLineReaderV2": "line", "TFRecordReaderV2": "byte offset",
-              "FixedLengthRecordReaderV2": "record"}
+_KEY_UNITS = {
+    "TextLineReaderV2": "line",
+    "TFRecordReaderV2": "byte offset",
+    "FixedLengthRecordReaderV2": "record",
+}
 
 
 def describe_key(key: str, reader_type: str) -> str:

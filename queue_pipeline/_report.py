@@ -6,8 +6,15 @@ import dataclasses
 import json
 from typing import Any
 
-__all__ = ["ComparisonReport", "ComponentReport", "Difference", "EpochReport",
-           "PipelineMismatchError", "ShuffleStats", "SideReport"]
+__all__ = [
+    "ComparisonReport",
+    "ComponentReport",
+    "Difference",
+    "EpochReport",
+    "PipelineMismatchError",
+    "ShuffleStats",
+    "SideReport",
+]
 
 
 class PipelineMismatchError(AssertionError):
@@ -157,7 +164,7 @@ _MAX_EPOCH_ROWS = 10
 
 def _cell(text: Any) -> str:
     text = "" if text is None else str(text)
-    return text if len(text) <= _COL - 2 else text[:_COL - 5] + "..."
+    return text if len(text) <= _COL - 2 else text[: _COL - 5] + "..."
 
 
 def _row(label: str, legacy: Any = "", twin: Any = "", verdict: str = "") -> str:
@@ -179,34 +186,63 @@ def _side_count(side: SideReport, what: str) -> str:
 
 def _render(r: ComparisonReport) -> str:
     verdict = "MATCH" if r.matched else f"DIFFER ({len(r.mismatches)} mismatch(es))"
-    lines = [f"queue_pipeline compare: {verdict}",
-             f"mode: {r.mode} ({r.mode_reason})", "",
-             _row("", "legacy", "twin"),
-             _row("structure", r.legacy.structure, r.twin.structure, _ok(r.structure_equal))]
+    lines = [
+        f"queue_pipeline compare: {verdict}",
+        f"mode: {r.mode} ({r.mode_reason})",
+        "",
+        _row("", "legacy", "twin"),
+        _row("structure", r.legacy.structure, r.twin.structure, _ok(r.structure_equal)),
+    ]
     for c in r.components:
         problems = [] if c.dtype_equal else ["dtype DIFFERS"]
         problems += [] if c.shape_compatible else ["shape DIFFERS"]
-        lines.append(_row(f"  {c.path or '(tensor)'}", c.legacy or "absent", c.twin or "absent",
-                          ", ".join(problems) or "ok"))
+        lines.append(
+            _row(
+                f"  {c.path or '(tensor)'}",
+                c.legacy or "absent",
+                c.twin or "absent",
+                ", ".join(problems) or "ok",
+            )
+        )
         if c.legacy_example_shape != c.twin_example_shape:
-            lines.append(_row("    example shape", c.legacy_example_shape,
-                              c.twin_example_shape, "DIFFERS"))
-    lines.append(_row("batches" if r.legacy.batched else "elements",
-                      _side_count(r.legacy, "batches"), _side_count(r.twin, "batches"),
-                      _ok(r.batch_counts_equal)))
-    lines.append(_row("examples", _side_count(r.legacy, "examples"),
-                      _side_count(r.twin, "examples"), _ok(r.counts_equal)))
+            lines.append(
+                _row("    example shape", c.legacy_example_shape, c.twin_example_shape, "DIFFERS")
+            )
+    lines.append(
+        _row(
+            "batches" if r.legacy.batched else "elements",
+            _side_count(r.legacy, "batches"),
+            _side_count(r.twin, "batches"),
+            _ok(r.batch_counts_equal),
+        )
+    )
+    lines.append(
+        _row(
+            "examples",
+            _side_count(r.legacy, "examples"),
+            _side_count(r.twin, "examples"),
+            _ok(r.counts_equal),
+        )
+    )
     for e in r.epochs[:_MAX_EPOCH_ROWS]:
         label = f"epoch {e.index + 1}" if e.legacy_examples else "beyond last epoch"
-        verdict = "multiset equal" if e.multiset_equal else (
-            f"-{e.only_in_legacy} +{e.only_in_twin}"
-            + (" DIFFERS" if r.epochs_required else " (mixed across epochs)"))
+        verdict = (
+            "multiset equal"
+            if e.multiset_equal
+            else (
+                f"-{e.only_in_legacy} +{e.only_in_twin}"
+                + (" DIFFERS" if r.epochs_required else " (mixed across epochs)")
+            )
+        )
         lines.append(_row(label, e.legacy_examples, e.twin_examples, verdict))
     if len(r.epochs) > _MAX_EPOCH_ROWS:
         rest = r.epochs[_MAX_EPOCH_ROWS:]
         bad = sum(not e.multiset_equal for e in rest)
-        lines.append(_row(f"... {len(rest)} more epochs", "", "",
-                          f"{bad} differ" if bad else "multiset equal"))
+        lines.append(
+            _row(
+                f"... {len(rest)} more epochs", "", "", f"{bad} differ" if bad else "multiset equal"
+            )
+        )
     order = _ok(r.ordered_equal, "equal", "differs")
     if r.mode == "ordered":
         order = order.upper() if r.ordered_equal is False else order
@@ -218,11 +254,21 @@ def _render(r: ComparisonReport) -> str:
     ls, ts = r.legacy.shuffle, r.twin.shuffle
     if ls or ts:
         gap = f"gap {_fmt(r.mixing_gap, '.2f')}" if r.mixing_gap is not None else ""
-        lines.append(_row("rank corr. vs " + (ls or ts).reference.split()[0],
-                          _fmt(ls and ls.rank_correlation, ".2f"),
-                          _fmt(ts and ts.rank_correlation, ".2f"), gap))
-        lines.append(_row("mean displacement", _fmt(ls and ls.mean_displacement, ".2f"),
-                          _fmt(ts and ts.mean_displacement, ".2f")))
+        lines.append(
+            _row(
+                "rank corr. vs " + (ls or ts).reference.split()[0],
+                _fmt(ls and ls.rank_correlation, ".2f"),
+                _fmt(ts and ts.rank_correlation, ".2f"),
+                gap,
+            )
+        )
+        lines.append(
+            _row(
+                "mean displacement",
+                _fmt(ls and ls.mean_displacement, ".2f"),
+                _fmt(ts and ts.mean_displacement, ".2f"),
+            )
+        )
     lines.append(_row("throughput", _speed(r.legacy), _speed(r.twin)))
     if r.first_difference is not None:
         d = r.first_difference

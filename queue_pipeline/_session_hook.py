@@ -45,11 +45,25 @@ import tensorflow as tf
 
 from queue_pipeline._compat import logger
 
-__all__ = ["failure_for_end", "forget_failures", "mark_started", "raw_callable",
-           "record_failure", "register", "register_queue", "registered"]
+__all__ = [
+    "failure_for_end",
+    "forget_failures",
+    "mark_started",
+    "raw_callable",
+    "record_failure",
+    "register",
+    "register_queue",
+    "registered",
+]
 
-_DEQUEUE = ("QueueDequeueV2", "QueueDequeueManyV2", "QueueDequeueUpToV2",
-            "QueueDequeue", "QueueDequeueMany", "QueueDequeueUpTo")
+_DEQUEUE = (
+    "QueueDequeueV2",
+    "QueueDequeueManyV2",
+    "QueueDequeueUpToV2",
+    "QueueDequeue",
+    "QueueDequeueMany",
+    "QueueDequeueUpTo",
+)
 _READ = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 _POLL_SECS = 0.02
 _LOCK = threading.RLock()
@@ -114,7 +128,8 @@ class _GraphState:
             name = getattr(getattr(getattr(qr, "queue", None), "queue_ref", None), "op", None)
             if name is not None:
                 fillers.setdefault(name.name, []).extend(
-                    getattr(e, "op", e) for e in getattr(qr, "enqueue_ops", ()))
+                    getattr(e, "op", e) for e in getattr(qr, "enqueue_ops", ())
+                )
         result, todo = set(), [queue_name]
         while todo:
             queue = todo.pop()
@@ -165,8 +180,7 @@ def registered(graph: tf.Graph) -> bool:
     return graph in _GRAPHS
 
 
-def register_queue(queue, api: str, *, grace: float, guarded: bool,
-                   names_errors: bool) -> None:
+def register_queue(queue, api: str, *, grace: float, guarded: bool, names_errors: bool) -> None:
     """Registers a queue_pipeline queue for the consumer-side diagnostics.
 
     Builds its probe (size and is-closed ops, under ``<queue>_qp_guard/``,
@@ -187,11 +201,16 @@ def register_queue(queue, api: str, *, grace: float, guarded: bool,
             return
         probe: list[str] = []
         if guarded:
-            with graph.as_default(), tf.control_dependencies(None), \
-                    tf.device(ref.device), \
-                    tf.compat.v1.name_scope(f"{ref.op.name}{GUARD_SUFFIX}/"):
-                probe = [tf.raw_ops.QueueSizeV2(handle=ref, name="size").name,
-                         tf.raw_ops.QueueIsClosedV2(handle=ref, name="closed").name]
+            with (
+                graph.as_default(),
+                tf.control_dependencies(None),
+                tf.device(ref.device),
+                tf.compat.v1.name_scope(f"{ref.op.name}{GUARD_SUFFIX}/"),
+            ):
+                probe = [
+                    tf.raw_ops.QueueSizeV2(handle=ref, name="size").name,
+                    tf.raw_ops.QueueIsClosedV2(handle=ref, name="closed").name,
+                ]
         state.queues[ref.op.name] = _Queue(api, grace, probe, guarded)
         state.version += 1
 
@@ -285,8 +304,13 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     state = _GRAPHS.get(self._graph)  # noqa: SLF001 - the hook's one lookup
     if state is None:
         return _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata)
-    return _step(self, state, fetches, feed_dict,
-                 lambda: _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata))
+    return _step(
+        self,
+        state,
+        fetches,
+        feed_dict,
+        lambda: _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata),
+    )
 
 
 def _make_callable(self, fetches, feed_list=None, accept_options=False):
@@ -320,7 +344,8 @@ def _step(sess, state: _GraphState, fetches, feed_dict, run):
         raise _copy(failure) from end
     except tf.errors.OpError as error:
         if not state.names_errors or isinstance(
-                error, (tf.errors.CancelledError, tf.errors.DeadlineExceededError)):
+            error, (tf.errors.CancelledError, tf.errors.DeadlineExceededError)
+        ):
             raise
         named = _named(error, sess)
         if named is None:
@@ -372,8 +397,7 @@ def _fetch_ops(graph: tf.Graph, fetches) -> list:
     for leaf in _leaves(fetches):
         if isinstance(leaf, (str, bytes)):
             try:
-                leaf = graph.as_graph_element(leaf.decode() if isinstance(leaf, bytes)
-                                              else leaf)
+                leaf = graph.as_graph_element(leaf.decode() if isinstance(leaf, bytes) else leaf)
             except (KeyError, ValueError, TypeError):
                 continue
         op = leaf if isinstance(leaf, tf.Operation) else getattr(leaf, "op", None)
@@ -411,8 +435,9 @@ def _wait_for_runners(sess, state: _GraphState, fetches, feed_dict) -> None:
         deadline = time.monotonic() + queue.grace
         while not _ready(sess, name, queue):
             if time.monotonic() >= deadline:
-                raise tf.errors.InvalidArgumentError(None, None, _unstarted_message(
-                    queue.api, name, queue.grace))
+                raise tf.errors.InvalidArgumentError(
+                    None, None, _unstarted_message(queue.api, name, queue.grace)
+                )
             time.sleep(_POLL_SECS)
 
 
@@ -439,4 +464,5 @@ def _unstarted_message(api: str, name: str, grace: float) -> str:
         "tf.compat.v1.train.MonitoredTrainingSession, which starts them. To wait longer, "
         "build the pipeline under queue_pipeline.diagnostics(unstarted_grace_secs=...); "
         "to wait forever, as TF 1.x does, under "
-        "queue_pipeline.diagnostics(unstarted_guard=False).")
+        "queue_pipeline.diagnostics(unstarted_guard=False)."
+    )

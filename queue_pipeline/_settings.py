@@ -24,25 +24,32 @@ import dataclasses
 import os
 from typing import Iterator
 
-__all__ = ["DEFAULT_GRACE_SECS", "DIAGNOSTICS", "ENGINES", "Settings", "current",
-           "diagnostics", "engine", "tf_faithful"]
+__all__ = [
+    "DEFAULT_GRACE_SECS",
+    "DIAGNOSTICS",
+    "ENGINES",
+    "Settings",
+    "current",
+    "diagnostics",
+    "engine",
+    "tf_faithful",
+]
 
 ENGINES = ("queue", "dataset")
 
 # Each diagnostic switch, with the one-line reason shown in errors and docs.
 DIAGNOSTICS = {
     "unstarted_guard": "a dequeue in a session whose queue runners were never "
-                       "started fails at once instead of hanging",
+    "started fails at once instead of hanging",
     "runner_errors": "a runner's error reaches the consumer's sess.run and "
-                     "Coordinator.join with its original type and where it came from",
+    "Coordinator.join with its original type and where it came from",
     "quiet_shutdown": "cancellations caused by request_stop or a closed session "
-                      "are not logged as runner errors",
+    "are not logged as runner errors",
     "no_spin": "a runner whose enqueue op is a NoOp (keep_input statically False) "
-               "closes its queue instead of spinning a core",
-    "tail_warning": "a fixed-length file whose size leaves a partial record is "
-                    "reported once",
+    "closes its queue instead of spinning a core",
+    "tail_warning": "a fixed-length file whose size leaves a partial record is reported once",
     "exit_unblock": "at interpreter exit, the queues of running runners are cancelled, "
-                    "so non-daemon runner threads cannot keep the process alive",
+    "so non-daemon runner threads cannot keep the process alive",
 }
 
 
@@ -81,8 +88,7 @@ def _grace(value, where: str) -> float:
 def _from_environment() -> Settings:
     name = os.environ.get("QUEUE_PIPELINE_ENGINE", "queue").strip().lower() or "queue"
     if name not in ENGINES:
-        raise ValueError(
-            f"QUEUE_PIPELINE_ENGINE={name!r} is not an engine; use one of {ENGINES}.")
+        raise ValueError(f"QUEUE_PIPELINE_ENGINE={name!r} is not an engine; use one of {ENGINES}.")
     flags = {key: True for key in DIAGNOSTICS}
     raw = os.environ.get("QUEUE_PIPELINE_DIAGNOSTICS")
     if raw is not None:
@@ -95,7 +101,8 @@ def _from_environment() -> Settings:
             if unknown:
                 raise ValueError(
                     f"QUEUE_PIPELINE_DIAGNOSTICS names unknown switches {sorted(unknown)}; "
-                    f"use 'off', 'on' or a comma-separated list of {sorted(DIAGNOSTICS)}.")
+                    f"use 'off', 'on' or a comma-separated list of {sorted(DIAGNOSTICS)}."
+                )
             flags = {key: key in keep for key in DIAGNOSTICS}
     grace = os.environ.get(GRACE_ENV)
     if grace is not None and grace.strip():
@@ -104,7 +111,8 @@ def _from_environment() -> Settings:
 
 
 _CURRENT: contextvars.ContextVar[Settings | None] = contextvars.ContextVar(
-    "queue_pipeline_settings", default=None)
+    "queue_pipeline_settings", default=None
+)
 _DEFAULT: Settings | None = None
 
 
@@ -140,12 +148,14 @@ def engine(name: str):
     """
     if name not in ENGINES:
         raise ValueError(
-            f"queue_pipeline.engine: name={name!r} is not an engine; use one of {ENGINES}.")
+            f"queue_pipeline.engine: name={name!r} is not an engine; use one of {ENGINES}."
+        )
     return _override(engine=name)
 
 
-def diagnostics(enabled: bool | None = None, *, unstarted_grace_secs: float | None = None,
-                **switches: bool):
+def diagnostics(
+    enabled: bool | None = None, *, unstarted_grace_secs: float | None = None, **switches: bool
+):
     """Context manager: turns queue_pipeline's diagnostics on or off.
 
     ``diagnostics(False)`` restores TF 1.x's exact behaviour (hangs and all);
@@ -168,14 +178,16 @@ def diagnostics(enabled: bool | None = None, *, unstarted_grace_secs: float | No
     if unknown:
         raise ValueError(
             f"queue_pipeline.diagnostics: unknown switches {sorted(unknown)}; "
-            f"the switches are {sorted(DIAGNOSTICS)}.")
+            f"the switches are {sorted(DIAGNOSTICS)}."
+        )
     changes: dict = {}
     if enabled is not None:
         changes = {key: bool(enabled) for key in DIAGNOSTICS}
     changes.update({key: bool(value) for key, value in switches.items()})
     if unstarted_grace_secs is not None:
         changes["unstarted_grace_secs"] = _grace(
-            unstarted_grace_secs, "queue_pipeline.diagnostics: `unstarted_grace_secs`")
+            unstarted_grace_secs, "queue_pipeline.diagnostics: `unstarted_grace_secs`"
+        )
     return _override(**changes)
 
 

@@ -44,8 +44,9 @@ class SparseInfo:
             return False
         if not self.sparse:
             return True
-        return (self.map_name == other.map_name and
-                (self.rank is None or other.rank is None or self.rank == other.rank))
+        return self.map_name == other.map_name and (
+            self.rank is None or other.rank is None or self.rank == other.rank
+        )
 
     def merged(self, other: "SparseInfo") -> "SparseInfo":
         rank = self.rank if self.rank is not None else other.rank
@@ -94,8 +95,12 @@ def _store_one(t, enqueue_many, keep_input, smart_cond, shared_info):
             # Inside a cond_v2 branch: see NOTE [ Sparse maps under cond_v2 ].
             name = outer.unique_name("AddSparseToTensorsMap", mark_as_used=True)
         op_fn = tf.raw_ops.AddManySparseToTensorsMap if many else tf.raw_ops.AddSparseToTensorsMap
-        handle = op_fn(sparse_indices=t.indices, sparse_values=t.values,
-                       sparse_shape=t.dense_shape, shared_name=name or "")
+        handle = op_fn(
+            sparse_indices=t.indices,
+            sparse_values=t.values,
+            sparse_shape=t.dense_shape,
+            shared_name=name or "",
+        )
         made.append((handle.op, name or handle.op.name))
         return handle
 
@@ -104,12 +109,12 @@ def _store_one(t, enqueue_many, keep_input, smart_cond, shared_info):
         t = tf.sparse.retain(t, kept_values)
         handle = add(True)
     elif enqueue_many:
-        handle = smart_cond(keep_input, lambda: add(True),
-                            lambda: -1 * tf.ones(tf.shape(t)[0:1], tf.int64))
+        handle = smart_cond(
+            keep_input, lambda: add(True), lambda: -1 * tf.ones(tf.shape(t)[0:1], tf.int64)
+        )
         handle.set_shape([None])  # needed when t's rank is unknown
     else:
-        handle = smart_cond(keep_input, lambda: add(False),
-                            lambda: tf.constant(-1, tf.int64))
+        handle = smart_cond(keep_input, lambda: add(False), lambda: tf.constant(-1, tf.int64))
     rank = static_dim(t.dense_shape.shape.with_rank(1), 0)
     if rank is not None and enqueue_many:
         rank -= 1
@@ -128,13 +133,13 @@ def store_join(tensor_list_list, enqueue_many, keep_input, smart_cond, api):
     first, infos = store(tensor_list_list[0], enqueue_many, keep_input, smart_cond)
     stored_lists = [first]
     for tensor_list in tensor_list_list[1:]:
-        stored, candidate = store(tensor_list, enqueue_many, keep_input, smart_cond,
-                                  shared=infos)
+        stored, candidate = store(tensor_list, enqueue_many, keep_input, smart_cond, shared=infos)
         if not all(a.compatible(b) for a, b in zip(infos, candidate)):
             raise ValueError(
                 f"{api}: Inconsistent SparseTensors list: {tensor_list_list[0]} vs. "
                 f"{tensor_list} (each position must be sparse in every list or in "
-                "none, with the same rank).")
+                "none, with the same rank)."
+            )
         infos = [a.merged(b) for a, b in zip(infos, candidate)]
         stored_lists.append(stored)
     return stored_lists, infos
@@ -149,26 +154,34 @@ def restore(dequeued, infos):
     """
     single = not isinstance(dequeued, (list, tuple))
     items = [dequeued] if single else list(dequeued)
-    tensors = [_take(handles, info) if info.sparse else handles
-               for handles, info in zip(items, infos)]
+    tensors = [
+        _take(handles, info) if info.sparse else handles for handles, info in zip(items, infos)
+    ]
     if any(isinstance(x, tf.SparseTensor) for x in tensors):
         deps = [x.values if isinstance(x, tf.SparseTensor) else x for x in tensors]
         tensors = [
-            tf.SparseTensor(_after(deps, x.indices), _after(deps, x.values),
-                            _after(deps, x.dense_shape))
-            if isinstance(x, tf.SparseTensor) else _after(deps, x)
-            for x in tensors]
+            tf.SparseTensor(
+                _after(deps, x.indices), _after(deps, x.values), _after(deps, x.dense_shape)
+            )
+            if isinstance(x, tf.SparseTensor)
+            else _after(deps, x)
+            for x in tensors
+        ]
     return tensors[0] if single else tensors
 
 
 def _take(handles, info):
     rank = None if info.rank is None else info.rank + 1
     handles = tf.squeeze(handles, [1])
-    colocation = (tf.compat.v1.colocate_with(info.map_op) if info.map_op is not None
-                  else contextlib.nullcontext())
+    colocation = (
+        tf.compat.v1.colocate_with(info.map_op)
+        if info.map_op is not None
+        else contextlib.nullcontext()
+    )
     with colocation:
         indices, values, shape = tf.raw_ops.TakeManySparseFromTensorsMap(
-            sparse_handles=handles, dtype=info.dtype, shared_name=info.map_name)
+            sparse_handles=handles, dtype=info.dtype, shared_name=info.map_name
+        )
     indices.set_shape([None, rank])
     values.set_shape([None])
     shape.set_shape([rank])

@@ -35,8 +35,9 @@ def as_tensor_list_list(api: str, tensors_list) -> list[list]:
         different lengths.
     """
     if is_bare_tensor(tensors_list) or not tensors_list:
-        raise ValueError(f"{api}: Expected at least one set of tensors in "
-                         f"`tensors_list`; got {tensors_list!r}.")
+        raise ValueError(
+            f"{api}: Expected at least one set of tensors in `tensors_list`; got {tensors_list!r}."
+        )
     first = tensors_list[0]
     if isinstance(first, Mapping):
         keys = set(first)
@@ -45,14 +46,16 @@ def as_tensor_list_list(api: str, tensors_list) -> list[list]:
                 raise ValueError(
                     f"{api}: All dictionaries in tensors_list must have the same "
                     f"keys; got {sorted(map(str, keys))} and "
-                    f"{sorted(map(str, tensors)) if isinstance(tensors, Mapping) else tensors!r}.")
+                    f"{sorted(map(str, tensors)) if isinstance(tensors, Mapping) else tensors!r}."
+                )
     lists = [as_tensor_list(tensors) for tensors in tensors_list]
     for i, tensors in enumerate(lists[1:], start=1):
         if len(tensors) != len(lists[0]):
             raise ValueError(
                 f"{api}: every list in `tensors_list` must have the same number of "
                 f"tensors; list 0 has {len(lists[0])} and list {i} has "
-                f"{len(tensors)}.")
+                f"{len(tensors)}."
+            )
     return lists
 
 

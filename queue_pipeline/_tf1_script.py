@@ -26,8 +26,17 @@ from typing import Iterator
 
 import tensorflow as tf
 
-__all__ = ["ENV", "REMOVED", "RemovedAttributeError", "RemovedModuleError", "alias",
-           "explain", "from_environment", "removed_message", "tf1_mode"]
+__all__ = [
+    "ENV",
+    "REMOVED",
+    "RemovedAttributeError",
+    "RemovedModuleError",
+    "alias",
+    "explain",
+    "from_environment",
+    "removed_message",
+    "tf1_mode",
+]
 
 ENV = "QUEUE_PIPELINE_TF1"
 
@@ -108,8 +117,10 @@ class _TF1Module(types.ModuleType):
 
 
 _TENSORFLOW = _TF1Module(
-    "tensorflow", "TensorFlow 2.x's `tensorflow.compat.v1`, as `import tensorflow` "
-    "gives it to a script run by `queue-pipeline run --tf1`.")
+    "tensorflow",
+    "TensorFlow 2.x's `tensorflow.compat.v1`, as `import tensorflow` "
+    "gives it to a script run by `queue-pipeline run --tf1`.",
+)
 
 
 def _installed_roots() -> tuple[str, ...]:
@@ -117,8 +128,7 @@ def _installed_roots() -> tuple[str, ...]:
     roots = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
     roots.update(getattr(site, "getsitepackages", list)())
     roots.add(getattr(site, "getusersitepackages", lambda: None)())
-    roots.update(p for p in sys.path
-                 if os.path.basename(p) in ("site-packages", "dist-packages"))
+    roots.update(p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages"))
     return tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
 
 
@@ -155,8 +165,12 @@ _CHAINED = False  # whether _import is (still) in builtins.__import__'s chain
 
 def _import(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
     """``builtins.__import__`` while :func:`alias` is active (see the NOTE)."""
-    if level or not _DEPTH or not name.startswith("tensorflow") or (
-            len(name) > 10 and name[10] != "."):
+    if (
+        level
+        or not _DEPTH
+        or not name.startswith("tensorflow")
+        or (len(name) > 10 and name[10] != ".")
+    ):
         return _ORIGINAL_IMPORT(name, globals, locals, fromlist, level)
     if globals is None:
         globals = sys._getframe(1).f_globals  # noqa: SLF001 - a bare __import__("tensorflow")
@@ -256,8 +270,10 @@ def tf1_mode() -> Iterator[None]:
 # two error classes subclass AttributeError and ModuleNotFoundError, so a
 # script's `except ImportError` / `hasattr` probes behave as on TF 2.x.
 
-_KERAS2 = ("install the `tf_keras` package (`pip install tf_keras`) and set "
-           "`TF_USE_LEGACY_KERAS=1` in the environment of `queue-pipeline run`")
+_KERAS2 = (
+    "install the `tf_keras` package (`pip install tf_keras`) and set "
+    "`TF_USE_LEGACY_KERAS=1` in the environment of `queue-pipeline run`"
+)
 _SLIM = "the `tf-slim` package (`import tf_slim as slim`)"
 
 # Path under `tf.` -> what to do instead, as the rest of the sentence after
@@ -266,40 +282,55 @@ REMOVED: dict[str, str] = {
     "contrib": (
         "its modules moved into TensorFlow (`tf.contrib.data` -> `tf.data`, "
         "`tf.contrib.lookup` -> `tf.lookup`), to other packages (`tf.contrib.slim` -> "
-        "`tf-slim`, `tf.contrib.distributions` -> `tensorflow-probability`) or were dropped"),
+        "`tf-slim`, `tf.contrib.distributions` -> `tensorflow-probability`) or were dropped"
+    ),
     "contrib.data": "use `tf.data` and `tf.data.experimental`",
     "contrib.distribute": "use `tf.distribute` (`tf.distribute.MirroredStrategy`, ...)",
-    "contrib.distributions": ("use the `tensorflow-probability` package (`import "
-                              "tensorflow_probability as tfp`; `tfp.distributions`)"),
-    "contrib.framework": (f"use {_SLIM}: `slim.arg_scope`, `slim.get_variables_to_restore`, "
-                          "`slim.add_arg_scope`, ..."),
+    "contrib.distributions": (
+        "use the `tensorflow-probability` package (`import "
+        "tensorflow_probability as tfp`; `tfp.distributions`)"
+    ),
+    "contrib.framework": (
+        f"use {_SLIM}: `slim.arg_scope`, `slim.get_variables_to_restore`, `slim.add_arg_scope`, ..."
+    ),
     # cifar10_train.py and many TF 1.x trainers: these moved to tf.train.
     "contrib.framework.get_or_create_global_step": "use `tf.train.get_or_create_global_step()`",
     "contrib.framework.get_global_step": "use `tf.train.get_global_step()`",
-    "contrib.layers": (f"use `tf_slim.layers` from {_SLIM}: `slim.fully_connected`, "
-                       "`slim.conv2d`, ...; or rewrite with `tf.keras.layers`"),
-    "contrib.layers.l2_regularizer": (f"use `slim.l2_regularizer` from {_SLIM}, or "
-                                      "`tf.keras.regularizers.l2`"),
+    "contrib.layers": (
+        f"use `tf_slim.layers` from {_SLIM}: `slim.fully_connected`, "
+        "`slim.conv2d`, ...; or rewrite with `tf.keras.layers`"
+    ),
+    "contrib.layers.l2_regularizer": (
+        f"use `slim.l2_regularizer` from {_SLIM}, or `tf.keras.regularizers.l2`"
+    ),
     "contrib.layers.variance_scaling_initializer": "use `tf.variance_scaling_initializer()`",
     "contrib.layers.xavier_initializer": "use `tf.glorot_uniform_initializer()`",
-    "contrib.learn": ("rewrite the model with Keras (`tf.keras`): TensorFlow has no "
-                      "replacement (its successor `tf.estimator` is gone too)"),
+    "contrib.learn": (
+        "rewrite the model with Keras (`tf.keras`): TensorFlow has no "
+        "replacement (its successor `tf.estimator` is gone too)"
+    ),
     "contrib.lookup": "use `tf.lookup`",
     "contrib.losses": "use `tf.losses`",
     "contrib.metrics": "use `tf.metrics`",
-    "contrib.rnn": ("use `tf.nn.rnn_cell` (it needs Keras 2: " + _KERAS2 + ") or the "
-                    "Keras RNN layers (`tf.keras.layers.LSTM`, ...)"),
+    "contrib.rnn": (
+        "use `tf.nn.rnn_cell` (it needs Keras 2: " + _KERAS2 + ") or the "
+        "Keras RNN layers (`tf.keras.layers.LSTM`, ...)"
+    ),
     "contrib.slim": f"use {_SLIM}",
     "contrib.summary": "use `tf.compat.v2.summary`",
     "contrib.tpu": "use `tf.distribute.experimental.TPUStrategy`",
     "contrib.training.batch_sequences_with_states": (
         "there is no replacement; batch the sequences with tf.data (`padded_batch`) and "
-        "carry the RNN state from batch to batch yourself"),
-    "estimator": ("rewrite the model with Keras (`tf.keras`): TensorFlow has no "
-                  "replacement since 2.16"),
+        "carry the RNN state from batch to batch yourself"
+    ),
+    "estimator": (
+        "rewrite the model with Keras (`tf.keras`): TensorFlow has no replacement since 2.16"
+    ),
     "examples": "TensorFlow 1.x's example code is not part of TensorFlow 2.x",
-    "examples.tutorials.mnist": ("load the arrays with `tf.keras.datasets.mnist.load_data()`, "
-                                 "or read the MNIST files yourself"),
+    "examples.tutorials.mnist": (
+        "load the arrays with `tf.keras.datasets.mnist.load_data()`, "
+        "or read the MNIST files yourself"
+    ),
 }
 
 
@@ -338,7 +369,7 @@ def _renamed(path: str) -> str | None:
                 obj = getattr(obj, part)
         except Exception:  # noqa: BLE001 - missing, or refused by Keras 3
             continue
-        return spelling + target[len("tf."):]
+        return spelling + target[len("tf.") :]
     return None
 
 
@@ -365,11 +396,14 @@ def removed_message(root: str, chain: list[str], missing: int | None = None) -> 
         if fix is not None:
             shown = min(len(chain), max(size, 2))  # `tf.contrib.foo`, not `tf.contrib`
             owner = f" with `{root}.{key}`" if shown > size else ""
-            return (f"`{'.'.join([root, *chain[:shown]])}` was removed in TensorFlow "
-                    f"2.x{owner}; {fix}.")
-    return (f"`{'.'.join([root, *chain[:missing]])}` does not exist in TensorFlow 2.x, whose "
-            "`tf.compat.v1` is what `import tensorflow` gives under --tf1: TensorFlow 2.x "
-            "removed it, or TensorFlow 1.x never had it.")
+            return (
+                f"`{'.'.join([root, *chain[:shown]])}` was removed in TensorFlow 2.x{owner}; {fix}."
+            )
+    return (
+        f"`{'.'.join([root, *chain[:missing]])}` does not exist in TensorFlow 2.x, whose "
+        "`tf.compat.v1` is what `import tensorflow` gives under --tf1: TensorFlow 2.x "
+        "removed it, or TensorFlow 1.x never had it."
+    )
 
 
 def _attribute_chain(code: types.CodeType, lasti: int, first: str) -> list[str]:
@@ -406,7 +440,7 @@ def _v1_path(obj: object) -> str | None:
     name = vars(obj).get("__name__")
     for prefix in _V1_MODULE_NAMES:
         if isinstance(name, str) and (name == prefix or name.startswith(prefix + ".")):
-            return "tf" + name[len(prefix):]
+            return "tf" + name[len(prefix) :]
     return None
 
 
@@ -464,12 +498,14 @@ def explain(error: BaseException) -> BaseException | None:
         where = _KERAS_LEGACY.get(legacy, f"tf.{legacy}") + "." if legacy else ""
         return _attribute_error(
             f"`{where}{name}` is a Keras 2 API, and TensorFlow 2.x ships Keras 3, which "
-            f"has none of TensorFlow 1.x's layers; {_KERAS2}.", name, obj)
+            f"has none of TensorFlow 1.x's layers; {_KERAS2}.",
+            name,
+            obj,
+        )
     owner = _v1_path(obj)
     if owner is None:
         return None
     entry = _script_frame(error)
-    after = ([] if entry is None
-             else _attribute_chain(entry.tb_frame.f_code, entry.tb_lasti, name))
+    after = [] if entry is None else _attribute_chain(entry.tb_frame.f_code, entry.tb_lasti, name)
     chain = owner.split(".")[1:] + [name]
     return _attribute_error(removed_message("tf", chain + after, len(chain)), name, obj)

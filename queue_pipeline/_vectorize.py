@@ -107,8 +107,10 @@ __all__ = ["NotVectorizable", "VectorizedRegion", "vectorize"]
 
 _UNBATCHED = "unbatched (no source reaches it)"
 _MAX_STATIC = 1 << 16  # elements
-_RANDOM_REASON = ("per-example random op: every record draws its own values, which one "
-                 "draw per batch would not reproduce")
+_RANDOM_REASON = (
+    "per-example random op: every record draws its own values, which one "
+    "draw per batch would not reproduce"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,8 +131,10 @@ class NotVectorizable:
         """One line for a fallback message."""
         if not self.op_name:
             return f"the region is not vectorizable: {self.reason}; it runs per record."
-        return (f"op {self.op_name!r} (type {self.op_type}) has no batch form: "
-                f"{self.reason}; the region runs per record.")
+        return (
+            f"op {self.op_name!r} (type {self.op_type}) has no batch form: "
+            f"{self.reason}; the region runs per record."
+        )
 
     __str__ = describe
 
@@ -165,10 +169,12 @@ class VectorizedRegion:
     def describe(self) -> str:
         """A readable summary: how each op of the region runs on a batch."""
         batched = [r for r in self.rules if r[2] != _UNBATCHED]
-        lines = [f"vectorized region: {len(self.rules)} op(s), "
-                 f"{len(self.region.sources)} source(s), {len(self.outputs)} sink(s); "
-                 f"{len(self.rules) - len(batched)} op(s) that no source reaches copied "
-                 "as they are"]
+        lines = [
+            f"vectorized region: {len(self.rules)} op(s), "
+            f"{len(self.region.sources)} source(s), {len(self.outputs)} sink(s); "
+            f"{len(self.rules) - len(batched)} op(s) that no source reaches copied "
+            "as they are"
+        ]
         lines += [f"  {name} ({op_type}): {rule}" for name, op_type, rule in batched]
         return "\n".join(lines)
 
@@ -190,18 +196,21 @@ class VectorizedRegion:
         """
         sources = self.region.sources
         if len(args) != len(sources):
-            raise TypeError(f"VectorizedRegion: expected {len(sources)} argument(s) (one "
-                            f"batch per source {[s.name for s in sources]}); got "
-                            f"{len(args)}.")
+            raise TypeError(
+                f"VectorizedRegion: expected {len(sources)} argument(s) (one "
+                f"batch per source {[s.name for s in sources]}); got "
+                f"{len(args)}."
+            )
         by_name = {}
         for source, arg in zip(sources, args):
             value = tf.convert_to_tensor(arg, dtype=source.dtype.base_dtype)
             expected = tf.TensorShape([None]).concatenate(source.shape)
             if not value.shape.is_compatible_with(expected):
-                raise ValueError(f"VectorizedRegion: the batch for source {source.name!r} "
-                                 f"must have shape {expected}; got {value.shape}.")
-            if expected.rank is not None and \
-                    value.shape.merge_with(expected) != value.shape:
+                raise ValueError(
+                    f"VectorizedRegion: the batch for source {source.name!r} "
+                    f"must have shape {expected}; got {value.shape}."
+                )
+            if expected.rank is not None and value.shape.merge_with(expected) != value.shape:
                 # The rules rely on the per-record shapes of the sources; check them.
                 value = tf.ensure_shape(value, expected)
             by_name[source.name] = value
@@ -218,14 +227,17 @@ class VectorizedRegion:
         for sink, name, batched in zip(self.region.sinks, self.outputs, self.batched):
             value = by_name[name] if name in by_name else imported[name]
             if not batched:
-                value = tf.broadcast_to(value[tf.newaxis],
-                                        tf.concat([[size], tf.shape(value)], 0))
+                value = tf.broadcast_to(value[tf.newaxis], tf.concat([[size], tf.shape(value)], 0))
             outputs.append(_with_shape(value, sink.shape, static_size))
         return outputs
 
 
-def vectorize(region: LiftedRegion, *, fixed_lengths: Mapping[str | int, int] | None = None,
-              exact: bool = True) -> VectorizedRegion | NotVectorizable:
+def vectorize(
+    region: LiftedRegion,
+    *,
+    fixed_lengths: Mapping[str | int, int] | None = None,
+    exact: bool = True,
+) -> VectorizedRegion | NotVectorizable:
     """Rewrites `region` to run on whole batches, if every op has a batch form.
 
     See NOTE [ Vectorizing a region ] for the rules and why each gives, for
@@ -267,16 +279,21 @@ def vectorize(region: LiftedRegion, *, fixed_lengths: Mapping[str | int, int] | 
         else:
             source = next((s for s in region.sources if s.name == key), None)
         if source is None:
-            raise ValueError(f"vectorize: `fixed_lengths` names {key!r}, which is not a "
-                             f"source of the region {[s.name for s in region.sources]}.")
+            raise ValueError(
+                f"vectorize: `fixed_lengths` names {key!r}, which is not a "
+                f"source of the region {[s.name for s in region.sources]}."
+            )
         lengths[source.name] = int(length)
     builder = _Builder(region, lengths, exact)
     try:
         builder.run()
     except _Refused as refused:
         node = refused.node
-        return NotVectorizable(node.name if node is not None else "",
-                               node.op if node is not None else "", refused.reason)
+        return NotVectorizable(
+            node.name if node is not None else "",
+            node.op if node is not None else "",
+            refused.reason,
+        )
     return builder.result()
 
 
@@ -293,8 +310,7 @@ def _with_shape(value: tf.Tensor, shape: tf.TensorShape, size) -> tf.Tensor:
     """`value` with static shape ``[size] + shape``, checked at run time as per record."""
     if shape.rank is not None:
         wanted = tf.TensorShape([None]).concatenate(shape)
-        if value.shape.is_compatible_with(wanted) and \
-                value.shape.merge_with(wanted) != value.shape:
+        if value.shape.is_compatible_with(wanted) and value.shape.merge_with(wanted) != value.shape:
             value = tf.ensure_shape(value, wanted)
     if size is not None and value.shape.rank:
         value.set_shape(tf.TensorShape([size]).concatenate(value.shape[1:]))
@@ -343,9 +359,16 @@ class _Builder:
                 continue
             ref = _canonical(inp)
             batched = self.batched[ref]
-            out.append(_In(ref, self.new[ref], batched, self.shapes.get(
-                ref, tf.TensorShape(None)), self.dtypes[ref],
-                None if batched else self.values.get(ref)))
+            out.append(
+                _In(
+                    ref,
+                    self.new[ref],
+                    batched,
+                    self.shapes.get(ref, tf.TensorShape(None)),
+                    self.dtypes[ref],
+                    None if batched else self.values.get(ref),
+                )
+            )
         return out
 
     def fresh(self, hint: str) -> str:
@@ -359,8 +382,15 @@ class _Builder:
     def _controls(self, node) -> list[str]:
         return [f"^{self.ops.get(c[1:], c[1:])}" for c in node.input if c.startswith("^")]
 
-    def copy(self, node, inputs: Sequence[str] | None = None, *, attrs: Mapping | None = None,
-             batched: bool | Sequence[bool] = True, rule: str = "same op") -> None:
+    def copy(
+        self,
+        node,
+        inputs: Sequence[str] | None = None,
+        *,
+        attrs: Mapping | None = None,
+        batched: bool | Sequence[bool] = True,
+        rule: str = "same op",
+    ) -> None:
         """Copies `node` into the new GraphDef with `inputs` (new names) and `attrs`."""
         new = self.out.node.add()
         new.CopyFrom(node)
@@ -371,8 +401,7 @@ class _Builder:
         for key, value in (attrs or {}).items():
             new.attr[key].CopyFrom(value)
         self.ops[node.name] = node.name
-        self._register(node, [f"{node.name}:{i}" for i in range(self._num_outputs(node))],
-                       batched)
+        self._register(node, [f"{node.name}:{i}" for i in range(self._num_outputs(node))], batched)
         self.rules.append((node.name, node.op, rule))
 
     def _num_outputs(self, node) -> int:
@@ -392,11 +421,17 @@ class _Builder:
         list of tensors, ops or None.
         """
         graph = tf.Graph()
-        specs = [(a.new, a.dtype, tf.TensorShape([None]).concatenate(a.shape)
-                  if a.batched else a.shape) if isinstance(a, _In) else a for a in args]
+        specs = [
+            (a.new, a.dtype, tf.TensorShape([None]).concatenate(a.shape) if a.batched else a.shape)
+            if isinstance(a, _In)
+            else a
+            for a in args
+        ]
         with graph.as_default():
-            stand_ins = [tf.compat.v1.placeholder(dtype, shape, name=f"arg{i}")
-                         for i, (_, dtype, shape) in enumerate(specs)]
+            stand_ins = [
+                tf.compat.v1.placeholder(dtype, shape, name=f"arg{i}")
+                for i, (_, dtype, shape) in enumerate(specs)
+            ]
             results = fn(*stand_ins)
         mapping = {t.op.name: new for t, (new, _, _) in zip(stand_ins, specs)}
         prefix = self.fresh(hint)
@@ -431,8 +466,7 @@ class _Builder:
                 names.append(f"{prefix}/{r.op.name}:{r.value_index}")
         return names
 
-    def emit(self, node, fn: Callable, args: Sequence[_In], *, batched=True,
-             rule: str) -> None:
+    def emit(self, node, fn: Callable, args: Sequence[_In], *, batched=True, rule: str) -> None:
         """Replaces `node` by the ops `fn` builds (one result per legacy output)."""
         names = self.helper(node.name, fn, args)
         first = next((n for n in names if n is not None), None)
@@ -480,8 +514,10 @@ class _Builder:
 
     def check_float(self, dtype: tf.DType, what: str) -> None:
         if self.exact and (dtype.is_floating or dtype.is_complex):
-            raise _Refused(f"floating-point {what} may round differently in the batched "
-                           "kernel (pass exact=False to accept last-bit differences)")
+            raise _Refused(
+                f"floating-point {what} may round differently in the batched "
+                "kernel (pass exact=False to accept last-bit differences)"
+            )
 
     def forced_length(self, ref: str, seen: set | None = None) -> bool:
         """Whether every record's value of `ref` must have one known size (see NOTE)."""
@@ -489,8 +525,10 @@ class _Builder:
         if ref in seen:
             return False
         seen.add(ref)
-        if ref in self.sink_names and self.region.sinks[
-                self.sink_names.index(ref)].shape.is_fully_defined():
+        if (
+            ref in self.sink_names
+            and self.region.sinks[self.sink_names.index(ref)].shape.is_fully_defined()
+        ):
             return True
         for node, index in self.consumers.get(ref, ()):
             out = f"{node.name}:0"
@@ -506,8 +544,11 @@ class _Builder:
                     return True
             elif node.op in _BINARY and index in (0, 1):
                 other = _canonical(node.input[1 - index])
-                if np.ndim(self.values.get(other)) == 0 and other in self.values and \
-                        self.forced_length(out, seen):
+                if (
+                    np.ndim(self.values.get(other)) == 0
+                    and other in self.values
+                    and self.forced_length(out, seen)
+                ):
                     return True
         return False
 
@@ -530,8 +571,12 @@ class _StaticValues:
             return self._cache[ref]
         value = None
         t = self._tensors.get(ref)
-        if t is not None and ref not in self._sources and t.shape.is_fully_defined() \
-                and t.shape.num_elements() <= _MAX_STATIC:
+        if (
+            t is not None
+            and ref not in self._sources
+            and t.shape.is_fully_defined()
+            and t.shape.num_elements() <= _MAX_STATIC
+        ):
             try:
                 value = tf.get_static_value(t)
             except (TypeError, ValueError, NotImplementedError):
@@ -555,18 +600,23 @@ def _per_record_facts(region: LiftedRegion):
         by_name = {}
         for i, source in enumerate(region.sources):
             by_name[source.name] = tf.compat.v1.placeholder(
-                source.dtype.base_dtype, source.shape, name=f"source{i}")
+                source.dtype.base_dtype, source.shape, name=f"source{i}"
+            )
         for name, value in region.constants.items():
-            by_name[name] = tf.constant(value, dtype=region.graph.get_tensor_by_name(
-                name).dtype.base_dtype)
+            by_name[name] = tf.constant(
+                value, dtype=region.graph.get_tensor_by_name(name).dtype.base_dtype
+            )
         for i, (name, read) in enumerate(region.captured.items()):  # values known later
-            by_name[name] = tf.compat.v1.placeholder(read.dtype.base_dtype, read.shape,
-                                                     name=f"captured{i}")
+            by_name[name] = tf.compat.v1.placeholder(
+                read.dtype.base_dtype, read.shape, name=f"captured{i}"
+            )
         tensors = dict(by_name)
         if region.graph_def.node:
-            names = [f"{node.name}:{i}" for node in region.graph_def.node
-                     for i in range(len(region.graph.get_operation_by_name(
-                         node.name).outputs))]
+            names = [
+                f"{node.name}:{i}"
+                for node in region.graph_def.node
+                for i in range(len(region.graph.get_operation_by_name(node.name).outputs))
+            ]
             imported = _lift.import_graph(region.graph_def, by_name, names, name="per_record")
             tensors.update(zip(names, imported))
     shapes = {name: t.shape for name, t in tensors.items()}
@@ -602,6 +652,15 @@ def _topological(graph_def) -> list:
 
 
 def _is_random(op_type: str) -> bool:
-    return ("Random" in op_type or op_type.startswith("Stateless") or op_type in (
-        "TruncatedNormal", "Multinomial", "ParameterizedTruncatedNormal",
-        "SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2"))
+    return (
+        "Random" in op_type
+        or op_type.startswith("Stateless")
+        or op_type
+        in (
+            "TruncatedNormal",
+            "Multinomial",
+            "ParameterizedTruncatedNormal",
+            "SampleDistortedBoundingBox",
+            "SampleDistortedBoundingBoxV2",
+        )
+    )

@@ -90,42 +90,146 @@ def _batch_size(x: tf.Tensor, dtype=tf.int32) -> tf.Tensor:
 
 def _lift_to_batch(b: _Builder, node, operand: _In, like: _In) -> str:
     """An unbatched operand broadcast to ``[B] + shape`` (B taken from `like`)."""
-    return b.helper(f"{node.name}/broadcast", lambda c, x: [tf.broadcast_to(
-        c[tf.newaxis], tf.concat([_batch_size(x), tf.shape(c)], 0))], [operand, like])[0]
+    return b.helper(
+        f"{node.name}/broadcast",
+        lambda c, x: [tf.broadcast_to(c[tf.newaxis], tf.concat([_batch_size(x), tf.shape(c)], 0))],
+        [operand, like],
+    )[0]
 
 
 def _expand_to_rank(b: _Builder, node, operand: _In, rank: int) -> str:
     """A batched operand with size-1 axes inserted after the batch axis up to `rank`."""
     count = rank - operand.rank
-    return b.helper(f"{node.name}/expand", lambda x: [tf.reshape(x, tf.concat(
-        [_batch_size(x), tf.ones([count], tf.int32), tf.shape(x)[1:]], 0))], [operand])[0]
+    return b.helper(
+        f"{node.name}/expand",
+        lambda x: [
+            tf.reshape(
+                x, tf.concat([_batch_size(x), tf.ones([count], tf.int32), tf.shape(x)[1:]], 0)
+            )
+        ],
+        [operand],
+    )[0]
 
 
 # ------------------------------------------------------------------------- rules
 
 # Element-wise ops whose every element is one exact operation (see NOTE).
-_EXACT_UNARY = frozenset({
-    "Identity", "StopGradient", "Snapshot", "PreventGradient", "Cast", "Neg", "Abs",
-    "Sqrt", "Floor", "Ceil", "Round", "Rint", "Sign", "Square",
-    "IsNan", "IsInf", "IsFinite", "LogicalNot", "Invert", "ZerosLike", "OnesLike",
-    "CheckNumerics", "Real", "Imag", "Conj", "Bitcast",
-    "StringStrip", "StringLower", "StringUpper", "DecodeBase64", "EncodeBase64",
-    "StringLength", "StringToNumber", "AsString", "StringToHashBucketFast",
-    "StringToHashBucketStrong", "StringToHashBucket", "StaticRegexReplace",
-    "StaticRegexFullMatch"})
+_EXACT_UNARY = frozenset(
+    {
+        "Identity",
+        "StopGradient",
+        "Snapshot",
+        "PreventGradient",
+        "Cast",
+        "Neg",
+        "Abs",
+        "Sqrt",
+        "Floor",
+        "Ceil",
+        "Round",
+        "Rint",
+        "Sign",
+        "Square",
+        "IsNan",
+        "IsInf",
+        "IsFinite",
+        "LogicalNot",
+        "Invert",
+        "ZerosLike",
+        "OnesLike",
+        "CheckNumerics",
+        "Real",
+        "Imag",
+        "Conj",
+        "Bitcast",
+        "StringStrip",
+        "StringLower",
+        "StringUpper",
+        "DecodeBase64",
+        "EncodeBase64",
+        "StringLength",
+        "StringToNumber",
+        "AsString",
+        "StringToHashBucketFast",
+        "StringToHashBucketStrong",
+        "StringToHashBucket",
+        "StaticRegexReplace",
+        "StaticRegexFullMatch",
+    }
+)
 # Element-wise float functions computed by SIMD polynomials (see NOTE).
-_INEXACT_UNARY = frozenset({
-    "Exp", "Expm1", "Log", "Log1p", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-    "Cosh", "Tanh", "Asinh", "Acosh", "Atanh", "Sigmoid", "Rsqrt", "Erf", "Erfc",
-    "Softplus", "Softsign", "Elu", "Selu", "Relu", "Relu6", "Lgamma", "Digamma",
-    "Reciprocal", "Inv"})
+_INEXACT_UNARY = frozenset(
+    {
+        "Exp",
+        "Expm1",
+        "Log",
+        "Log1p",
+        "Sin",
+        "Cos",
+        "Tan",
+        "Asin",
+        "Acos",
+        "Atan",
+        "Sinh",
+        "Cosh",
+        "Tanh",
+        "Asinh",
+        "Acosh",
+        "Atanh",
+        "Sigmoid",
+        "Rsqrt",
+        "Erf",
+        "Erfc",
+        "Softplus",
+        "Softsign",
+        "Elu",
+        "Selu",
+        "Relu",
+        "Relu6",
+        "Lgamma",
+        "Digamma",
+        "Reciprocal",
+        "Inv",
+    }
+)
 _SIZE_KEEPING_UNARY = (_EXACT_UNARY | _INEXACT_UNARY) - {"Bitcast"}
-_BINARY = frozenset({
-    "Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "DivNoNan", "MulNoNan", "TruncateDiv",
-    "FloorDiv", "FloorMod", "Mod", "TruncateMod", "Maximum", "Minimum",
-    "SquaredDifference", "Equal", "NotEqual", "Less", "LessEqual", "Greater",
-    "GreaterEqual", "LogicalAnd", "LogicalOr", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-    "LeftShift", "RightShift", "Pow", "Atan2", "Xlogy", "Xdivy"})
+_BINARY = frozenset(
+    {
+        "Add",
+        "AddV2",
+        "Sub",
+        "Mul",
+        "RealDiv",
+        "Div",
+        "DivNoNan",
+        "MulNoNan",
+        "TruncateDiv",
+        "FloorDiv",
+        "FloorMod",
+        "Mod",
+        "TruncateMod",
+        "Maximum",
+        "Minimum",
+        "SquaredDifference",
+        "Equal",
+        "NotEqual",
+        "Less",
+        "LessEqual",
+        "Greater",
+        "GreaterEqual",
+        "LogicalAnd",
+        "LogicalOr",
+        "BitwiseAnd",
+        "BitwiseOr",
+        "BitwiseXor",
+        "LeftShift",
+        "RightShift",
+        "Pow",
+        "Atan2",
+        "Xlogy",
+        "Xdivy",
+    }
+)
 _INEXACT_BINARY = frozenset({"Pow", "Atan2", "Xlogy", "Xdivy"})
 
 
@@ -139,8 +243,9 @@ def _broadcasting(b: _Builder, node, ins: list[_In], operands: Sequence[int]) ->
     """Inputs of a broadcasting op, batched operands expanded to the common rank."""
     ranks = [ins[i].rank for i in operands]
     if any(r is None for r in ranks):
-        raise _Refused("an operand's rank is unknown, so broadcasting against the batch "
-                       "axis cannot be checked")
+        raise _Refused(
+            "an operand's rank is unknown, so broadcasting against the batch axis cannot be checked"
+        )
     top = max(ranks)
     news = [i.new for i in ins]
     for i in operands:
@@ -177,30 +282,40 @@ def _check_regrouping(b: _Builder, node, ins: list[_In]) -> None:
     if node.op == "AddN":
         raise _Refused(f"a float AddN {why}")
     if node.op in _ADDS and any(k in _ADDS for k in kinds):
-        raise _Refused(f"a chain of float additions {why} (pass exact=False to accept "
-                       "last-bit differences)")
+        raise _Refused(
+            f"a chain of float additions {why} (pass exact=False to accept last-bit differences)"
+        )
     if node.op in _MULS and any(k in _MULS for k in kinds):
-        raise _Refused(f"a chain of float multiplications or divisions {why} (pass "
-                       "exact=False to accept last-bit differences)")
+        raise _Refused(
+            f"a chain of float multiplications or divisions {why} (pass "
+            "exact=False to accept last-bit differences)"
+        )
     if node.op in _ADDS and all(k in _MULS for k in kinds):
         raise _Refused(f"a float sum of products {why} (common factors are hoisted)")
     if node.op in ("RealDiv", "Div") and kinds[1] in ("Sqrt", "Rsqrt"):
         raise _Refused(f"a float division by a square root {why} (into Rsqrt)")
     zero = [i.value is not None and not np.any(i.value) for i in ins]
     if (node.op in ("Add", "AddV2", "Mul") and any(zero)) or (
-            node.op in ("Sub", "RealDiv", "Div") and zero[0]):
-        raise _Refused(f"a float {node.op} with a constant zero {why} (dropping it "
-                       "changes the sign of zero)")
+        node.op in ("Sub", "RealDiv", "Div") and zero[0]
+    ):
+        raise _Refused(
+            f"a float {node.op} with a constant zero {why} (dropping it changes the sign of zero)"
+        )
 
 
 def _binary(b: _Builder, node, ins: list[_In]) -> None:
     if node.op in _INEXACT_BINARY:
         b.check_float(ins[0].dtype, node.op)
     _check_regrouping(b, node, ins)
-    if node.op in ("Equal", "NotEqual") and "incompatible_shape_error" in node.attr and \
-            not node.attr["incompatible_shape_error"].b:
-        raise _Refused("incompatible_shape_error=False returns a scalar for mismatched "
-                       "shapes, which differs per record")
+    if (
+        node.op in ("Equal", "NotEqual")
+        and "incompatible_shape_error" in node.attr
+        and not node.attr["incompatible_shape_error"].b
+    ):
+        raise _Refused(
+            "incompatible_shape_error=False returns a scalar for mismatched "
+            "shapes, which differs per record"
+        )
     b.copy(node, _broadcasting(b, node, ins, (0, 1)), rule="element-wise, broadcast")
 
 
@@ -210,10 +325,16 @@ def _select_v2(b: _Builder, node, ins: list[_In]) -> None:
 
 def _select(b: _Builder, node, ins: list[_In]) -> None:
     cond, then, other = ins
-    if not (then.batched and other.batched) or cond.rank is None or then.rank is None or \
-            cond.rank not in (0, then.rank):
-        raise _Refused("Select needs batched branches and a condition that is a scalar "
-                       "or of the branches' rank per record")
+    if (
+        not (then.batched and other.batched)
+        or cond.rank is None
+        or then.rank is None
+        or cond.rank not in (0, then.rank)
+    ):
+        raise _Refused(
+            "Select needs batched branches and a condition that is a scalar "
+            "or of the branches' rank per record"
+        )
     news = [cond.new, then.new, other.new]
     if not cond.batched:
         news[0] = _lift_to_batch(b, node, cond, then)
@@ -224,8 +345,9 @@ def _clip(b: _Builder, node, ins: list[_In]) -> None:
     x = ins[0]
     for bound in ins[1:]:
         if not bound.batched and bound.rank != 0:
-            raise _Refused("a constant bound that is not a scalar does not broadcast "
-                           "against the batch")
+            raise _Refused(
+                "a constant bound that is not a scalar does not broadcast against the batch"
+            )
         if bound.batched and bound.rank != x.rank:
             raise _Refused("a bound and the input differ in rank")
     if not x.batched:
@@ -242,8 +364,7 @@ def _same_shape_nary(b: _Builder, node, ins: list[_In]) -> None:  # AddN
 
 def _string_join(b: _Builder, node, ins: list[_In]) -> None:
     if any(not i.batched and i.rank != 0 for i in ins):
-        raise _Refused("a constant input that is not a scalar does not broadcast against "
-                       "the batch")
+        raise _Refused("a constant input that is not a scalar does not broadcast against the batch")
     ranks = {i.rank for i in ins if i.batched}
     if len(ranks) != 1 or None in ranks:
         raise _Refused("its per-record inputs differ in rank")
@@ -280,12 +401,21 @@ def _decode_raw(b: _Builder, node, ins: list[_In]) -> None:
         raise _Refused(
             "the byte length of its input may differ between records, and a batch of "
             "strings of different lengths has no dense decoding (declare the source "
-            "fixed-length, or reshape the result to a fully known shape)")
+            "fixed-length, or reshape the result to a fully known shape)"
+        )
     b.copy(node, rule="element-wise over strings of one length")
 
 
-def _parse_check(b: _Builder, node, ins: list[_In], num_sparse: int, num_dense: int,
-                 num_ragged: int, dense_shapes, sparse_keys) -> None:
+def _parse_check(
+    b: _Builder,
+    node,
+    ins: list[_In],
+    num_sparse: int,
+    num_dense: int,
+    num_ragged: int,
+    dense_shapes,
+    sparse_keys,
+) -> None:
     if not ins[0].batched or any(i.batched for i in ins[1:]):
         raise _Refused("its keys, names or defaults depend on the record")
     outputs = b._num_outputs(node)
@@ -296,13 +426,17 @@ def _parse_check(b: _Builder, node, ins: list[_In], num_sparse: int, num_dense: 
             key = ""
             if i < 3 * num_sparse and sparse_keys is not None:
                 key = f" {sparse_keys[i % num_sparse]!r}"
-            raise _Refused(f"sparse or ragged feature{key} is used, and a batch of "
-                           "per-record sparse values has no dense batch form")
+            raise _Refused(
+                f"sparse or ragged feature{key} is used, and a batch of "
+                "per-record sparse values has no dense batch form"
+            )
     for shape in dense_shapes:
         if not tf.TensorShape(shape).is_fully_defined():
-            raise _Refused(f"a dense feature has shape {tf.TensorShape(shape)} with an "
-                           "unknown size (FixedLenSequenceFeature), which batching would "
-                           "pad")
+            raise _Refused(
+                f"a dense feature has shape {tf.TensorShape(shape)} with an "
+                "unknown size (FixedLenSequenceFeature), which batching would "
+                "pad"
+            )
     if ins[0].rank not in (0, 1):
         raise _Refused(f"it parses a per-record tensor of rank {ins[0].rank}")
 
@@ -311,9 +445,16 @@ def _parse_example_v2(b: _Builder, node, ins: list[_In]) -> None:
     num_sparse = node.attr["num_sparse"].i
     dense = [tf.TensorShape(s) for s in node.attr["dense_shapes"].list.shape]
     keys = ins[2].value
-    _parse_check(b, node, ins, num_sparse, len(dense),
-                 len(node.attr["ragged_value_types"].list.type), dense,
-                 None if keys is None else [k.decode() for k in np.ravel(keys)])
+    _parse_check(
+        b,
+        node,
+        ins,
+        num_sparse,
+        len(dense),
+        len(node.attr["ragged_value_types"].list.type),
+        dense,
+        None if keys is None else [k.decode() for k in np.ravel(keys)],
+    )
     names = ins[1].value
     news = [i.new for i in ins]
     if names is None or np.size(names):
@@ -326,17 +467,28 @@ def _parse_example_v2(b: _Builder, node, ins: list[_In]) -> None:
     def parse(serialized, *rest):
         flat = tf.reshape(serialized, [-1])
         out = tf.raw_ops.ParseExampleV2(
-            serialized=flat, names=rest[0], sparse_keys=rest[1], dense_keys=rest[2],
-            ragged_keys=rest[3], dense_defaults=list(rest[4:]), num_sparse=num_sparse,
+            serialized=flat,
+            names=rest[0],
+            sparse_keys=rest[1],
+            dense_keys=rest[2],
+            ragged_keys=rest[3],
+            dense_defaults=list(rest[4:]),
+            num_sparse=num_sparse,
             sparse_types=list(attrs["sparse_types"].list.type),
             ragged_value_types=list(attrs["ragged_value_types"].list.type),
             ragged_split_types=list(attrs["ragged_split_types"].list.type),
-            dense_shapes=dense)
+            dense_shapes=dense,
+        )
         lead = tf.shape(serialized)
-        values = [tf.reshape(v, tf.concat([lead, s.as_list()], 0)) for v, s in
-                  zip(out.dense_values, dense)]
-        return [None] * (3 * num_sparse) + values + [None] * (
-            b._num_outputs(node) - 3 * num_sparse - len(dense))
+        values = [
+            tf.reshape(v, tf.concat([lead, s.as_list()], 0))
+            for v, s in zip(out.dense_values, dense)
+        ]
+        return (
+            [None] * (3 * num_sparse)
+            + values
+            + [None] * (b._num_outputs(node) - 3 * num_sparse - len(dense))
+        )
 
     args = [ins[0], (news[1], tf.string, tf.TensorShape([0]))] + ins[2:]
     b.emit(node, parse, args, rule="parse on the flattened batch, reshaped back")
@@ -354,12 +506,18 @@ def _parse_single_example(b: _Builder, node, ins: list[_In]) -> None:
 
     def parse(serialized, *defaults):
         out = tf.raw_ops.ParseExampleV2(
-            serialized=serialized, names=tf.zeros([0], tf.string),
+            serialized=serialized,
+            names=tf.zeros([0], tf.string),
             sparse_keys=tf.constant(sparse_keys, tf.string, shape=[num_sparse]),
             dense_keys=tf.constant(dense_keys, tf.string, shape=[len(dense_keys)]),
-            ragged_keys=tf.zeros([0], tf.string), dense_defaults=list(defaults),
-            num_sparse=num_sparse, sparse_types=sparse_types, ragged_value_types=[],
-            ragged_split_types=[], dense_shapes=dense)
+            ragged_keys=tf.zeros([0], tf.string),
+            dense_defaults=list(defaults),
+            num_sparse=num_sparse,
+            sparse_types=sparse_types,
+            ragged_value_types=[],
+            ragged_split_types=[],
+            dense_shapes=dense,
+        )
         return [None] * (3 * num_sparse) + list(out.dense_values)
 
     b.emit(node, parse, ins, rule="ParseSingleExample -> ParseExampleV2 on the batch")
@@ -369,8 +527,9 @@ def _reshape(b: _Builder, node, ins: list[_In]) -> None:
     x, shape = ins
     if shape.batched:
         raise _Refused("its target shape depends on the record")
-    new_shape = b.helper(f"{node.name}/shape", lambda t, s: [tf.concat(
-        [_batch_size(t, s.dtype), s], 0)], [x, shape])[0]
+    new_shape = b.helper(
+        f"{node.name}/shape", lambda t, s: [tf.concat([_batch_size(t, s.dtype), s], 0)], [x, shape]
+    )[0]
     b.copy(node, [x.new, new_shape], rule="reshape to [B] + shape")
 
 
@@ -378,22 +537,27 @@ def _with_batch_entry(b: _Builder, node, arg: _In, entry, hint: str) -> str:
     """A per-example spec vector (begin, size, multiples, paddings) with a batch entry first."""
     if arg.batched:
         raise _Refused(f"its {hint} depends on the record")
-    return b.helper(f"{node.name}/{hint}", lambda v: [tf.concat(
-        [tf.constant([entry], v.dtype), v], 0)], [arg])[0]
+    return b.helper(
+        f"{node.name}/{hint}", lambda v: [tf.concat([tf.constant([entry], v.dtype), v], 0)], [arg]
+    )[0]
 
 
 def _strided_slice(b: _Builder, node, ins: list[_In]) -> None:
     x, begin, end, strides = ins
     if not x.batched:
         raise _Refused("its begin, end or strides depend on the record")
-    news = [x.new] + [_with_batch_entry(b, node, arg, value, hint) for arg, value, hint in
-                      ((begin, 0, "begin"), (end, 0, "end"), (strides, 1, "strides"))]
+    news = [x.new] + [
+        _with_batch_entry(b, node, arg, value, hint)
+        for arg, value, hint in ((begin, 0, "begin"), (end, 0, "end"), (strides, 1, "strides"))
+    ]
     a = node.attr
-    attrs = {"begin_mask": _int_attr((a["begin_mask"].i << 1) | 1),
-             "end_mask": _int_attr((a["end_mask"].i << 1) | 1),
-             "ellipsis_mask": _int_attr(a["ellipsis_mask"].i << 1),
-             "new_axis_mask": _int_attr(a["new_axis_mask"].i << 1),
-             "shrink_axis_mask": _int_attr(a["shrink_axis_mask"].i << 1)}
+    attrs = {
+        "begin_mask": _int_attr((a["begin_mask"].i << 1) | 1),
+        "end_mask": _int_attr((a["end_mask"].i << 1) | 1),
+        "ellipsis_mask": _int_attr(a["ellipsis_mask"].i << 1),
+        "new_axis_mask": _int_attr(a["new_axis_mask"].i << 1),
+        "shrink_axis_mask": _int_attr(a["shrink_axis_mask"].i << 1),
+    }
     b.copy(node, news, attrs=attrs, rule="slice with a full batch axis first")
 
 
@@ -401,27 +565,42 @@ def _slice(b: _Builder, node, ins: list[_In]) -> None:
     x, begin, size = ins
     if not x.batched:
         raise _Refused("its begin or size depends on the record")
-    b.copy(node, [x.new, _with_batch_entry(b, node, begin, 0, "begin"),
-                  _with_batch_entry(b, node, size, -1, "size")],
-           rule="slice with a full batch axis first")
+    b.copy(
+        node,
+        [
+            x.new,
+            _with_batch_entry(b, node, begin, 0, "begin"),
+            _with_batch_entry(b, node, size, -1, "size"),
+        ],
+        rule="slice with a full batch axis first",
+    )
 
 
 def _tile(b: _Builder, node, ins: list[_In]) -> None:
     x, multiples = ins
     if not x.batched:
         raise _Refused("its multiples depend on the record")
-    b.copy(node, [x.new, _with_batch_entry(b, node, multiples, 1, "multiples")],
-           rule="tile with multiple 1 on the batch axis")
+    b.copy(
+        node,
+        [x.new, _with_batch_entry(b, node, multiples, 1, "multiples")],
+        rule="tile with multiple 1 on the batch axis",
+    )
 
 
 def _pad(b: _Builder, node, ins: list[_In]) -> None:
     x, paddings = ins[:2]
     if not x.batched or any(i.batched for i in ins[1:]):
         raise _Refused("its paddings or constant depend on the record")
-    padded = b.helper(f"{node.name}/paddings", lambda p: [tf.concat(
-        [tf.zeros([1, 2], p.dtype), p], 0)], [paddings])[0]
-    b.copy(node, [x.new, padded] + [i.new for i in ins[2:]],
-           rule="pad with no padding on the batch axis")
+    padded = b.helper(
+        f"{node.name}/paddings",
+        lambda p: [tf.concat([tf.zeros([1, 2], p.dtype), p], 0)],
+        [paddings],
+    )[0]
+    b.copy(
+        node,
+        [x.new, padded] + [i.new for i in ins[2:]],
+        rule="pad with no padding on the batch axis",
+    )
 
 
 def _transpose(b: _Builder, node, ins: list[_In]) -> None:
@@ -430,8 +609,7 @@ def _transpose(b: _Builder, node, ins: list[_In]) -> None:
     rank = x.rank
     if rank is None or sorted(values.tolist()) != list(range(rank)):
         raise _Refused("its permutation is not one of the per-record axes")
-    new = _const(b, f"{node.name}/perm", [0] + [p + 1 for p in values.tolist()],
-                 perm.dtype)[0]
+    new = _const(b, f"{node.name}/perm", [0] + [p + 1 for p in values.tolist()], perm.dtype)[0]
     b.copy(node, [x.new, new], rule="transpose with the batch axis first")
 
 
@@ -453,11 +631,16 @@ def _squeeze(b: _Builder, node, ins: list[_In]) -> None:
     shape = ins[0].shape
     if not dims:
         if not shape.is_fully_defined():
-            raise _Refused("it squeezes every size-1 axis of a per-record shape that is "
-                           "not fully known (it would also squeeze a batch of 1)")
+            raise _Refused(
+                "it squeezes every size-1 axis of a per-record shape that is "
+                "not fully known (it would also squeeze a batch of 1)"
+            )
         dims = [i for i, d in enumerate(shape.as_list()) if d == 1]
-    b.copy(node, attrs={"squeeze_dims": _list_attr([_axis(d, shape.rank) for d in dims])},
-           rule="explicit axes + 1")
+    b.copy(
+        node,
+        attrs={"squeeze_dims": _list_attr([_axis(d, shape.rank) for d in dims])},
+        rule="explicit axes + 1",
+    )
 
 
 def _batched_operands(b: _Builder, node, ins: list[_In]) -> list[str]:
@@ -467,8 +650,12 @@ def _batched_operands(b: _Builder, node, ins: list[_In]) -> list[str]:
 
 def _pack(b: _Builder, node, ins: list[_In]) -> None:
     axis = _axis(node.attr["axis"].i, ins[0].rank, extra=1)
-    b.copy(node, _batched_operands(b, node, ins), attrs={"axis": _int_attr(axis)},
-           rule="stack on axis + 1")
+    b.copy(
+        node,
+        _batched_operands(b, node, ins),
+        attrs={"axis": _int_attr(axis)},
+        rule="stack on axis + 1",
+    )
 
 
 def _unpack(b: _Builder, node, ins: list[_In]) -> None:
@@ -506,8 +693,9 @@ def _reverse(b: _Builder, node, ins: list[_In]) -> None:
     if not x.batched:
         raise _Refused("its axes depend on the record")
     shifted = [_axis(a, x.rank) for a in np.ravel(axes.static("axes"))]
-    new = _const(b, f"{node.name}/axes", np.asarray(shifted).reshape(axes.value.shape),
-                 axes.dtype)[0]
+    new = _const(b, f"{node.name}/axes", np.asarray(shifted).reshape(axes.value.shape), axes.dtype)[
+        0
+    ]
     b.copy(node, [x.new, new], rule="reverse axes + 1")
 
 
@@ -518,8 +706,12 @@ def _reduction(b: _Builder, node, ins: list[_In]) -> None:
     if node.op not in ("All", "Any"):
         b.check_float(x.dtype, f"reduction {node.op}")
     shifted = [_axis(a, x.rank) for a in np.ravel(axes.static("axes"))]
-    new = _const(b, f"{node.name}/axes", np.asarray(shifted, dtype=axes.value.dtype)
-                 .reshape(axes.value.shape), axes.dtype)[0]
+    new = _const(
+        b,
+        f"{node.name}/axes",
+        np.asarray(shifted, dtype=axes.value.dtype).reshape(axes.value.shape),
+        axes.dtype,
+    )[0]
     b.copy(node, [x.new, new], rule="reduce over axes + 1")
 
 
@@ -550,16 +742,22 @@ def _gather(b: _Builder, node, ins: list[_In]) -> None:
         new_axis, new_batch_dims = axis + 1, 0
     else:
         if axis != 0 or batch_dims:
-            raise _Refused("gathering per-record indices from constant params on an axis "
-                           "other than 0 (or with batch_dims) would put the batch axis "
-                           "inside the result")
+            raise _Refused(
+                "gathering per-record indices from constant params on an axis "
+                "other than 0 (or with batch_dims) would put the batch axis "
+                "inside the result"
+            )
         new_axis, new_batch_dims = 0, 0
     if node.op == "Gather":
         b.copy(node, rule="gather")
         return
     attrs = {"batch_dims": _int_attr(new_batch_dims)}
-    b.copy(node, [params.new, indices.new, _axis_const(b, node, ins[2], new_axis)],
-           attrs=attrs, rule="gather on axis + 1" if params.batched else "gather")
+    b.copy(
+        node,
+        [params.new, indices.new, _axis_const(b, node, ins[2], new_axis)],
+        attrs=attrs,
+        rule="gather on axis + 1" if params.batched else "gather",
+    )
 
 
 def _one_hot(b: _Builder, node, ins: list[_In]) -> None:
@@ -576,14 +774,16 @@ def _ensure_shape(b: _Builder, node, ins: list[_In]) -> None:
         b.copy(node, rule="element-wise")
         return
     batched = tf.TensorShape([None]).concatenate(shape)
-    b.copy(node, attrs={"shape": tf.compat.v1.AttrValue(shape=batched.as_proto())},
-           rule="shape [None] + shape")
+    b.copy(
+        node,
+        attrs={"shape": tf.compat.v1.AttrValue(shape=batched.as_proto())},
+        rule="shape [None] + shape",
+    )
 
 
 def _shape(b: _Builder, node, ins: list[_In]) -> None:
     x = ins[0]
-    out_type = tf.as_dtype(node.attr["out_type"].type) if "out_type" in node.attr \
-        else tf.int32
+    out_type = tf.as_dtype(node.attr["out_type"].type) if "out_type" in node.attr else tf.int32
     if x.shape.is_fully_defined():
         dims = x.shape.as_list()
         value = {"Shape": dims, "Size": int(np.prod(dims)), "Rank": len(dims)}[node.op]
@@ -612,8 +812,7 @@ def _assert(b: _Builder, node, ins: list[_In]) -> None:
 
     def build(c, *data):
         summarize = node.attr["summarize"].i
-        return [tf.raw_ops.Assert(condition=tf.reduce_all(c), data=list(data),
-                                  summarize=summarize)]
+        return [tf.raw_ops.Assert(condition=tf.reduce_all(c), data=list(data), summarize=summarize)]
 
     b.emit(node, build, ins, rule="assert on every record of the batch")
 
@@ -621,17 +820,41 @@ def _assert(b: _Builder, node, ins: list[_In]) -> None:
 _RULES: dict[str, Callable] = {
     **{op: _unary for op in _EXACT_UNARY | _INEXACT_UNARY},
     **{op: _binary for op in _BINARY},
-    "SelectV2": _select_v2, "Select": _select, "ClipByValue": _clip,
-    "AddN": _same_shape_nary, "StringJoin": _string_join,
-    "RegexReplace": _regex, "RegexFullMatch": _regex, "Substr": _substr,
-    "DecodeCSV": _decode_csv, "DecodeRaw": _decode_raw,
-    "ParseExampleV2": _parse_example_v2, "ParseSingleExample": _parse_single_example,
-    "Reshape": _reshape, "StridedSlice": _strided_slice, "Slice": _slice, "Tile": _tile,
-    "Pad": _pad, "PadV2": _pad, "MirrorPad": _pad, "Transpose": _transpose,
-    "ExpandDims": _expand_dims, "Squeeze": _squeeze, "Pack": _pack, "Unpack": _unpack,
-    "ConcatV2": _concat_v2, "Split": _split, "SplitV": _split, "ReverseV2": _reverse,
+    "SelectV2": _select_v2,
+    "Select": _select,
+    "ClipByValue": _clip,
+    "AddN": _same_shape_nary,
+    "StringJoin": _string_join,
+    "RegexReplace": _regex,
+    "RegexFullMatch": _regex,
+    "Substr": _substr,
+    "DecodeCSV": _decode_csv,
+    "DecodeRaw": _decode_raw,
+    "ParseExampleV2": _parse_example_v2,
+    "ParseSingleExample": _parse_single_example,
+    "Reshape": _reshape,
+    "StridedSlice": _strided_slice,
+    "Slice": _slice,
+    "Tile": _tile,
+    "Pad": _pad,
+    "PadV2": _pad,
+    "MirrorPad": _pad,
+    "Transpose": _transpose,
+    "ExpandDims": _expand_dims,
+    "Squeeze": _squeeze,
+    "Pack": _pack,
+    "Unpack": _unpack,
+    "ConcatV2": _concat_v2,
+    "Split": _split,
+    "SplitV": _split,
+    "ReverseV2": _reverse,
     **{op: _reduction for op in ("Sum", "Prod", "Max", "Min", "Mean", "All", "Any")},
-    "GatherV2": _gather, "Gather": _gather, "OneHot": _one_hot,
-    "EnsureShape": _ensure_shape, "Shape": _shape, "Size": _shape, "Rank": _shape,
+    "GatherV2": _gather,
+    "Gather": _gather,
+    "OneHot": _one_hot,
+    "EnsureShape": _ensure_shape,
+    "Shape": _shape,
+    "Size": _shape,
+    "Rank": _shape,
     "Assert": _assert,
 }

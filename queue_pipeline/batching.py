@@ -28,13 +28,23 @@ _MAYBE_BATCH_JOIN = BatchKind("maybe_batch_join", "batch_join", join=True, shuff
 _SHUFFLE = BatchKind("shuffle_batch", "shuffle_batch", join=False, shuffle=True)
 _MAYBE_SHUFFLE = BatchKind("maybe_shuffle_batch", "shuffle_batch", join=False, shuffle=True)
 _SHUFFLE_JOIN = BatchKind("shuffle_batch_join", "shuffle_batch_join", join=True, shuffle=True)
-_MAYBE_SHUFFLE_JOIN = BatchKind("maybe_shuffle_batch_join", "shuffle_batch_join",
-                                join=True, shuffle=True)
+_MAYBE_SHUFFLE_JOIN = BatchKind(
+    "maybe_shuffle_batch_join", "shuffle_batch_join", join=True, shuffle=True
+)
 
 
-def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False,
-          shapes=None, dynamic_pad=False, allow_smaller_final_batch=False,
-          shared_name=None, name=None):
+def batch(
+    tensors,
+    batch_size,
+    num_threads=1,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Batches `tensors` through a FIFO queue filled by `num_threads` threads.
 
     With ``enqueue_many=False`` each tensor is one example of shape
@@ -88,15 +98,34 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False,
       `enqueue_many`); twin ``queue_pipeline.data.batch``.
     """
     return _batch_builder.build(
-        _BATCH, tensors, batch_size=batch_size, keep_input=True, num_threads=num_threads,
-        capacity=capacity, enqueue_many=enqueue_many, shapes=shapes,
-        dynamic_pad=dynamic_pad, allow_smaller_final_batch=allow_smaller_final_batch,
-        shared_name=shared_name, name=name)
+        _BATCH,
+        tensors,
+        batch_size=batch_size,
+        keep_input=True,
+        num_threads=num_threads,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )
 
 
-def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32,
-                enqueue_many=False, shapes=None, dynamic_pad=False,
-                allow_smaller_final_batch=False, shared_name=None, name=None):
+def maybe_batch(
+    tensors,
+    keep_input,
+    batch_size,
+    num_threads=1,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """:func:`batch`, enqueuing only the examples that `keep_input` keeps.
 
     Args:
@@ -113,16 +142,32 @@ def maybe_batch(tensors, keep_input, batch_size, num_threads=1, capacity=32,
       ``queue_pipeline.data.maybe_batch``.
     """
     return _batch_builder.build(
-        _MAYBE_BATCH, tensors, batch_size=batch_size, keep_input=keep_input,
-        num_threads=num_threads, capacity=capacity, enqueue_many=enqueue_many,
-        shapes=shapes, dynamic_pad=dynamic_pad,
-        allow_smaller_final_batch=allow_smaller_final_batch, shared_name=shared_name,
-        name=name)
+        _MAYBE_BATCH,
+        tensors,
+        batch_size=batch_size,
+        keep_input=keep_input,
+        num_threads=num_threads,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )
 
 
-def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
-               dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
-               name=None):
+def batch_join(
+    tensors_list,
+    batch_size,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Batches examples from several tensor lists, one enqueue thread per list.
 
     Each list (typically the output of its own reader) gets its own enqueue op
@@ -143,15 +188,32 @@ def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes
       twin ``queue_pipeline.data.batch_join``.
     """
     return _batch_builder.build(
-        _BATCH_JOIN, tensors_list, batch_size=batch_size, keep_input=True,
-        capacity=capacity, enqueue_many=enqueue_many, shapes=shapes,
-        dynamic_pad=dynamic_pad, allow_smaller_final_batch=allow_smaller_final_batch,
-        shared_name=shared_name, name=name)
+        _BATCH_JOIN,
+        tensors_list,
+        batch_size=batch_size,
+        keep_input=True,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )
 
 
-def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32,
-                     enqueue_many=False, shapes=None, dynamic_pad=False,
-                     allow_smaller_final_batch=False, shared_name=None, name=None):
+def maybe_batch_join(
+    tensors_list,
+    keep_input,
+    batch_size,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """:func:`batch_join`, enqueuing only what `keep_input` keeps (see :func:`maybe_batch`).
 
     tf.data equivalent:
@@ -159,15 +221,33 @@ def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32,
       ``queue_pipeline.data.maybe_batch_join``.
     """
     return _batch_builder.build(
-        _MAYBE_BATCH_JOIN, tensors_list, batch_size=batch_size, keep_input=keep_input,
-        capacity=capacity, enqueue_many=enqueue_many, shapes=shapes,
-        dynamic_pad=dynamic_pad, allow_smaller_final_batch=allow_smaller_final_batch,
-        shared_name=shared_name, name=name)
+        _MAYBE_BATCH_JOIN,
+        tensors_list,
+        batch_size=batch_size,
+        keep_input=keep_input,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )
 
 
-def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1,
-                  seed=None, enqueue_many=False, shapes=None,
-                  allow_smaller_final_batch=False, shared_name=None, name=None):
+def shuffle_batch(
+    tensors,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    num_threads=1,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """Batches `tensors` in random order through a RandomShuffleQueue.
 
     While the input lasts, each dequeue leaves at least `min_after_dequeue`
@@ -200,16 +280,36 @@ def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=
       twin ``queue_pipeline.data.shuffle_batch``.
     """
     return _batch_builder.build(
-        _SHUFFLE, tensors, batch_size=batch_size, keep_input=True, capacity=capacity,
-        min_after_dequeue=min_after_dequeue, num_threads=num_threads, seed=seed,
-        enqueue_many=enqueue_many, shapes=shapes,
-        allow_smaller_final_batch=allow_smaller_final_batch, shared_name=shared_name,
-        name=name)
+        _SHUFFLE,
+        tensors,
+        batch_size=batch_size,
+        keep_input=True,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        num_threads=num_threads,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )
 
 
-def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_input,
-                        num_threads=1, seed=None, enqueue_many=False, shapes=None,
-                        allow_smaller_final_batch=False, shared_name=None, name=None):
+def maybe_shuffle_batch(
+    tensors,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    num_threads=1,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """:func:`shuffle_batch`, enqueuing only what `keep_input` keeps (see :func:`maybe_batch`).
 
     tf.data equivalent:
@@ -217,16 +317,34 @@ def maybe_shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, keep_i
       ``queue_pipeline.data.maybe_shuffle_batch``.
     """
     return _batch_builder.build(
-        _MAYBE_SHUFFLE, tensors, batch_size=batch_size, keep_input=keep_input,
-        capacity=capacity, min_after_dequeue=min_after_dequeue, num_threads=num_threads,
-        seed=seed, enqueue_many=enqueue_many, shapes=shapes,
-        allow_smaller_final_batch=allow_smaller_final_batch, shared_name=shared_name,
-        name=name)
+        _MAYBE_SHUFFLE,
+        tensors,
+        batch_size=batch_size,
+        keep_input=keep_input,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        num_threads=num_threads,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )
 
 
-def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None,
-                       enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
-                       shared_name=None, name=None):
+def shuffle_batch_join(
+    tensors_list,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """:func:`batch_join` through a RandomShuffleQueue (see :func:`shuffle_batch`).
 
     The order within one list is not preserved.
@@ -240,17 +358,34 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
       ``queue_pipeline.data.shuffle_batch_join``.
     """
     return _batch_builder.build(
-        _SHUFFLE_JOIN, tensors_list, batch_size=batch_size, keep_input=True,
-        capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed,
-        enqueue_many=enqueue_many, shapes=shapes,
-        allow_smaller_final_batch=allow_smaller_final_batch, shared_name=shared_name,
-        name=name)
+        _SHUFFLE_JOIN,
+        tensors_list,
+        batch_size=batch_size,
+        keep_input=True,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )
 
 
-def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue,
-                             keep_input, seed=None, enqueue_many=False, shapes=None,
-                             allow_smaller_final_batch=False, shared_name=None,
-                             name=None):
+def maybe_shuffle_batch_join(
+    tensors_list,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+):
     """:func:`shuffle_batch_join`, enqueuing only what `keep_input` keeps.
 
     tf.data equivalent:
@@ -258,8 +393,16 @@ def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_deque
       ``queue_pipeline.data.maybe_shuffle_batch_join``.
     """
     return _batch_builder.build(
-        _MAYBE_SHUFFLE_JOIN, tensors_list, batch_size=batch_size, keep_input=keep_input,
-        capacity=capacity, min_after_dequeue=min_after_dequeue, seed=seed,
-        enqueue_many=enqueue_many, shapes=shapes,
-        allow_smaller_final_batch=allow_smaller_final_batch, shared_name=shared_name,
-        name=name)
+        _MAYBE_SHUFFLE_JOIN,
+        tensors_list,
+        batch_size=batch_size,
+        keep_input=keep_input,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        shared_name=shared_name,
+        name=name,
+    )

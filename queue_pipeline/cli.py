@@ -44,11 +44,14 @@ def _load(spec: str, what: str):
     """Resolves ``module:attr`` (or ``path/to/file.py:attr``) to the object."""
     module_name, sep, attr = spec.rpartition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"compare: `{what}` must look like 'my_module:build_fn' or "
-                         f"'path/to/file.py:build_fn'; got {spec!r}.")
+        raise ValueError(
+            f"compare: `{what}` must look like 'my_module:build_fn' or "
+            f"'path/to/file.py:build_fn'; got {spec!r}."
+        )
     if module_name.endswith(".py") or os.sep in module_name:
         file_spec = importlib.util.spec_from_file_location(
-            os.path.splitext(os.path.basename(module_name))[0], module_name)
+            os.path.splitext(os.path.basename(module_name))[0], module_name
+        )
         if file_spec is None or not os.path.exists(module_name):
             raise ValueError(f"compare: `{what}`: no such file {module_name!r}.")
         module = importlib.util.module_from_spec(file_spec)
@@ -60,8 +63,7 @@ def _load(spec: str, what: str):
     obj = module
     for part in attr.split("."):
         if not hasattr(obj, part):
-            raise ValueError(f"compare: `{what}`: {module_name!r} has no attribute "
-                             f"{attr!r}.")
+            raise ValueError(f"compare: `{what}`: {module_name!r} has no attribute {attr!r}.")
         obj = getattr(obj, part)
     return obj
 
@@ -71,9 +73,15 @@ def _compare(args) -> int:
 
     try:
         twin = None if args.twin is None else _load(args.twin, "MODULE:TWIN")
-        report = compare(_load(args.legacy, "MODULE:LEGACY"), twin,
-                         epochs=args.epochs, max_batches=args.max_batches,
-                         ordered=args.ordered, timeout=args.timeout, progress=None)
+        report = compare(
+            _load(args.legacy, "MODULE:LEGACY"),
+            twin,
+            epochs=args.epochs,
+            max_batches=args.max_batches,
+            ordered=args.ordered,
+            timeout=args.timeout,
+            progress=None,
+        )
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
         return report_error("compare", e, as_json=args.json)
     sys.stdout.write(report.to_json() + "\n" if args.json else report.render())
@@ -101,11 +109,13 @@ RUN_DESCRIPTION = (
     "2.x removed (tf.contrib, tf.estimator, ...) is reported with its replacement. "
     "Every other argument goes to the script. Exit status: the script's own (0 when "
     "it ends normally); 1 with its traceback and a one-line error if it raised; 2 if "
-    "it could not be started.")
+    "it could not be started."
+)
 
 
-def _leading_run_flags(engine: str | None, tf1: bool,
-                       script_args: list[str]) -> tuple[str | None, bool, list[str]]:
+def _leading_run_flags(
+    engine: str | None, tf1: bool, script_args: list[str]
+) -> tuple[str | None, bool, list[str]]:
     """Takes ``--engine E`` / ``--engine=E`` / ``--tf1`` given right after SCRIPT.py.
 
     Each is taken once, only if not given before the script, and only while
@@ -152,57 +162,99 @@ def _run(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="queue-pipeline",
-        description="TF 1.x queue input pipelines on TensorFlow 2.x, and their tf.data twins.")
-    parser.add_argument("--tf-logs", action="store_true",
-                        help="show TensorFlow's C++ start-up log lines on stderr (hidden by "
-                             f"default; also ${TF_LOGS_ENV}=1)")
+        description="TF 1.x queue input pipelines on TensorFlow 2.x, and their tf.data twins.",
+    )
+    parser.add_argument(
+        "--tf-logs",
+        action="store_true",
+        help="show TensorFlow's C++ start-up log lines on stderr (hidden by "
+        f"default; also ${TF_LOGS_ENV}=1)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     table = commands.add_parser("table", help="print the migration table")
     table.add_argument("--format", choices=["text", "rst", "json"], default="text")
     table.set_defaults(run=_table)
     cmp = commands.add_parser(
-        "compare", help="compare a legacy pipeline with its tf.data twin",
+        "compare",
+        help="compare a legacy pipeline with its tf.data twin",
         description="Runs MODULE:LEGACY (builds a queue pipeline in a fresh graph and "
-                    "returns its output tensors) and MODULE:TWIN (returns a "
-                    "tf.data.Dataset) and reports how they differ. Without "
-                    "MODULE:TWIN the twin is the legacy pipeline rebuilt by "
-                    "queue_pipeline.to_dataset(). Exit status: 0 match, 1 differ, "
-                    "2 error.")
+        "returns its output tensors) and MODULE:TWIN (returns a "
+        "tf.data.Dataset) and reports how they differ. Without "
+        "MODULE:TWIN the twin is the legacy pipeline rebuilt by "
+        "queue_pipeline.to_dataset(). Exit status: 0 match, 1 differ, "
+        "2 error.",
+    )
     cmp.add_argument("legacy", metavar="MODULE:LEGACY")
-    cmp.add_argument("twin", metavar="MODULE:TWIN", nargs="?", default=None,
-                     help="the twin (default: the legacy pipeline's own to_dataset() "
-                          "rebuild)")
-    cmp.add_argument("--epochs", type=int, default=1,
-                     help="epochs the legacy side delivers, if its plan records none")
+    cmp.add_argument(
+        "twin",
+        metavar="MODULE:TWIN",
+        nargs="?",
+        default=None,
+        help="the twin (default: the legacy pipeline's own to_dataset() rebuild)",
+    )
+    cmp.add_argument(
+        "--epochs",
+        type=int,
+        default=1,
+        help="epochs the legacy side delivers, if its plan records none",
+    )
     order = cmp.add_mutually_exclusive_group()
-    order.add_argument("--ordered", dest="ordered", action="store_const", const=True,
-                       default=None, help="require the same order")
-    order.add_argument("--unordered", dest="ordered", action="store_const", const=False,
-                       help="compare multisets only")
-    cmp.add_argument("--max-batches", type=int, default=None,
-                     help="stop the legacy side after this many batches")
-    cmp.add_argument("--timeout", type=float, default=30.0,
-                     help="seconds one batch may take before the pipeline counts as stalled")
+    order.add_argument(
+        "--ordered",
+        dest="ordered",
+        action="store_const",
+        const=True,
+        default=None,
+        help="require the same order",
+    )
+    order.add_argument(
+        "--unordered",
+        dest="ordered",
+        action="store_const",
+        const=False,
+        help="compare multisets only",
+    )
+    cmp.add_argument(
+        "--max-batches", type=int, default=None, help="stop the legacy side after this many batches"
+    )
+    cmp.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds one batch may take before the pipeline counts as stalled",
+    )
     cmp.add_argument("--json", action="store_true", help="print the report as JSON")
     cmp.set_defaults(run=_compare)
     demo_parser = commands.add_parser(
-        "demo", help="train a model through a legacy pipeline and its tf.data twin",
-        description=DEMO_DESCRIPTION)
+        "demo",
+        help="train a model through a legacy pipeline and its tf.data twin",
+        description=DEMO_DESCRIPTION,
+    )
     add_demo_arguments(demo_parser)
     demo_parser.set_defaults(run=_demo)
     run_parser = commands.add_parser(
-        "run", help="run an unmodified TF 1.x script on queue_pipeline",
+        "run",
+        help="run an unmodified TF 1.x script on queue_pipeline",
         usage="queue-pipeline run [--engine {queue,dataset}] [--tf1] SCRIPT.py "
-              "[--engine {queue,dataset}] [--tf1] [ARGS...]",
-        description=RUN_DESCRIPTION)
-    run_parser.add_argument("--engine", choices=["queue", "dataset"], default=None,
-                     help="build engine (default: $QUEUE_PIPELINE_ENGINE, else 'queue')")
-    run_parser.add_argument("--tf1", action="store_true",
-                     help="run a script written for TensorFlow 1.x (`import tensorflow as "
-                          "tf`) in TF1 mode (default: $QUEUE_PIPELINE_TF1)")
+        "[--engine {queue,dataset}] [--tf1] [ARGS...]",
+        description=RUN_DESCRIPTION,
+    )
+    run_parser.add_argument(
+        "--engine",
+        choices=["queue", "dataset"],
+        default=None,
+        help="build engine (default: $QUEUE_PIPELINE_ENGINE, else 'queue')",
+    )
+    run_parser.add_argument(
+        "--tf1",
+        action="store_true",
+        help="run a script written for TensorFlow 1.x (`import tensorflow as "
+        "tf`) in TF1 mode (default: $QUEUE_PIPELINE_TF1)",
+    )
     run_parser.add_argument("script", metavar="SCRIPT.py")
-    run_parser.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                     help="arguments passed to the script")
+    run_parser.add_argument(
+        "args", nargs=argparse.REMAINDER, metavar="ARGS", help="arguments passed to the script"
+    )
     run_parser.set_defaults(run=_run)
     return parser
 

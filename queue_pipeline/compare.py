@@ -54,13 +54,28 @@ from queue_pipeline._report import (
 )
 from queue_pipeline.plan import plan_for
 
-__all__ = ["ComparisonReport", "ComponentReport", "Difference", "EpochReport",
-           "PipelineError", "PipelineMismatchError", "PipelineStalledError",
-           "ShuffleStats", "SideReport", "compare", "rebuilt_twin"]
+__all__ = [
+    "ComparisonReport",
+    "ComponentReport",
+    "Difference",
+    "EpochReport",
+    "PipelineError",
+    "PipelineMismatchError",
+    "PipelineStalledError",
+    "ShuffleStats",
+    "SideReport",
+    "compare",
+    "rebuilt_twin",
+]
 
 _API = "compare"
-_PRODUCERS = ("string_input_producer", "range_input_producer", "slice_input_producer",
-              "input_producer", "limit_epochs")
+_PRODUCERS = (
+    "string_input_producer",
+    "range_input_producer",
+    "slice_input_producer",
+    "input_producer",
+    "limit_epochs",
+)
 _SAFETY_MAX_BATCHES = 100_000  # when the plan cannot tell whether the legacy side ends
 
 
@@ -97,10 +112,17 @@ class _Side:
         self.batches += 1
 
 
-def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset] | None = None, *,
-            epochs: int = 1, max_batches: int | None = None, ordered: bool | None = None,
-            timeout: float = 30.0, reference: Callable[[], tf.data.Dataset] | None = None,
-            progress: bool | None = False) -> ComparisonReport:
+def compare(
+    legacy: Callable[[], Any],
+    twin: Callable[[], tf.data.Dataset] | None = None,
+    *,
+    epochs: int = 1,
+    max_batches: int | None = None,
+    ordered: bool | None = None,
+    timeout: float = 30.0,
+    reference: Callable[[], tf.data.Dataset] | None = None,
+    progress: bool | None = False,
+) -> ComparisonReport:
     """Runs a legacy pipeline and its tf.data twin and reports how their outputs differ.
 
     See NOTE [ Comparing examples, epochs and order ] in this module for the
@@ -153,26 +175,36 @@ def compare(legacy: Callable[[], Any], twin: Callable[[], tf.data.Dataset] | Non
         limit = total + max(left.epoch_size or 0, left.max_batch, 1)
     else:
         limit = total
-    right = _read_dataset(twin, None, limit=limit, timeout=timeout, arg="twin",
-                          progress=progress, legacy=left)
+    right = _read_dataset(
+        twin, None, limit=limit, timeout=timeout, arg="twin", progress=progress, legacy=left
+    )
     if not left.exhausted:
         _truncate(right, total)
     ref = None
     if reference is not None:
         ref_side = _Side(left.paths, left.specs, batched=False)
-        _read_dataset(reference, ref_side, limit=(left.epoch_size or total) + 1,
-                      timeout=timeout, arg="reference", progress=False)
+        _read_dataset(
+            reference,
+            ref_side,
+            limit=(left.epoch_size or total) + 1,
+            timeout=timeout,
+            arg="reference",
+            progress=False,
+        )
         ref = [_normalize.example_key(e) for e in ref_side.examples]
-    report = analyze(left, right, ordered=ordered, epochs=left.epochs,
-                     epoch_size=left.epoch_size, reference=ref)
+    report = analyze(
+        left, right, ordered=ordered, epochs=left.epochs, epoch_size=left.epoch_size, reference=ref
+    )
     if rebuilt:
-        report.notes.append("twin: queue_pipeline.to_dataset() of the legacy pipeline "
-                            "(rebuilt from its plan).")
+        report.notes.append(
+            "twin: queue_pipeline.to_dataset() of the legacy pipeline (rebuilt from its plan)."
+        )
     return report
 
 
-def rebuilt_twin(legacy: Callable[[], Any], *,
-                 timeout: float = 30.0) -> Callable[[], tf.data.Dataset]:
+def rebuilt_twin(
+    legacy: Callable[[], Any], *, timeout: float = 30.0
+) -> Callable[[], tf.data.Dataset]:
     """A twin callable that rebuilds `legacy` with :func:`queue_pipeline.to_dataset`.
 
     Each call builds the legacy pipeline in a fresh graph, initializes its
@@ -199,8 +231,7 @@ def rebuilt_twin(legacy: Callable[[], Any], *,
         graph = tf.Graph()
         with graph.as_default():
             outputs = legacy()
-            variables = (tf.compat.v1.global_variables()
-                         + tf.compat.v1.local_variables())
+            variables = tf.compat.v1.global_variables() + tf.compat.v1.local_variables()
             init = tf.compat.v1.variables_initializer(variables) if variables else None
         # Not `with Session(...)`: that would make the legacy graph the default
         # one, and the Dataset must be built in the caller's context.
@@ -219,22 +250,28 @@ def rebuilt_twin(legacy: Callable[[], Any], *,
 def _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference) -> None:
     for arg, fn in (("legacy", legacy), ("twin", twin)):
         if not callable(fn):
-            raise TypeError(f"{_API}: `{arg}` must be a callable that builds the pipeline; "
-                            f"got {type(fn).__name__}: {fn!r}. Fix: pass the function "
-                            "itself, not its result.")
+            raise TypeError(
+                f"{_API}: `{arg}` must be a callable that builds the pipeline; "
+                f"got {type(fn).__name__}: {fn!r}. Fix: pass the function "
+                "itself, not its result."
+            )
     if reference is not None and not callable(reference):
-        raise TypeError(f"{_API}: `reference` must be None or a callable returning a "
-                        f"Dataset; got {reference!r}.")
+        raise TypeError(
+            f"{_API}: `reference` must be None or a callable returning a "
+            f"Dataset; got {reference!r}."
+        )
     if not isinstance(epochs, int) or isinstance(epochs, bool) or epochs < 1:
         raise ValueError(f"{_API}: `epochs` must be a positive int; got {epochs!r}.")
     if max_batches is not None and (not isinstance(max_batches, int) or max_batches < 1):
-        raise ValueError(f"{_API}: `max_batches` must be None or a positive int; "
-                         f"got {max_batches!r}.")
+        raise ValueError(
+            f"{_API}: `max_batches` must be None or a positive int; got {max_batches!r}."
+        )
     if ordered not in (None, True, False):
         raise ValueError(f"{_API}: `ordered` must be None, True or False; got {ordered!r}.")
     if not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ValueError(f"{_API}: `timeout` must be a positive number of seconds; "
-                         f"got {timeout!r}.")
+        raise ValueError(
+            f"{_API}: `timeout` must be a positive number of seconds; got {timeout!r}."
+        )
 
 
 def _plan_epochs(outputs) -> tuple[str, int | None]:
@@ -264,12 +301,18 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
                 f"{_API}: `legacy` must return the pipeline's output tensors (a tensor or "
                 "SparseTensor, or a list, tuple or dict of them); got "
                 f"{type(outputs).__name__}: {e}. Fix: return the tensors you would "
-                "pass to sess.run.") from None
-        foreign = [p for p, leaf in zip(paths, _normalize.flatten(outputs)[1])
-                   if getattr(leaf, "graph", graph) is not graph]
+                "pass to sess.run."
+            ) from None
+        foreign = [
+            p
+            for p, leaf in zip(paths, _normalize.flatten(outputs)[1])
+            if getattr(leaf, "graph", graph) is not graph
+        ]
         if foreign:
-            raise PipelineError(f"{_API}: `legacy` returned tensors from another graph "
-                                f"({foreign}); build them inside the callable.")
+            raise PipelineError(
+                f"{_API}: `legacy` returned tensors from another graph "
+                f"({foreign}); build them inside the callable."
+            )
         side = _Side(paths, specs, batched=_inspect.is_batched(outputs))
         side.nondeterminism = _inspect.legacy_nondeterminism(graph)
         state, plan_epochs = _plan_epochs(outputs)
@@ -277,19 +320,25 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
         raise ValueError(
             f"{_API}: the legacy pipeline never ends (a producer has num_epochs=None), so "
             "`max_batches` is required; got max_batches=None. Fix: pass max_batches= "
-            "(epochs x batches per epoch), or set num_epochs in the legacy pipeline.")
+            "(epochs x batches per epoch), or set num_epochs in the legacy pipeline."
+        )
     side.epochs = epochs
     if plan_epochs is not None:
         if epochs not in (1, plan_epochs):
-            side.notes.append(f"`epochs`={epochs} ignored: the legacy pipeline's "
-                              f"num_epochs is {plan_epochs}.")
+            side.notes.append(
+                f"`epochs`={epochs} ignored: the legacy pipeline's num_epochs is {plan_epochs}."
+            )
         side.epochs = plan_epochs
     bar = _progress.Progress("legacy batches", max_batches, enabled=progress)
     with bar:
         result = _harness.run_graph(
-            outputs, graph=graph,
+            outputs,
+            graph=graph,
             max_batches=max_batches or (None if state == "finite" else _SAFETY_MAX_BATCHES),
-            timeout=timeout, api=f"{_API} (legacy side)", on_batch=bar.update)
+            timeout=timeout,
+            api=f"{_API} (legacy side)",
+            on_batch=bar.update,
+        )
     for batch in result.batches:
         side.add(_normalize.leaves_of(batch))
     side.exhausted = result.exhausted
@@ -297,12 +346,16 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
     total = len(side.examples)
     side.epoch_size = total // side.epochs if total and total % side.epochs == 0 else None
     if total and side.epoch_size is None:
-        side.notes.append(f"no per-epoch comparison: {total} legacy examples do not split "
-                          f"into {side.epochs} equal epochs (a dropped final batch?).")
+        side.notes.append(
+            f"no per-epoch comparison: {total} legacy examples do not split "
+            f"into {side.epochs} equal epochs (a dropped final batch?)."
+        )
     if not side.exhausted:
-        side.notes.append(f"the legacy side was stopped after {side.batches} batch(es) "
-                          "(max_batches); the twin is compared on as many examples, and "
-                          "'twin has more' is not checked.")
+        side.notes.append(
+            f"the legacy side was stopped after {side.batches} batch(es) "
+            "(max_batches); the twin is compared on as many examples, and "
+            "'twin has more' is not checked."
+        )
     return side
 
 
@@ -329,19 +382,22 @@ def _read_dataset(fn, side, *, limit, timeout, arg, progress, legacy=None) -> _S
         with graph.as_default():
             dataset = _harness.call_builder(_API, arg, fn)
     if not isinstance(dataset, tf.data.Dataset):
-        raise PipelineError(f"{_API}: `{arg}` must return a tf.data.Dataset; got "
-                            f"{type(dataset).__name__}: {dataset!r:.80}. Fix: return the "
-                            "dataset, not an iterator or its elements.")
+        raise PipelineError(
+            f"{_API}: `{arg}` must return a tf.data.Dataset; got "
+            f"{type(dataset).__name__}: {dataset!r:.80}. Fix: return the "
+            "dataset, not an iterator or its elements."
+        )
     if side is None:
         try:
             paths, specs = _normalize.specs_of(dataset.element_spec)
         except TypeError as e:
-            raise PipelineError(f"{_API}: the twin's elements must be tensors, SparseTensors "
-                                f"or tuples/dicts of them: {e}") from None
+            raise PipelineError(
+                f"{_API}: the twin's elements must be tensors, SparseTensors "
+                f"or tuples/dicts of them: {e}"
+            ) from None
         side = _Side(paths, specs, batched=_twin_batched(legacy, specs))
         side.nondeterminism = _inspect.dataset_nondeterminism(dataset)
-    reader = _harness.TwinReader(dataset, timeout=timeout, api=f"{_API} ({arg} side)",
-                                 graph=graph)
+    reader = _harness.TwinReader(dataset, timeout=timeout, api=f"{_API} ({arg} side)", graph=graph)
     bar = _progress.Progress(f"{arg} examples", limit, enabled=progress)
     t0 = time.perf_counter()
     try:

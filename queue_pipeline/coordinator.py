@@ -181,9 +181,7 @@ class Coordinator:
                         "Error reported to Coordinator: %s", exc_info[1], exc_info=exc_info
                     )
                 else:
-                    _LOGGER.info(
-                        "Error reported to Coordinator: %s, %s", exc_info[0], exc_info[1]
-                    )
+                    _LOGGER.info("Error reported to Coordinator: %s, %s", exc_info[0], exc_info[1])
                 self._exc_info_to_raise = exc_info
             self._stop_event.set()
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-__all__ = ["GraphModeRequiredError", "NotRebuildableError", "OutOfRangeError",
-           "QueuePipelineError"]
+__all__ = ["GraphModeRequiredError", "NotRebuildableError", "OutOfRangeError", "QueuePipelineError"]
 
 OutOfRangeError = tf.errors.OutOfRangeError
 
@@ -44,8 +43,14 @@ class NotRebuildableError(QueuePipelineError, ValueError):
       reason: why it cannot be rebuilt, in a few words.
     """
 
-    def __init__(self, message: str, *, op_name: str | None = None,
-                 op_type: str | None = None, reason: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        op_name: str | None = None,
+        op_type: str | None = None,
+        reason: str = "",
+    ) -> None:
         super().__init__(message)
         self.op_name = op_name
         self.op_type = op_type

@@ -86,15 +86,29 @@ class Plan:
         return "\n".join(lines)
 
 
-def record(kind: str, args: Mapping[str, Any], inputs: Iterable, outputs: Iterable,
-           *, reads=None, fills=None, graph: tf.Graph | None = None) -> PlanNode:
+def record(
+    kind: str,
+    args: Mapping[str, Any],
+    inputs: Iterable,
+    outputs: Iterable,
+    *,
+    reads=None,
+    fills=None,
+    graph: tf.Graph | None = None,
+) -> PlanNode:
     """Records a plan node on `graph` (default: the current default graph)."""
     graph = graph if graph is not None else tf.compat.v1.get_default_graph()
     with _LOCK:
         nodes = graph.get_collection_ref(_KEY)
-        node = PlanNode(kind=kind, args=dict(args), inputs=tuple(inputs),
-                        outputs=tuple(outputs), reads=reads, fills=fills,
-                        index=len(nodes))
+        node = PlanNode(
+            kind=kind,
+            args=dict(args),
+            inputs=tuple(inputs),
+            outputs=tuple(outputs),
+            reads=reads,
+            fills=fills,
+            index=len(nodes),
+        )
         nodes.append(node)
     return node
 
@@ -137,8 +151,11 @@ def plan_for(*fetches) -> Plan:
         for node in by_op.get(op.name, ()):
             if node.index not in found:
                 found[node.index] = node
-                stack.extend(o for o in map(_op_of, tf.nest.flatten(
-                    node.inputs, expand_composites=True)) if o is not None)
+                stack.extend(
+                    o
+                    for o in map(_op_of, tf.nest.flatten(node.inputs, expand_composites=True))
+                    if o is not None
+                )
         stack.extend(t.op for t in op.inputs)
     return Plan(tuple(found[i] for i in sorted(found)))
 

@@ -52,10 +52,10 @@ def match_filenames_once(pattern, name=None):
     """
     _compat.require_graph("match_filenames_once")
     with tf.compat.v1.name_scope(name, "matching_filenames", [pattern]) as scope:
-        files = _compat.local_variable(tf.io.matching_files(pattern), name=scope,
-                                       validate_shape=False)
-    plan.record("match_filenames_once", {"pattern": pattern, "name": name},
-                [pattern], [files])
+        files = _compat.local_variable(
+            tf.io.matching_files(pattern), name=scope, validate_shape=False
+        )
+    plan.record("match_filenames_once", {"pattern": pattern, "name": name}, [pattern], [files])
     return files
 
 
@@ -91,8 +91,7 @@ def limit_epochs(tensor, num_epochs=None, name=None):
     _compat.require_graph("limit_epochs")
     limited = _limit_epochs(tensor, num_epochs, name)
     if num_epochs is not None:
-        plan.record("limit_epochs", {"num_epochs": num_epochs, "name": name},
-                    [tensor], [limited])
+        plan.record("limit_epochs", {"num_epochs": num_epochs, "name": name}, [tensor], [limited])
     return limited
 
 
@@ -109,9 +108,18 @@ def _limit_epochs(tensor, num_epochs, name):
             return tf.identity(tensor, name=scope)
 
 
-def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True,
-                   seed=None, capacity=32, shared_name=None, summary_name=None,
-                   name=None, cancel_op=None):
+def input_producer(
+    input_tensor,
+    element_shape=None,
+    num_epochs=None,
+    shuffle=True,
+    seed=None,
+    capacity=32,
+    shared_name=None,
+    summary_name=None,
+    name=None,
+    cancel_op=None,
+):
     """Puts the rows of `input_tensor`, one epoch per run, into a FIFO queue.
 
     Args:
@@ -148,18 +156,49 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
     """
     _compat.require_graph("input_producer")
     queue, source = _input_producer(
-        input_tensor, element_shape, num_epochs, shuffle, seed, capacity,
-        shared_name, summary_name, name, cancel_op)
-    plan.record("input_producer", dict(
-        element_shape=element_shape, num_epochs=num_epochs, shuffle=shuffle,
-        seed=seed, capacity=capacity, shared_name=shared_name,
-        summary_name=summary_name, name=name, cancel_op=cancel_op),
-        [source], [queue], fills=queue)
+        input_tensor,
+        element_shape,
+        num_epochs,
+        shuffle,
+        seed,
+        capacity,
+        shared_name,
+        summary_name,
+        name,
+        cancel_op,
+    )
+    plan.record(
+        "input_producer",
+        dict(
+            element_shape=element_shape,
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            seed=seed,
+            capacity=capacity,
+            shared_name=shared_name,
+            summary_name=summary_name,
+            name=name,
+            cancel_op=cancel_op,
+        ),
+        [source],
+        [queue],
+        fills=queue,
+    )
     return queue
 
 
-def _input_producer(input_tensor, element_shape, num_epochs, shuffle, seed, capacity,
-                    shared_name, summary_name, name, cancel_op):
+def _input_producer(
+    input_tensor,
+    element_shape,
+    num_epochs,
+    shuffle,
+    seed,
+    capacity,
+    shared_name,
+    summary_name,
+    name,
+    cancel_op,
+):
     """The engine behind every producer; returns (queue, converted input)."""
     with tf.compat.v1.name_scope(name, "input_producer", [input_tensor]):
         input_tensor = tf.convert_to_tensor(input_tensor, name="input_tensor")
@@ -169,13 +208,18 @@ def _input_producer(input_tensor, element_shape, num_epochs, shuffle, seed, capa
             raise ValueError(
                 "input_producer: Either `input_tensor` must have a fully defined "
                 "shape or `element_shape` must be specified; got input shape "
-                f"{input_tensor.shape} and element_shape {element_shape}.")
+                f"{input_tensor.shape} and element_shape {element_shape}."
+            )
         if shuffle:
             input_tensor = tf.random.shuffle(input_tensor, seed=seed)
         input_tensor = _limit_epochs(input_tensor, num_epochs, None)
         queue = tf.queue.FIFOQueue(
-            capacity=capacity, dtypes=[input_tensor.dtype.base_dtype],
-            shapes=[element_shape], shared_name=shared_name, name=name)
+            capacity=capacity,
+            dtypes=[input_tensor.dtype.base_dtype],
+            shapes=[element_shape],
+            shared_name=shared_name,
+            name=name,
+        )
         enqueue = queue.enqueue_many([input_tensor])
         add_queue_runner(QueueRunner(queue, [enqueue], cancel_op=cancel_op))
         if summary_name is not None:
@@ -196,13 +240,24 @@ def _is_null(value) -> bool:
 def _glob_hint(string_tensor) -> list:
     """Extra Assert data naming the globs when the strings come from
     :func:`match_filenames_once`, so "no file matched" names the pattern."""
-    globs = [node.args["pattern"] for node in plan.plan_for(string_tensor)
-             if node.kind == "match_filenames_once"]
+    globs = [
+        node.args["pattern"]
+        for node in plan.plan_for(string_tensor)
+        if node.kind == "match_filenames_once"
+    ]
     return ["no file matches the pattern"] + globs if globs else []
 
 
-def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None,
-                          capacity=32, shared_name=None, name=None, cancel_op=None):
+def string_input_producer(
+    string_tensor,
+    num_epochs=None,
+    shuffle=True,
+    seed=None,
+    capacity=32,
+    shared_name=None,
+    name=None,
+    cancel_op=None,
+):
     """Puts strings (typically file names) into a FIFO queue, an epoch at a time.
 
     Args:
@@ -249,22 +304,44 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     with tf.compat.v1.name_scope(name, "input_producer", [string_tensor]) as scope:
         string_tensor = tf.convert_to_tensor(string_tensor, dtype=tf.string)
         source = string_tensor
-        not_null = tf.debugging.Assert(tf.greater(tf.size(string_tensor), 0),
-                                       [_NON_NULL] + _glob_hint(string_tensor))
+        not_null = tf.debugging.Assert(
+            tf.greater(tf.size(string_tensor), 0), [_NON_NULL] + _glob_hint(string_tensor)
+        )
         with tf.control_dependencies([not_null]):
             string_tensor = tf.identity(string_tensor)
         queue, _ = _input_producer(
-            string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
-            f"fraction_of_{capacity}_full", scope, cancel_op)
-    plan.record("string_input_producer", dict(
-        num_epochs=num_epochs, shuffle=shuffle, seed=seed, capacity=capacity,
-        shared_name=shared_name, name=name, cancel_op=cancel_op),
-        [source], [queue], fills=queue)
+            string_tensor,
+            [],
+            num_epochs,
+            shuffle,
+            seed,
+            capacity,
+            shared_name,
+            f"fraction_of_{capacity}_full",
+            scope,
+            cancel_op,
+        )
+    plan.record(
+        "string_input_producer",
+        dict(
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            seed=seed,
+            capacity=capacity,
+            shared_name=shared_name,
+            name=name,
+            cancel_op=cancel_op,
+        ),
+        [source],
+        [queue],
+        fills=queue,
+    )
     return queue
 
 
-def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32,
-                         shared_name=None, name=None):
+def range_input_producer(
+    limit, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
+):
     """Puts the integers ``0 .. limit-1`` into a FIFO queue, an epoch at a time.
 
     Args:
@@ -287,27 +364,48 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capaci
       ``queue_pipeline.data.range_input_producer``.
     """
     _compat.require_graph("range_input_producer")
-    queue, source = _range_input_producer(limit, num_epochs, shuffle, seed,
-                                          capacity, shared_name, name)
-    plan.record("range_input_producer", dict(
-        limit=limit, num_epochs=num_epochs, shuffle=shuffle, seed=seed,
-        capacity=capacity, shared_name=shared_name, name=name),
-        [source], [queue], fills=queue)
+    queue, source = _range_input_producer(
+        limit, num_epochs, shuffle, seed, capacity, shared_name, name
+    )
+    plan.record(
+        "range_input_producer",
+        dict(
+            limit=limit,
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            seed=seed,
+            capacity=capacity,
+            shared_name=shared_name,
+            name=name,
+        ),
+        [source],
+        [queue],
+        fills=queue,
+    )
     return queue
 
 
-def _range_input_producer(limit, num_epochs, shuffle, seed, capacity, shared_name,
-                          name):
+def _range_input_producer(limit, num_epochs, shuffle, seed, capacity, shared_name, name):
     with tf.compat.v1.name_scope(name, "input_producer", [limit]) as scope:
         numbers = tf.range(limit)
         queue, _ = _input_producer(
-            numbers, [], num_epochs, shuffle, seed, capacity, shared_name,
-            f"fraction_of_{capacity}_full", scope, None)
+            numbers,
+            [],
+            num_epochs,
+            shuffle,
+            seed,
+            capacity,
+            shared_name,
+            f"fraction_of_{capacity}_full",
+            scope,
+            None,
+        )
         return queue, numbers
 
 
-def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
-                         capacity=32, shared_name=None, name=None):
+def slice_input_producer(
+    tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
+):
     """Yields matching slices (rows) of every tensor in `tensor_list`.
 
     An index queue (as :func:`range_input_producer` over the first tensor's
@@ -338,19 +436,32 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
       twin ``queue_pipeline.data.slice_input_producer``.
     """
     with tf.compat.v1.name_scope(name, "input_producer", tensor_list):
-        tensors = [t if isinstance(t, tf.IndexedSlices) else tf.convert_to_tensor(t)
-                   for t in tensor_list]
+        tensors = [
+            t if isinstance(t, tf.IndexedSlices) else tf.convert_to_tensor(t) for t in tensor_list
+        ]
         if not tensors:
             raise ValueError("Expected at least one tensor in slice_input_producer().")
         _compat.require_graph("slice_input_producer")
         rows = tf.shape(tensors[0])[0]
-        queue, _ = _range_input_producer(rows, num_epochs, shuffle, seed, capacity,
-                                         shared_name, None)
+        queue, _ = _range_input_producer(
+            rows, num_epochs, shuffle, seed, capacity, shared_name, None
+        )
         _diagnostics.guard(queue, "slice_input_producer")
         index = queue.dequeue()
         outputs = [tf.gather(t, index) for t in tensors]
-    plan.record("slice_input_producer", dict(
-        num_epochs=num_epochs, shuffle=shuffle, seed=seed, capacity=capacity,
-        shared_name=shared_name, name=name),
-        tensors, outputs, reads=queue, fills=queue)
+    plan.record(
+        "slice_input_producer",
+        dict(
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            seed=seed,
+            capacity=capacity,
+            shared_name=shared_name,
+            name=name,
+        ),
+        tensors,
+        outputs,
+        reads=queue,
+        fills=queue,
+    )
     return outputs

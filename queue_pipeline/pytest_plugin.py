@@ -40,10 +40,17 @@ def _timeout(config: pytest.Config) -> float:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("queue_pipeline")
-    group.addoption("--update-snapshots", action="store_true", default=False,
-                    help="rewrite queue_pipeline golden snapshots instead of comparing")
-    parser.addini("queue_pipeline_timeout", default=str(int(_DEFAULT_TIMEOUT)),
-                  help="seconds a queue_pipeline fixture session op may block")
+    group.addoption(
+        "--update-snapshots",
+        action="store_true",
+        default=False,
+        help="rewrite queue_pipeline golden snapshots instead of comparing",
+    )
+    parser.addini(
+        "queue_pipeline_timeout",
+        default=str(int(_DEFAULT_TIMEOUT)),
+        help="seconds a queue_pipeline fixture session op may block",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -74,7 +81,8 @@ def qp_session(qp_graph: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     from queue_pipeline import _harness
 
     sess = tf.compat.v1.Session(
-        graph=qp_graph, config=_harness.session_config(_timeout(request.config)))
+        graph=qp_graph, config=_harness.session_config(_timeout(request.config))
+    )
     with sess.as_default():
         yield sess
     sess.close()

@@ -59,8 +59,7 @@ class ReaderBase:
         self._reader_ref = reader_ref
         self._supports_serialize = supports_serialize
         if not hasattr(self, "_ctor_args"):
-            self._ctor_args = {"reader_ref": reader_ref,
-                               "supports_serialize": supports_serialize}
+            self._ctor_args = {"reader_ref": reader_ref, "supports_serialize": supports_serialize}
 
     @property
     def reader_ref(self) -> tf.Tensor:
@@ -72,8 +71,9 @@ class ReaderBase:
         """Whether this reader can serialize and restore its state."""
         return self._supports_serialize
 
-    def read(self, queue: tf.queue.QueueBase | tf.Tensor,
-             name: str | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+    def read(
+        self, queue: tf.queue.QueueBase | tf.Tensor, name: str | None = None
+    ) -> tuple[tf.Tensor, tf.Tensor]:
         """Builds an op producing the next record.
 
         Each run returns one record; when the current work unit has no more
@@ -93,13 +93,15 @@ class ReaderBase:
           in _diagnostics.py).
         """
         _read_guard(queue, f"{type(self).__name__}.read")
-        key_value = _ops.ReaderReadV2(reader_handle=self._reader_ref,
-                                      queue_handle=_queue_handle(queue), name=name)
+        key_value = _ops.ReaderReadV2(
+            reader_handle=self._reader_ref, queue_handle=_queue_handle(queue), name=name
+        )
         self._record("read", {"name": name}, queue, key_value)
         return key_value
 
-    def read_up_to(self, queue: tf.queue.QueueBase | tf.Tensor, num_records: Any,
-                   name: str | None = None) -> tuple[tf.Tensor, tf.Tensor]:
+    def read_up_to(
+        self, queue: tf.queue.QueueBase | tf.Tensor, num_records: Any, name: str | None = None
+    ) -> tuple[tf.Tensor, tf.Tensor]:
         """Builds an op producing up to `num_records` records.
 
         A run stops early at the end of a work unit once it has produced at
@@ -121,10 +123,12 @@ class ReaderBase:
         """
         _read_guard(queue, f"{type(self).__name__}.read_up_to")
         keys_values = _ops.ReaderReadUpToV2(
-            reader_handle=self._reader_ref, queue_handle=_queue_handle(queue),
-            num_records=num_records, name=name)
-        self._record("read_up_to", {"num_records": num_records, "name": name},
-                     queue, keys_values)
+            reader_handle=self._reader_ref,
+            queue_handle=_queue_handle(queue),
+            num_records=num_records,
+            name=name,
+        )
+        self._record("read_up_to", {"num_records": num_records, "name": name}, queue, keys_values)
         return keys_values
 
     def num_records_produced(self, name: str | None = None) -> tf.Tensor:
@@ -157,8 +161,7 @@ class ReaderBase:
           ``InvalidArgumentError`` for a corrupt state; either failure also
           resets the reader.
         """
-        return _ops.ReaderRestoreStateV2(reader_handle=self._reader_ref,
-                                         state=state, name=name)
+        return _ops.ReaderRestoreStateV2(reader_handle=self._reader_ref, state=state, name=name)
 
     def reset(self, name: str | None = None) -> tf.Operation:
         """Builds an op that clears the reader's counters and current work unit."""
@@ -169,8 +172,7 @@ class ReaderBase:
         if "name" in self._ctor_args:
             args["reader_name"] = self._ctor_args["name"]
         args.update(call_args)
-        plan.record(f"{type(self).__name__}.{method}", args, (queue,),
-                    tuple(outputs), reads=queue)
+        plan.record(f"{type(self).__name__}.{method}", args, (queue,), tuple(outputs), reads=queue)
 
 
 def _read_guard(queue, api: str) -> None:
@@ -242,17 +244,34 @@ class FixedLengthRecordReader(ReaderBase):
       GraphModeRequiredError: eager execution is active.
     """
 
-    def __init__(self, record_bytes: int, header_bytes: int | None = None,
-                 footer_bytes: int | None = None, hop_bytes: int | None = None,
-                 name: str | None = None, encoding: str | None = None) -> None:
+    def __init__(
+        self,
+        record_bytes: int,
+        header_bytes: int | None = None,
+        footer_bytes: int | None = None,
+        hop_bytes: int | None = None,
+        name: str | None = None,
+        encoding: str | None = None,
+    ) -> None:
         require_graph("FixedLengthRecordReader")
-        self._ctor_args = {"record_bytes": record_bytes, "header_bytes": header_bytes,
-                           "footer_bytes": footer_bytes, "hop_bytes": hop_bytes,
-                           "name": name, "encoding": encoding}
-        super().__init__(_ops.FixedLengthRecordReaderV2(
-            record_bytes=record_bytes, header_bytes=header_bytes,
-            footer_bytes=footer_bytes, hop_bytes=hop_bytes, encoding=encoding,
-            name=name))
+        self._ctor_args = {
+            "record_bytes": record_bytes,
+            "header_bytes": header_bytes,
+            "footer_bytes": footer_bytes,
+            "hop_bytes": hop_bytes,
+            "name": name,
+            "encoding": encoding,
+        }
+        super().__init__(
+            _ops.FixedLengthRecordReaderV2(
+                record_bytes=record_bytes,
+                header_bytes=header_bytes,
+                footer_bytes=footer_bytes,
+                hop_bytes=hop_bytes,
+                encoding=encoding,
+                name=name,
+            )
+        )
 
 
 class TFRecordReader(ReaderBase):
@@ -276,8 +295,9 @@ class TFRecordReader(ReaderBase):
       GraphModeRequiredError: eager execution is active.
     """
 
-    def __init__(self, name: str | None = None,
-                 options: tf.io.TFRecordOptions | int | str | None = None) -> None:
+    def __init__(
+        self, name: str | None = None, options: tf.io.TFRecordOptions | int | str | None = None
+    ) -> None:
         require_graph("TFRecordReader")
         compression = tf.io.TFRecordOptions.get_compression_type_string(options)
         self._ctor_args = {"name": name, "options": options}

@@ -75,15 +75,30 @@ from queue_pipeline.data import producers as data_producers
 from queue_pipeline.data import readers as data_readers
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["DEQUEUE_OPS", "READ_OPS", "Rebuilder", "Stream", "dense_components",
-           "to_dataset", "upstream_ops"]
+__all__ = [
+    "DEQUEUE_OPS",
+    "READ_OPS",
+    "Rebuilder",
+    "Stream",
+    "dense_components",
+    "to_dataset",
+    "upstream_ops",
+]
 
 _API = "to_dataset"
-BATCHING_KINDS = frozenset({
-    "batch", "batch_join", "maybe_batch", "maybe_batch_join", "shuffle_batch",
-    "shuffle_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join"})
-PRODUCER_KINDS = frozenset({"string_input_producer", "range_input_producer",
-                            "input_producer"})
+BATCHING_KINDS = frozenset(
+    {
+        "batch",
+        "batch_join",
+        "maybe_batch",
+        "maybe_batch_join",
+        "shuffle_batch",
+        "shuffle_batch_join",
+        "maybe_shuffle_batch",
+        "maybe_shuffle_batch_join",
+    }
+)
+PRODUCER_KINDS = frozenset({"string_input_producer", "range_input_producer", "input_producer"})
 _READER_METHODS = ("read", "read_up_to")
 _DEQUEUE_ONE = ("QueueDequeueV2", "QueueDequeue")
 _DEQUEUE_MANY = ("QueueDequeueManyV2", "QueueDequeueMany")
@@ -91,8 +106,17 @@ _DEQUEUE_UP_TO = ("QueueDequeueUpToV2", "QueueDequeueUpTo")
 DEQUEUE_OPS = _DEQUEUE_ONE + _DEQUEUE_MANY + _DEQUEUE_UP_TO
 READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 _GATHERING_QUEUES = ("FIFOQueueV2", "PaddingFIFOQueueV2", "RandomShuffleQueueV2")
-_BATCH_ARGS = ("batch_size", "num_threads", "capacity", "min_after_dequeue", "seed",
-               "enqueue_many", "shapes", "dynamic_pad", "allow_smaller_final_batch")
+_BATCH_ARGS = (
+    "batch_size",
+    "num_threads",
+    "capacity",
+    "min_after_dequeue",
+    "seed",
+    "enqueue_many",
+    "shapes",
+    "dynamic_pad",
+    "allow_smaller_final_batch",
+)
 
 
 @dataclasses.dataclass
@@ -204,8 +228,14 @@ class Rebuilder:
         ``(role, LiftedRegion)`` (role: what the region feeds).
     """
 
-    def __init__(self, graph: tf.Graph, *, session: tf.compat.v1.Session | None = None,
-                 api: str = _API, capture_variables: bool = False) -> None:
+    def __init__(
+        self,
+        graph: tf.Graph,
+        *,
+        session: tf.compat.v1.Session | None = None,
+        api: str = _API,
+        capture_variables: bool = False,
+    ) -> None:
         self.graph = graph
         self.session = session
         self.api = api
@@ -228,29 +258,41 @@ class Rebuilder:
 
     @staticmethod
     def _is_stage(node: plan.PlanNode) -> bool:
-        return (node.kind in BATCHING_KINDS or node.kind in ("slice_input_producer",
-                                                             "limit_epochs")
-                or node.kind.endswith(tuple("." + m for m in _READER_METHODS)))
+        return (
+            node.kind in BATCHING_KINDS
+            or node.kind in ("slice_input_producer", "limit_epochs")
+            or node.kind.endswith(tuple("." + m for m in _READER_METHODS))
+        )
 
     # ------------------------------------------------------------------ public
 
     def restrict_to(self, leaves) -> None:
         """Counts only the consumers of work queues that `leaves` depend on."""
         self._scope = upstream_ops(
-            leaves, self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS))
+            leaves, self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+        )
 
     def has_plan(self) -> bool:
         """Whether a recorded builder is upstream of the leaves of :meth:`restrict_to`."""
         for node in self._nodes:
-            ops = [getattr(t, "op", None) for t in tf.nest.flatten(
-                node.outputs, expand_composites=True)] + [_queue_op(node.fills)]
-            if any(op is not None and (self._scope is None or op.name in self._scope)
-                   for op in ops):
+            ops = [
+                getattr(t, "op", None)
+                for t in tf.nest.flatten(node.outputs, expand_composites=True)
+            ] + [_queue_op(node.fills)]
+            if any(
+                op is not None and (self._scope is None or op.name in self._scope) for op in ops
+            ):
                 return True
         return False
 
-    def rebuild(self, leaves, *, pack: Callable[[list], Any] | None = None,
-                role: str = "output", exact: bool = False) -> Stream:
+    def rebuild(
+        self,
+        leaves,
+        *,
+        pack: Callable[[list], Any] | None = None,
+        role: str = "output",
+        exact: bool = False,
+    ) -> Stream:
         """The stream of `leaves` (legacy Tensors or SparseTensors).
 
         Args:
@@ -276,21 +318,37 @@ class Rebuilder:
             groups.setdefault(self._stream_key(t), []).append(t)
         streams = [self._build(key, tensors) for key, tensors in groups.items()]
         base = _combine(streams)
-        region = _lift.lift(sinks, [t for leaf in base.leaves for t in _components(leaf)],
-                            session=self.session, api=self.api, values=self._values,
-                            capture=self.capture_variables)
+        region = _lift.lift(
+            sinks,
+            [t for leaf in base.leaves for t in _components(leaf)],
+            session=self.session,
+            api=self.api,
+            values=self._values,
+            capture=self.capture_variables,
+        )
         form = "bare" if len(leaves) == 1 else "tuple"
-        if (pack is None and region.is_identity and base.form in (form, "tuple")
-                and (not exact or base.form == form)
-                and [_name(x) for x in base.leaves] == [_name(x) for x in leaves]
-                and _keeps_static_shapes(base.dataset, leaves)):
+        if (
+            pack is None
+            and region.is_identity
+            and base.form in (form, "tuple")
+            and (not exact or base.form == form)
+            and [_name(x) for x in base.leaves] == [_name(x) for x in leaves]
+            and _keeps_static_shapes(base.dataset, leaves)
+        ):
             return Stream(base.dataset, leaves, base.form)
         self.regions.append((role, region))
         return self.apply_region(base, region, leaves, pack, role=role)
 
-    def apply_region(self, base: Stream, region: _lift.LiftedRegion, leaves: list,
-                     pack: Callable[[list], Any] | None, *, role: str = "output",
-                     parallel: int | None = tf.data.AUTOTUNE) -> Stream:
+    def apply_region(
+        self,
+        base: Stream,
+        region: _lift.LiftedRegion,
+        leaves: list,
+        pack: Callable[[list], Any] | None,
+        *,
+        role: str = "output",
+        parallel: int | None = tf.data.AUTOTUNE,
+    ) -> Stream:
         """Maps `region` over `base`; returns the stream of `leaves`.
 
         Override to run regions differently (e.g. vectorized over batches).
@@ -312,7 +370,7 @@ class Rebuilder:
             values, i = [], 0
             for leaf, is_sparse in zip(leaves, sparse):
                 if is_sparse:
-                    value = tf.SparseTensor(*outputs[i:i + 3])
+                    value = tf.SparseTensor(*outputs[i : i + 3])
                     value.set_shape(value.shape.merge_with(leaf.shape))
                     values.append(value)
                     i += 3
@@ -324,8 +382,9 @@ class Rebuilder:
             return values[0] if len(values) == 1 else tuple(values)
 
         # No AutoGraph: the function is plain graph building (imports a GraphDef).
-        dataset = base.dataset.map(tf.autograph.experimental.do_not_convert(per_record),
-                                   num_parallel_calls=parallel)
+        dataset = base.dataset.map(
+            tf.autograph.experimental.do_not_convert(per_record), num_parallel_calls=parallel
+        )
         if pack is not None:
             return Stream(dataset, leaves, "packed")
         return Stream(dataset, leaves, "bare" if len(leaves) == 1 else "tuple")
@@ -345,10 +404,13 @@ class Rebuilder:
             op = used[0].op
             if op.type in READ_OPS:
                 raise _lift.not_rebuildable(
-                    self.api, op, "is a reader op that no queue_pipeline reader recorded "
+                    self.api,
+                    op,
+                    "is a reader op that no queue_pipeline reader recorded "
                     "(e.g. TF's own tf.compat.v1 reader), so its reader is unknown",
                     "create the reader with queue_pipeline (queue_pipeline.TextLineReader "
-                    "and the others).")
+                    "and the others).",
+                )
             return self._dequeue_stream(op)
         if node.kind in BATCHING_KINDS:
             return self.batching_stream(node)
@@ -375,7 +437,7 @@ class Rebuilder:
         static_keep = _static_bool(keep)
         datasets = []
         for i in range(num_lists):
-            leaves = inputs[i * size:(i + 1) * size]
+            leaves = inputs[i * size : (i + 1) * size]
             if static_keep is None:
                 leaves = leaves + [keep]
             datasets.append(self.rebuild(leaves, role=f"{node.kind} list {i}").dataset)
@@ -399,8 +461,12 @@ class Rebuilder:
         """The stream of ``slice_input_producer``'s rows (an extension point)."""
         rows = [self._rows(t) for t in node.inputs]
         dataset = data_producers.slice_input_producer(
-            rows, num_epochs=node.args["num_epochs"], shuffle=node.args["shuffle"],
-            seed=node.args["seed"], capacity=node.args["capacity"])
+            rows,
+            num_epochs=node.args["num_epochs"],
+            shuffle=node.args["shuffle"],
+            seed=node.args["seed"],
+            capacity=node.args["capacity"],
+        )
         return Stream(dataset, list(node.outputs), "tuple")
 
     def _dequeue_stream(self, op: tf.Operation) -> Stream:
@@ -410,9 +476,12 @@ class Rebuilder:
             return self._prefetch_stream(op)
         if filler.kind not in PRODUCER_KINDS:
             raise _lift.not_rebuildable(
-                self.api, op, f"dequeues directly from the queue of a {filler.kind} "
+                self.api,
+                op,
+                f"dequeues directly from the queue of a {filler.kind} "
                 "call instead of using the tensors the call returned",
-                f"use the tensors {filler.kind} returned.")
+                f"use the tensors {filler.kind} returned.",
+            )
         dataset = self._producer_dataset(queue_op, op)
         if op.type in _DEQUEUE_MANY + _DEQUEUE_UP_TO:
             count = self._value(op.inputs[1], "dequeue count")
@@ -433,35 +502,54 @@ class Rebuilder:
                     e = getattr(e, "op", e)
                     enqueue_ops[e.name] = e
         enqueue = list(enqueue_ops.values())
-        plain = (queue_op.type in _GATHERING_QUEUES and op.type in _DEQUEUE_ONE
-                 and enqueue and all(e.type in ("QueueEnqueueV2", "QueueEnqueue")
-                                     for e in enqueue))
+        plain = (
+            queue_op.type in _GATHERING_QUEUES
+            and op.type in _DEQUEUE_ONE
+            and enqueue
+            and all(e.type in ("QueueEnqueueV2", "QueueEnqueue") for e in enqueue)
+        )
         if not plain:
-            found = (f"{len(enqueue)} enqueue op(s) of type(s) "
-                     f"{sorted({e.type for e in enqueue})}" if enqueue
-                     else "no QueueRunner filling it")
+            found = (
+                f"{len(enqueue)} enqueue op(s) of type(s) {sorted({e.type for e in enqueue})}"
+                if enqueue
+                else "no QueueRunner filling it"
+            )
             raise _lift.not_rebuildable(
-                self.api, queue_op, "is a queue that no queue_pipeline builder recorded, "
+                self.api,
+                queue_op,
+                "is a queue that no queue_pipeline builder recorded, "
                 f"and not a plain gathering queue ({found}; {op.type} on it by "
                 f"{op.name!r}); its contents cannot be rebuilt",
                 "build the stage with queue_pipeline's producers and batching "
                 "functions; only a FIFO, padding FIFO or random shuffle queue that "
                 "QueueRunners fill with plain enqueues of upstream tensors, dequeued "
                 "one element at a time, is rebuilt (a prefetch, or tf-slim's "
-                "parallel_reader).")
-        inner = [self.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True)
-                 for e in enqueue]
+                "parallel_reader).",
+            )
+        inner = [
+            self.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True) for e in enqueue
+        ]
         if len({repr(s.dataset.element_spec) for s in inner}) != 1:
             raise _lift.not_rebuildable(
-                self.api, queue_op, "is filled by enqueue ops whose rebuilt elements "
-                "differ in structure, dtype or shape", "enqueue tensors of one kind.")
-        dataset = inner[0].dataset if len(inner) == 1 else data_common.round_robin(
-            [s.dataset for s in inner])
+                self.api,
+                queue_op,
+                "is filled by enqueue ops whose rebuilt elements "
+                "differ in structure, dtype or shape",
+                "enqueue tensors of one kind.",
+            )
+        dataset = (
+            inner[0].dataset
+            if len(inner) == 1
+            else data_common.round_robin([s.dataset for s in inner])
+        )
         capacity = queue_op.get_attr("capacity")
         if queue_op.type == "RandomShuffleQueueV2":
             seeds = (queue_op.get_attr("seed"), queue_op.get_attr("seed2"))
-            dataset = dataset.shuffle(max(capacity, 1), seed=seeds[1] if any(seeds) else None,
-                                      reshuffle_each_iteration=True)
+            dataset = dataset.shuffle(
+                max(capacity, 1),
+                seed=seeds[1] if any(seeds) else None,
+                reshuffle_each_iteration=True,
+            )
         dataset = dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
         return Stream(dataset, list(op.outputs), inner[0].form)
 
@@ -479,28 +567,37 @@ class Rebuilder:
                 out.append(op)
         return sorted(out, key=lambda op: self._order[op.name])
 
-    def _producer_dataset(self, queue_op: tf.Operation,
-                          consumer: tf.Operation | None) -> tf.data.Dataset:
+    def _producer_dataset(
+        self, queue_op: tf.Operation, consumer: tf.Operation | None
+    ) -> tf.data.Dataset:
         """The twin of the producer filling `queue_op`, sharded for `consumer`."""
         node = self._fillers.get(queue_op.name)
         if node is None or node.kind not in PRODUCER_KINDS:
             what = f"a {node.kind} call" if node is not None else "no queue_pipeline producer"
             raise _lift.not_rebuildable(
-                self.api, queue_op, f"is a work queue filled by {what}, so its "
-                "elements are unknown",
+                self.api,
+                queue_op,
+                f"is a work queue filled by {what}, so its elements are unknown",
                 "fill it with queue_pipeline.string_input_producer (or "
-                "range_input_producer / input_producer).")
+                "range_input_producer / input_producer).",
+            )
         consumers = self._consumers(queue_op) if consumer is not None else []
         index = next((i for i, c in enumerate(consumers) if c is consumer), 0)
         shards = max(len(consumers), 1)
         args = node.args
-        common = dict(num_epochs=args["num_epochs"], shuffle=args["shuffle"],
-                      seed=args["seed"], capacity=args["capacity"])
+        common = dict(
+            num_epochs=args["num_epochs"],
+            shuffle=args["shuffle"],
+            seed=args["seed"],
+            capacity=args["capacity"],
+        )
         if node.kind == "range_input_producer" and shards == 1:
             return data_producers.range_input_producer(
-                self._value(args["limit"], "limit"), **common)
-        rows = _shard(self._rows(node.inputs[0], files=node.kind ==
-                                 "string_input_producer"), index, shards)
+                self._value(args["limit"], "limit"), **common
+            )
+        rows = _shard(
+            self._rows(node.inputs[0], files=node.kind == "string_input_producer"), index, shards
+        )
         empty = _empty_rows(rows)
         if empty is not None:
             return empty
@@ -517,13 +614,17 @@ class Rebuilder:
         read_op = node.outputs[0].op
         if class_name == "ReaderBase" or twin_class is None or method not in _READER_METHODS:
             raise _lift.not_rebuildable(
-                self.api, read_op, f"reads with {class_name}, a reader with no tf.data "
-                "twin", "use one of queue_pipeline's readers (TextLineReader, "
+                self.api,
+                read_op,
+                f"reads with {class_name}, a reader with no tf.data twin",
+                "use one of queue_pipeline's readers (TextLineReader, "
                 "FixedLengthRecordReader, TFRecordReader, WholeFileReader, "
-                "IdentityReader).")
+                "IdentityReader).",
+            )
         params = inspect.signature(twin_class.__init__).parameters
-        reader = twin_class(**{k: v for k, v in node.args.items()
-                               if k in params and k not in ("self", "name")})
+        reader = twin_class(
+            **{k: v for k, v in node.args.items() if k in params and k not in ("self", "name")}
+        )
         filenames = self._producer_dataset(read_op.inputs[1].op, read_op)
         key = node.outputs[0]
         keys = any(t.name == key.name for t in used)
@@ -544,7 +645,9 @@ class Rebuilder:
             raise NotRebuildableError(
                 f"{self.api}: `{what}` is a variable ({value.name}); a Dataset needs its "
                 "value when it is built. Fix: pass a Python value or a constant.",
-                op_name=value.name, reason=f"variable {what}")
+                op_name=value.name,
+                reason=f"variable {what}",
+            )
         if not isinstance(value, tf.Tensor):
             return value
         return self._rows(value)
@@ -560,7 +663,9 @@ class Rebuilder:
         if isinstance(tensor, tf.IndexedSlices):
             raise NotRebuildableError(
                 f"{self.api}: an IndexedSlices input of slice_input_producer cannot be "
-                "rebuilt. Fix: pass a dense tensor.", reason="IndexedSlices input")
+                "rebuilt. Fix: pass a dense tensor.",
+                reason="IndexedSlices input",
+            )
         try:
             static = tf.get_static_value(tensor)
         except (TypeError, ValueError):
@@ -571,8 +676,13 @@ class Rebuilder:
             match = self._matched_files(tensor)
             if match is not None:
                 return match
-        region = _lift.lift([tensor], session=self.session, api=self.api,
-                            values=self._values, capture=self.capture_variables)
+        region = _lift.lift(
+            [tensor],
+            session=self.session,
+            api=self.api,
+            values=self._values,
+            capture=self.capture_variables,
+        )
         self.regions.append(("input", region))
         return _evaluate(region)
 
@@ -581,8 +691,10 @@ class Rebuilder:
         if handle is None:
             return None
         for node in self._nodes:
-            if node.kind == "match_filenames_once" and getattr(
-                    getattr(node.outputs[0], "op", None), "name", None) == handle.name:
+            if (
+                node.kind == "match_filenames_once"
+                and getattr(getattr(node.outputs[0], "op", None), "name", None) == handle.name
+            ):
                 pattern = self._value(node.args["pattern"], "pattern")
                 return data_producers.match_filenames_once(pattern)
         return None
@@ -599,8 +711,11 @@ def _keeps_static_shapes(dataset: tf.data.Dataset, leaves: list) -> bool:
         return True
     for spec, leaf in zip(specs, leaves):
         shape = getattr(spec, "shape", None)
-        if shape is not None and shape.is_compatible_with(leaf.shape) and \
-                shape.merge_with(leaf.shape) != shape:
+        if (
+            shape is not None
+            and shape.is_compatible_with(leaf.shape)
+            and shape.merge_with(leaf.shape) != shape
+        ):
             return False
     return True
 
@@ -611,8 +726,9 @@ def _combine(streams: list[Stream]) -> Stream:
     if len(streams) == 1:
         return streams[0]
     leaves = [leaf for s in streams for leaf in s.leaves]
-    return Stream(tf.data.Dataset.zip(tuple(s.dataset for s in streams)), leaves, "zip",
-                  tuple(streams))
+    return Stream(
+        tf.data.Dataset.zip(tuple(s.dataset for s in streams)), leaves, "zip", tuple(streams)
+    )
 
 
 def _shard(rows, index: int, shards: int):
@@ -655,7 +771,8 @@ def _flatten(outputs, leaves: list):
     raise TypeError(
         f"{_API}: `outputs` must be what a queue_pipeline pipeline returned (tensors, "
         "SparseTensors, or lists, tuples or dicts of them, or a producer's queue); got "
-        f"{type(outputs).__name__}: {outputs!r:.80}.")
+        f"{type(outputs).__name__}: {outputs!r:.80}."
+    )
 
 
 def _pack(spec, values) -> Any:
@@ -673,8 +790,12 @@ def _pack(spec, values) -> Any:
 
 
 def _is_flat_tuple(spec, count: int) -> bool:
-    return (spec is not None and spec[0] == "tuple" and count > 1
-            and all(sub is None for sub in spec[1]))
+    return (
+        spec is not None
+        and spec[0] == "tuple"
+        and count > 1
+        and all(sub is None for sub in spec[1])
+    )
 
 
 def to_dataset(outputs, *, session: tf.compat.v1.Session | None = None) -> tf.data.Dataset:
@@ -754,32 +875,40 @@ def to_dataset(outputs, *, session: tf.compat.v1.Session | None = None) -> tf.da
         raise ValueError(f"{_API}: `outputs` holds no tensor; got {outputs!r}.")
     graphs = {t.graph for leaf in leaves for t in _components(leaf)}
     if len(graphs) != 1:
-        raise ValueError(f"{_API}: the tensors of `outputs` must come from one graph; "
-                         f"they come from {len(graphs)}.")
+        raise ValueError(
+            f"{_API}: the tensors of `outputs` must come from one graph; "
+            f"they come from {len(graphs)}."
+        )
     graph = graphs.pop()
     rebuilder = Rebuilder(graph, session=_session_for(graph, session))
     rebuilder.restrict_to(leaves)
     if not rebuilder.has_plan():
         # Name the op at fault (a py_func, a foreign queue) when there is one.
-        _lift.find_sources([t for leaf in leaves for t in _components(leaf)],
-                           lambda t: False, api=_API)
+        _lift.find_sources(
+            [t for leaf in leaves for t in _components(leaf)], lambda t: False, api=_API
+        )
         raise NotRebuildableError(
             f"{_API}: nothing upstream of `outputs` was built by queue_pipeline, so there "
             "is no plan to rebuild. Fix: build the pipeline with queue_pipeline's "
             "producers, readers and batching functions (or write its tf.data twin).",
-            reason="no plan")
+            reason="no plan",
+        )
     if spec is None:
         return rebuilder.rebuild(leaves, exact=True).dataset
-    stream = rebuilder.rebuild(leaves, pack=None if _is_flat_tuple(spec, len(leaves))
-                               else (lambda values: _pack(spec, values)))
+    stream = rebuilder.rebuild(
+        leaves,
+        pack=None if _is_flat_tuple(spec, len(leaves)) else (lambda values: _pack(spec, values)),
+    )
     return stream.dataset
 
 
 def _session_for(graph: tf.Graph, session):
     if session is not None:
         if getattr(session, "graph", None) is not graph:
-            raise ValueError(f"{_API}: `session` runs another graph than the pipeline's; "
-                             "pass a tf.compat.v1.Session on the legacy graph.")
+            raise ValueError(
+                f"{_API}: `session` runs another graph than the pipeline's; "
+                "pass a tf.compat.v1.Session on the legacy graph."
+            )
         return session
     default = tf.compat.v1.get_default_session()
     return default if default is not None and default.graph is graph else None

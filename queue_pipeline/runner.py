@@ -40,8 +40,11 @@ def _error_codes() -> dict[int, type]:
     table = {}
     for attr in dir(tf.errors):
         cls = getattr(tf.errors, attr)
-        if isinstance(cls, type) and issubclass(cls, tf.errors.OpError) \
-                and cls is not tf.errors.OpError:
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, tf.errors.OpError)
+            and cls is not tf.errors.OpError
+        ):
             table[cls(None, None, "").error_code] = cls
     return table
 
@@ -53,7 +56,7 @@ def _strip_scope(name: str, scope: str | None) -> str:
     if not scope:
         return name
     prefix = scope.rstrip("/") + "/"
-    return name[len(prefix):] if name.startswith(prefix) else name
+    return name[len(prefix) :] if name.startswith(prefix) else name
 
 
 def _prepend_scope(name: str, scope: str | None) -> str:
@@ -105,20 +108,29 @@ class QueueRunner:
       (``dataset.prefetch(tf.data.AUTOTUNE)``).
     """
 
-    def __init__(self, queue=None, enqueue_ops=None, close_op=None, cancel_op=None,
-                 queue_closed_exception_types=None, queue_runner_def=None,
-                 import_scope=None):
+    def __init__(
+        self,
+        queue=None,
+        enqueue_ops=None,
+        close_op=None,
+        cancel_op=None,
+        queue_closed_exception_types=None,
+        queue_runner_def=None,
+        import_scope=None,
+    ):
         _compat.require_graph("QueueRunner")
         if queue_runner_def:
             if not _missing(queue) or not _missing(enqueue_ops):
                 raise ValueError(
                     "QueueRunner: queue_runner_def and queue are mutually "
                     "exclusive; pass either a QueueRunnerDef or `queue` and "
-                    "`enqueue_ops`.")
+                    "`enqueue_ops`."
+                )
             self._init_from_proto(queue_runner_def, import_scope)
         else:
-            self._init_from_args(queue, enqueue_ops, close_op, cancel_op,
-                                 queue_closed_exception_types)
+            self._init_from_args(
+                queue, enqueue_ops, close_op, cancel_op, queue_closed_exception_types
+            )
         self._lock = threading.Lock()
         # Session -> number of this runner's enqueue threads not yet finished.
         self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -128,32 +140,41 @@ class QueueRunner:
         if _missing(queue) or _missing(enqueue_ops):
             raise ValueError(
                 "QueueRunner: Must provide queue and enqueue_ops; got "
-                f"queue={queue!r}, enqueue_ops={enqueue_ops!r}.")
+                f"queue={queue!r}, enqueue_ops={enqueue_ops!r}."
+            )
         if closed_types is not None:
-            valid = isinstance(closed_types, tuple) and closed_types and all(
-                isinstance(t, type) and issubclass(t, tf.errors.OpError)
-                for t in closed_types)
+            valid = (
+                isinstance(closed_types, tuple)
+                and closed_types
+                and all(
+                    isinstance(t, type) and issubclass(t, tf.errors.OpError) for t in closed_types
+                )
+            )
             if not valid:
                 raise TypeError(
                     "QueueRunner: `queue_closed_exception_types`, when provided, "
                     "must be a non-empty tuple of tf.error types (subclasses of "
                     f"tf.errors.OpError), but saw: {closed_types!r}. Example: "
-                    "(tf.errors.OutOfRangeError, tf.errors.CancelledError).")
+                    "(tf.errors.OutOfRangeError, tf.errors.CancelledError)."
+                )
         self._queue = queue
         self._enqueue_ops = enqueue_ops
         self._close_op = close_op if close_op is not None else queue.close()
-        self._cancel_op = (cancel_op if cancel_op is not None
-                           else queue.close(cancel_pending_enqueues=True))
+        self._cancel_op = (
+            cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
+        )
         # Attribute name shared with TF's QueueRunner: TF's registered
         # meta-graph exporter reads it from any runner in the collection.
         self._queue_closed_exception_types = (
-            tuple(closed_types) if closed_types else (tf.errors.OutOfRangeError,))
+            tuple(closed_types) if closed_types else (tf.errors.OutOfRangeError,)
+        )
 
     def _init_from_proto(self, proto, import_scope):
         if not isinstance(proto, queue_runner_pb2.QueueRunnerDef):
             raise TypeError(
                 "QueueRunner: `queue_runner_def` must be a QueueRunnerDef proto; "
-                f"got {type(proto).__name__}.")
+                f"got {type(proto).__name__}."
+            )
         graph = tf.compat.v1.get_default_graph()
 
         def element(name):
@@ -258,13 +279,21 @@ class QueueRunner:
         if settings.exit_unblock:
             _diagnostics.unblock_at_exit(self, sess)
         threads = [
-            threading.Thread(target=self._run, args=(sess, op, coord, settings),
-                             name=f"QueueRunnerThread-{self.name}-{op.name}")
-            for op in self._enqueue_ops]
+            threading.Thread(
+                target=self._run,
+                args=(sess, op, coord, settings),
+                name=f"QueueRunnerThread-{self.name}-{op.name}",
+            )
+            for op in self._enqueue_ops
+        ]
         if coord:
-            threads.append(threading.Thread(
-                target=self._close_on_stop, args=(sess, self._cancel_op, coord),
-                name=f"QueueRunnerThread-{self.name}-close_on_stop"))
+            threads.append(
+                threading.Thread(
+                    target=self._close_on_stop,
+                    args=(sess, self._cancel_op, coord),
+                    name=f"QueueRunnerThread-{self.name}-close_on_stop",
+                )
+            )
         for thread in threads:
             if coord:
                 coord.register_thread(thread)
@@ -310,8 +339,9 @@ class QueueRunner:
             failed = True
             error = e
             if settings.runner_errors:
-                error = _diagnostics.enrich(e, self, sess, enqueue_op,
-                                            _locate.describe_origin(e, self, sess))
+                error = _diagnostics.enrich(
+                    e, self, sess, enqueue_op, _locate.describe_origin(e, self, sess)
+                )
                 _diagnostics.record_failure(sess, self, error)
             if coord:
                 _request_stop(coord, error, e)
@@ -368,13 +398,13 @@ class QueueRunner:
             return None
         proto = queue_runner_pb2.QueueRunnerDef(
             queue_name=_strip_scope(self.name, export_scope),
-            enqueue_op_name=[_strip_scope(op.name, export_scope)
-                             for op in self._enqueue_ops],
+            enqueue_op_name=[_strip_scope(op.name, export_scope) for op in self._enqueue_ops],
             close_op_name=_strip_scope(self._close_op.name, export_scope),
-            cancel_op_name=_strip_scope(self._cancel_op.name, export_scope))
+            cancel_op_name=_strip_scope(self._cancel_op.name, export_scope),
+        )
         proto.queue_closed_exception_types.extend(
-            cls(None, None, "").error_code
-            for cls in self._queue_closed_exception_types)
+            cls(None, None, "").error_code for cls in self._queue_closed_exception_types
+        )
         return proto
 
     @staticmethod
@@ -422,8 +452,9 @@ def add_queue_runner(qr, collection=QUEUE_RUNNERS) -> None:
     tf.compat.v1.add_to_collection(collection, qr)
 
 
-def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
-                        collection=QUEUE_RUNNERS) -> list:
+def start_queue_runners(
+    sess=None, coord=None, daemon=True, start=True, collection=QUEUE_RUNNERS
+) -> list:
     """Creates (and by default starts) the threads of every runner in `collection`.
 
     Args:
@@ -459,24 +490,27 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
             raise ValueError(
                 "start_queue_runners: Cannot start queue runners: No default "
                 "session is registered. Use `with sess.as_default()` or pass an "
-                "explicit session to tf.start_queue_runners(sess=sess)")
+                "explicit session to tf.start_queue_runners(sess=sess)"
+            )
     if not isinstance(sess, _compat.SessionInterface):
         if type(sess).__name__ in ("MonitoredSession", "SingularMonitoredSession"):
             return []
-        raise TypeError("start_queue_runners: sess must be a `tf.Session` object. "
-                        f"Given class: {sess.__class__}")
+        raise TypeError(
+            "start_queue_runners: sess must be a `tf.Session` object. "
+            f"Given class: {sess.__class__}"
+        )
     if not tf.compat.v1.get_collection(collection):
         logger.warning(
             "`tf.train.start_queue_runners()` was called when no queue runners "
             "were defined. You can safely remove the call to this deprecated "
-            "function.")
+            "function."
+        )
     threads: list[Any] = []
     with sess.graph.as_default():
         for qr in tf.compat.v1.get_collection(collection):
             if not isinstance(qr, QueueRunner):  # ours mark in create_threads
                 _diagnostics.mark_started(sess, _queue_op_name(getattr(qr, "queue", None)))
-            threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon,
-                                             start=start))
+            threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads
 
 
@@ -491,9 +525,11 @@ def _register_proto_functions() -> None:
 
     if ops.get_to_proto_function(QUEUE_RUNNERS) is None:  # pragma: no cover
         ops.register_proto_function(
-            QUEUE_RUNNERS, proto_type=queue_runner_pb2.QueueRunnerDef,
-            to_proto=QueueRunner.to_proto, from_proto=QueueRunner.from_proto)
+            QUEUE_RUNNERS,
+            proto_type=queue_runner_pb2.QueueRunnerDef,
+            to_proto=QueueRunner.to_proto,
+            from_proto=QueueRunner.from_proto,
+        )
 
 
 _register_proto_functions()
-

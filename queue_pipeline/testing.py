@@ -24,9 +24,17 @@ import tensorflow as tf
 from queue_pipeline import _harness, _inspect, _normalize
 from queue_pipeline._harness import PipelineError, PipelineStalledError
 
-__all__ = ["PipelineError", "PipelineStalledError", "SNAPSHOT_FORMAT",
-           "SnapshotMismatchError", "UPDATE_SNAPSHOTS_ENV", "assert_snapshot",
-           "run_pipeline", "snapshot_pipeline", "update_snapshots_requested"]
+__all__ = [
+    "PipelineError",
+    "PipelineStalledError",
+    "SNAPSHOT_FORMAT",
+    "SnapshotMismatchError",
+    "UPDATE_SNAPSHOTS_ENV",
+    "assert_snapshot",
+    "run_pipeline",
+    "snapshot_pipeline",
+    "update_snapshots_requested",
+]
 
 UPDATE_SNAPSHOTS_ENV = "QUEUE_PIPELINE_UPDATE_SNAPSHOTS"
 SNAPSHOT_FORMAT = "queue_pipeline.snapshot/1"
@@ -42,13 +50,21 @@ def _graph_of(api: str, fetches) -> tf.Graph:
         graph = getattr(leaf, "graph", None)
         if isinstance(graph, tf.Graph):
             return graph
-    raise TypeError(f"{api}: `fetches` must be graph tensors (a tensor or SparseTensor, or "
-                    f"a list, tuple or dict of them) built under `tf.Graph().as_default()`; "
-                    f"got {fetches!r:.120}.")
+    raise TypeError(
+        f"{api}: `fetches` must be graph tensors (a tensor or SparseTensor, or "
+        f"a list, tuple or dict of them) built under `tf.Graph().as_default()`; "
+        f"got {fetches!r:.120}."
+    )
 
 
-def run_pipeline(fetches, num_batches: int, *, timeout: float = 30.0,
-                 start_queue_runners: bool = True, initialize: bool = True) -> list:
+def run_pipeline(
+    fetches,
+    num_batches: int,
+    *,
+    timeout: float = 30.0,
+    start_queue_runners: bool = True,
+    initialize: bool = True,
+) -> list:
     """Runs a legacy pipeline for up to `num_batches` fetches and returns them as numpy.
 
     Opens a Session on the fetches' graph with an operation timeout, runs the
@@ -83,15 +99,23 @@ def run_pipeline(fetches, num_batches: int, *, timeout: float = 30.0,
             batches = run_pipeline(batch, 3, timeout=10)
     """
     if not isinstance(num_batches, int) or isinstance(num_batches, bool) or num_batches < 1:
-        raise ValueError(f"run_pipeline: `num_batches` must be a positive int; got "
-                         f"{num_batches!r}.")
+        raise ValueError(
+            f"run_pipeline: `num_batches` must be a positive int; got {num_batches!r}."
+        )
     if not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise ValueError(f"run_pipeline: `timeout` must be a positive number of seconds; "
-                         f"got {timeout!r}.")
+        raise ValueError(
+            f"run_pipeline: `timeout` must be a positive number of seconds; got {timeout!r}."
+        )
     graph = _graph_of("run_pipeline", fetches)
-    return _harness.run_graph(fetches, graph=graph, max_batches=num_batches, timeout=timeout,
-                              api="run_pipeline", start_runners=start_queue_runners,
-                              initialize=initialize).batches
+    return _harness.run_graph(
+        fetches,
+        graph=graph,
+        max_batches=num_batches,
+        timeout=timeout,
+        api="run_pipeline",
+        start_runners=start_queue_runners,
+        initialize=initialize,
+    ).batches
 
 
 def update_snapshots_requested() -> bool:
@@ -105,15 +129,23 @@ def _snapshot_data(batches) -> dict:
     out = []
     for batch in batches:
         paths, leaves = _normalize.flatten(batch)
-        out.append({path or "(tensor)": _normalize.to_jsonable(_normalize.to_leaf(leaf))
-                    for path, leaf in zip(paths, leaves)})
+        out.append(
+            {
+                path or "(tensor)": _normalize.to_jsonable(_normalize.to_leaf(leaf))
+                for path, leaf in zip(paths, leaves)
+            }
+        )
     return {"format": SNAPSHOT_FORMAT, "num_batches": len(out), "batches": out}
 
 
 def _render(data: dict) -> str:
     """One line per (batch, component), so diffs stay readable."""
-    lines = ["{", f'  "format": {json.dumps(data.get("format"))},',
-             f'  "num_batches": {json.dumps(data.get("num_batches"))},', '  "batches": [']
+    lines = [
+        "{",
+        f'  "format": {json.dumps(data.get("format"))},',
+        f'  "num_batches": {json.dumps(data.get("num_batches"))},',
+        '  "batches": [',
+    ]
     batches = data.get("batches", [])
     for b, batch in enumerate(batches):
         lines.append("    {")
@@ -131,21 +163,26 @@ def _first_difference(old: dict, new: dict) -> str:
     for b, (x, y) in enumerate(zip(ob, nb)):
         for path in list(x) + [p for p in y if p not in x]:
             if path not in x or path not in y:
-                return (f"batch {b}: component {path} is "
-                        f"{'new' if path not in x else 'gone'}")
+                return f"batch {b}: component {path} is {'new' if path not in x else 'gone'}"
             for field in ("dtype", "shape", "sparse", "indices", "dense_shape", "encoding"):
                 if x[path].get(field) != y[path].get(field):
-                    return (f"batch {b}, component {path}: {field} golden "
-                            f"{x[path].get(field)!r}, now {y[path].get(field)!r}")
+                    return (
+                        f"batch {b}, component {path}: {field} golden "
+                        f"{x[path].get(field)!r}, now {y[path].get(field)!r}"
+                    )
             if x[path].get("values") != y[path].get("values"):
                 gv = np.array(x[path]["values"], dtype=object).ravel()
                 nv = np.array(y[path]["values"], dtype=object).ravel()
-                i = next((i for i in range(min(len(gv), len(nv))) if gv[i] != nv[i]),
-                         min(len(gv), len(nv)))
+                i = next(
+                    (i for i in range(min(len(gv), len(nv))) if gv[i] != nv[i]),
+                    min(len(gv), len(nv)),
+                )
                 g = gv[i] if i < len(gv) else "(none)"
                 n = nv[i] if i < len(nv) else "(none)"
-                return (f"batch {b}, component {path}: values differ at flat index {i}: "
-                        f"golden {g!r}, now {n!r}")
+                return (
+                    f"batch {b}, component {path}: values differ at flat index {i}: "
+                    f"golden {g!r}, now {n!r}"
+                )
     return f"golden has {len(ob)} batch(es), now {len(nb)}"
 
 
@@ -172,7 +209,8 @@ def assert_snapshot(batches, path, *, update: bool | None = None) -> None:
     if not path.exists() and not update and os.environ.get("CI"):
         raise SnapshotMismatchError(
             f"snapshot {path} is missing and CI is set, so it is not created.\nFix: run "
-            f"the test locally (or with {UPDATE_SNAPSHOTS_ENV}=1) and commit the file.")
+            f"the test locally (or with {UPDATE_SNAPSHOTS_ENV}=1) and commit the file."
+        )
     if update or not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(_render(new))
@@ -180,23 +218,37 @@ def assert_snapshot(batches, path, *, update: bool | None = None) -> None:
     try:
         old = json.loads(path.read_text())
     except ValueError as e:
-        raise SnapshotMismatchError(f"snapshot {path} is not valid JSON ({e}).\nFix: "
-                                    f"regenerate it with {UPDATE_SNAPSHOTS_ENV}=1.") from None
+        raise SnapshotMismatchError(
+            f"snapshot {path} is not valid JSON ({e}).\nFix: "
+            f"regenerate it with {UPDATE_SNAPSHOTS_ENV}=1."
+        ) from None
     if old == new:
         return
-    diff = list(difflib.unified_diff(_render(old).splitlines(), _render(new).splitlines(),
-                                     "golden", "now", n=1, lineterm=""))
+    diff = list(
+        difflib.unified_diff(
+            _render(old).splitlines(), _render(new).splitlines(), "golden", "now", n=1, lineterm=""
+        )
+    )
     if len(diff) > _DIFF_LINES:
         diff = diff[:_DIFF_LINES] + [f"... ({len(diff) - _DIFF_LINES} more diff lines)"]
     raise SnapshotMismatchError(
         f"snapshot {path} differs from the pipeline's output.\n"
-        f"First difference: {_first_difference(old, new)}\n" + "\n".join(diff) +
-        f"\nFix: if the change is intended, re-run with {UPDATE_SNAPSHOTS_ENV}=1 (or "
-        "pytest --update-snapshots) and commit the file.")
+        f"First difference: {_first_difference(old, new)}\n"
+        + "\n".join(diff)
+        + f"\nFix: if the change is intended, re-run with {UPDATE_SNAPSHOTS_ENV}=1 (or "
+        "pytest --update-snapshots) and commit the file."
+    )
 
 
-def snapshot_pipeline(fetches, path, num_batches: int, *, timeout: float = 30.0,
-                      update: bool | None = None, allow_nondeterministic: bool = False) -> list:
+def snapshot_pipeline(
+    fetches,
+    path,
+    num_batches: int,
+    *,
+    timeout: float = 30.0,
+    update: bool | None = None,
+    allow_nondeterministic: bool = False,
+) -> list:
     """Runs a seeded pipeline for `num_batches` and checks them with :func:`assert_snapshot`.
 
     Args:
@@ -222,7 +274,8 @@ def snapshot_pipeline(fetches, path, num_batches: int, *, timeout: float = 30.0,
             "snapshot_pipeline: the pipeline's output varies between runs, so a snapshot "
             f"would be flaky: {'; '.join(varying)}.\nFix: use num_threads=1, batch instead "
             "of shuffle_batch, seed shuffles (tf.compat.v1.set_random_seed), or pass "
-            "allow_nondeterministic=True.")
+            "allow_nondeterministic=True."
+        )
     batches = run_pipeline(fetches, num_batches, timeout=timeout)
     assert_snapshot(batches, path, update=update)
     return batches

@@ -56,7 +56,8 @@ def twin_int64():
 def twin_pairs():
     """Each example has shape [2] instead of []."""
     return tf.data.Dataset.from_tensor_slices(
-        tf.constant([[v, v] for v in VALUES], tf.int32)).batch(BATCH)
+        tf.constant([[v, v] for v in VALUES], tf.int32)
+    ).batch(BATCH)
 
 
 def twin_swapped():
@@ -81,8 +82,15 @@ def twin_unbatched():
 
 def legacy_shuffled():
     x = qp.range_input_producer(N, num_epochs=2, shuffle=False).dequeue()
-    return qp.shuffle_batch([x], BATCH, capacity=20, min_after_dequeue=5, num_threads=2,
-                            allow_smaller_final_batch=True, seed=1)
+    return qp.shuffle_batch(
+        [x],
+        BATCH,
+        capacity=20,
+        min_after_dequeue=5,
+        num_threads=2,
+        allow_smaller_final_batch=True,
+        seed=1,
+    )
 
 
 def twin_shuffled():

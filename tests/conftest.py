@@ -29,9 +29,14 @@ TF1_ENV = "QUEUE_PIPELINE_TEST_TF1"
 
 def pytest_addoption(parser):
     parser.addoption(
-        "--tf1", action="store_true", default=False,
-        help=("run the suite in TF1 mode: tf.compat.v1.disable_v2_behavior() before "
-              f"any graph is built (also {TF1_ENV}=1)"))
+        "--tf1",
+        action="store_true",
+        default=False,
+        help=(
+            "run the suite in TF1 mode: tf.compat.v1.disable_v2_behavior() before "
+            f"any graph is built (also {TF1_ENV}=1)"
+        ),
+    )
 
 
 def _tf1_requested(config) -> bool:
@@ -40,11 +45,14 @@ def _tf1_requested(config) -> bool:
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "v2_only(reason): the behaviour exists only under TF 2.x defaults "
-        "(eager execution, Keras 3); skipped in TF1 mode")
+        "markers",
+        "v2_only(reason): the behaviour exists only under TF 2.x defaults "
+        "(eager execution, Keras 3); skipped in TF1 mode",
+    )
     config.addinivalue_line(
-        "markers", "tf1_only(reason): the behaviour exists only in TF1 mode; skipped "
-        "under TF 2.x defaults")
+        "markers",
+        "tf1_only(reason): the behaviour exists only in TF1 mode; skipped under TF 2.x defaults",
+    )
     if _tf1_requested(config):
         os.environ[TF1_ENV] = "1"
         tf.compat.v1.disable_v2_behavior()

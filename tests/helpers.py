@@ -20,9 +20,24 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-__all__ = ["GUARD", "OP_TIMEOUT_MS", "TF", "WAYS", "assert_produces", "build", "dataset_values",
-           "drain", "drain_dataset", "graph_nodes", "new_session", "py", "python_argv",
-           "running", "session_config", "tf1_mode"]
+__all__ = [
+    "GUARD",
+    "OP_TIMEOUT_MS",
+    "TF",
+    "WAYS",
+    "assert_produces",
+    "build",
+    "dataset_values",
+    "drain",
+    "drain_dataset",
+    "graph_nodes",
+    "new_session",
+    "py",
+    "python_argv",
+    "running",
+    "session_config",
+    "tf1_mode",
+]
 
 OP_TIMEOUT_MS = 20_000
 
@@ -81,8 +96,12 @@ def drain(impl, graph, fetch, *, max_steps=10_000, init=True, coord=True, join=T
     out = []
     with graph.as_default(), new_session(graph) as sess:
         if init:
-            sess.run([tf.compat.v1.global_variables_initializer(),
-                      tf.compat.v1.local_variables_initializer()])
+            sess.run(
+                [
+                    tf.compat.v1.global_variables_initializer(),
+                    tf.compat.v1.local_variables_initializer(),
+                ]
+            )
         c = impl.Coordinator() if coord else None
         threads = impl.start_queue_runners(sess=sess, coord=c)
         try:
@@ -137,7 +156,8 @@ _TF1_BOOT = (
     "    runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)\n"
     "else:\n"
     "    sys.argv[0] = target\n"
-    "    runpy.run_path(target, run_name='__main__')\n")
+    "    runpy.run_path(target, run_name='__main__')\n"
+)
 
 
 def python_argv(*args: str) -> list[str]:
@@ -159,7 +179,8 @@ def _numpy(value):
     """An eager element as numpy, like a Session's output (SparseTensorValue for sparse)."""
     if isinstance(value, tf.SparseTensor):
         return tf.compat.v1.SparseTensorValue(
-            value.indices.numpy(), value.values.numpy(), value.dense_shape.numpy())
+            value.indices.numpy(), value.values.numpy(), value.dense_shape.numpy()
+        )
     return value.numpy() if hasattr(value, "numpy") else value
 
 
@@ -167,8 +188,13 @@ def _is_eager(dataset: tf.data.Dataset) -> bool:
     return not tf.is_symbolic_tensor(dataset._variant_tensor)  # noqa: SLF001 - test helper
 
 
-def dataset_values(dataset: tf.data.Dataset, *, limit: int | None = 10_000,
-                   iterator: str = "one_shot", feed_dict=None) -> list:
+def dataset_values(
+    dataset: tf.data.Dataset,
+    *,
+    limit: int | None = 10_000,
+    iterator: str = "one_shot",
+    feed_dict=None,
+) -> list:
     """The elements of `dataset` as numpy, in order, until its end (or `limit`).
 
     An eager Dataset (TF 2.x defaults) is iterated with a Python ``for``; a
@@ -180,12 +206,14 @@ def dataset_values(dataset: tf.data.Dataset, *, limit: int | None = 10_000,
     (tuples, dicts); SparseTensors as ``SparseTensorValue``.
     """
     if iterator not in ("one_shot", "initializable"):
-        raise ValueError(f"dataset_values: `iterator` must be 'one_shot' or "
-                         f"'initializable'; got {iterator!r}.")
+        raise ValueError(
+            f"dataset_values: `iterator` must be 'one_shot' or 'initializable'; got {iterator!r}."
+        )
     if _is_eager(dataset):
         taken = dataset if limit is None else dataset.take(limit)
-        return [tf.nest.map_structure(_numpy, element, expand_composites=False)
-                for element in taken]
+        return [
+            tf.nest.map_structure(_numpy, element, expand_composites=False) for element in taken
+        ]
     graph = dataset._graph  # noqa: SLF001 - test helper
     with graph.as_default():
         taken = dataset if limit is None else dataset.take(limit)
@@ -265,8 +293,7 @@ def assert_produces(fetch, expected, *, ordered: bool = True, error=None, **kwar
     got: list = []
 
     def read():
-        values = (dataset_values(fetch, **kwargs) if isinstance(fetch, tf.data.Dataset)
-                  else fetch())
+        values = dataset_values(fetch, **kwargs) if isinstance(fetch, tf.data.Dataset) else fetch()
         got.extend(py(v) for v in values)
 
     if error is None:
@@ -313,7 +340,8 @@ def graph_nodes(graph, *, skip_attrs=(), strip_guards=True):
                 value = copy
                 value.func.name = re.sub(r"_\d+$", "", value.func.name)
             attrs[key] = value.SerializeToString()
-        inputs = tuple(i for i in node.input
-                       if not (strip_guards and i.startswith("^") and GUARD in i))
+        inputs = tuple(
+            i for i in node.input if not (strip_guards and i.startswith("^") and GUARD in i)
+        )
         nodes[node.name] = (node.op, inputs, node.device, attrs)
     return nodes

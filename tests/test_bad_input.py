@@ -47,15 +47,27 @@ def _files(tmp_path, kind):
         good1.write_text("a\nb\n")
         good2.write_text("c\n")
         if kind == "glob_matches_nothing":
-            return (str(tmp_path / "*.nothing"), lambda m: m.TextLineReader(), [],
-                    tf.errors.InvalidArgumentError)
-        return ([str(good1), str(tmp_path / "missing.txt"), str(good2)],
-                lambda m: m.TextLineReader(), [b"a", b"b", b"c"], tf.errors.NotFoundError)
+            return (
+                str(tmp_path / "*.nothing"),
+                lambda m: m.TextLineReader(),
+                [],
+                tf.errors.InvalidArgumentError,
+            )
+        return (
+            [str(good1), str(tmp_path / "missing.txt"), str(good2)],
+            lambda m: m.TextLineReader(),
+            [b"a", b"b", b"c"],
+            tf.errors.NotFoundError,
+        )
     if kind == "truncated_fixed_length":
         good1.write_bytes(b"0123456789")  # 2 full records of 4, 2 bytes dropped
         good2.write_bytes(b"abcd")
-        return ([str(good1), str(good2)], lambda m: m.FixedLengthRecordReader(4),
-                [b"0123", b"4567", b"abcd"], None)
+        return (
+            [str(good1), str(good2)],
+            lambda m: m.FixedLengthRecordReader(4),
+            [b"0123", b"4567", b"abcd"],
+            None,
+        )
     _write_tfrecords(good1, [b"r1", b"r2"])
     bad = tmp_path / "bad.tfrecord"
     if kind == "tfrecord_bad_crc":
@@ -67,12 +79,21 @@ def _files(tmp_path, kind):
         _write_tfrecords(bad, [b"zipped"], tf.io.TFRecordOptions("GZIP"))
         assert gzip.decompress(bad.read_bytes())  # really a GZIP file
     _write_tfrecords(good2, [b"r3"])
-    return ([str(good1), str(bad), str(good2)], lambda m: m.TFRecordReader(),
-            [b"r1", b"r2"], tf.errors.DataLossError)
+    return (
+        [str(good1), str(bad), str(good2)],
+        lambda m: m.TFRecordReader(),
+        [b"r1", b"r2"],
+        tf.errors.DataLossError,
+    )
 
 
-KINDS = ["missing_file", "glob_matches_nothing", "truncated_fixed_length",
-         "tfrecord_bad_crc", "gzip_read_uncompressed"]
+KINDS = [
+    "missing_file",
+    "glob_matches_nothing",
+    "truncated_fixed_length",
+    "tfrecord_bad_crc",
+    "gzip_read_uncompressed",
+]
 
 
 def _build(m, files, make_reader, via_runner):
@@ -133,7 +154,7 @@ def test_bad_input_like_tf(tmp_path, kind, via_runner):
     for m, (values, consumer_error, join_error) in results.items():
         # No record lost or duplicated: what arrived is an in-order prefix of
         # the good records (all of them when reading directly).
-        assert values == good[:len(values)], m
+        assert values == good[: len(values)], m
         if error is None:
             assert values == good and join_error is None
             assert isinstance(consumer_error, tf.errors.OutOfRangeError)
@@ -169,6 +190,7 @@ def test_glob_that_matches_nothing_names_the_pattern(tmp_path):
 
 
 # --------------------------------------------------------------------------- the catalogue
+
 
 @dataclasses.dataclass
 class Case:
@@ -206,37 +228,56 @@ def _csv_files(d, bad_text):
 
 def _csv_wrong_columns(d):
     files, bad = _csv_files(d, "7,8,9\n10,11\n12,13,14\n")
-    return Case(files, lambda m: m.TextLineReader(), _csv_row,
-                [(1, 2, 3), (4, 5, 6), (7, 8, 9)], tf.errors.InvalidArgumentError,
-                (f"file {bad}", f"record {bad}:2", "Expect 3 fields but have 2"))
+    return Case(
+        files,
+        lambda m: m.TextLineReader(),
+        _csv_row,
+        [(1, 2, 3), (4, 5, 6), (7, 8, 9)],
+        tf.errors.InvalidArgumentError,
+        (f"file {bad}", f"record {bad}:2", "Expect 3 fields but have 2"),
+    )
 
 
 def _csv_non_numeric(d):
     files, bad = _csv_files(d, "7,8,9\n10,eleven,12\n12,13,14\n")
-    return Case(files, lambda m: m.TextLineReader(), _csv_row,
-                [(1, 2, 3), (4, 5, 6), (7, 8, 9)], tf.errors.InvalidArgumentError,
-                (f"file {bad}", f"record {bad}:2", "not a valid int32: eleven"))
+    return Case(
+        files,
+        lambda m: m.TextLineReader(),
+        _csv_row,
+        [(1, 2, 3), (4, 5, 6), (7, 8, 9)],
+        tf.errors.InvalidArgumentError,
+        (f"file {bad}", f"record {bad}:2", "not a valid int32: eleven"),
+    )
 
 
 def _empty_file(d):
     files, _ = _csv_files(d, "")
-    return Case(files, lambda m: m.TextLineReader(), _csv_row,
-                [(1, 2, 3), (4, 5, 6), (15, 16, 17)])
+    return Case(files, lambda m: m.TextLineReader(), _csv_row, [(1, 2, 3), (4, 5, 6), (15, 16, 17)])
 
 
 def _header_only_file(d):
-    files = [_text(d / "a.csv", "x,y,z\n1,2,3\n"), _text(d / "header_only.csv", "x,y,z\n"),
-             _text(d / "b.csv", "x,y,z\n4,5,6\n7,8,9")]  # last line without newline
-    return Case(files, lambda m: m.TextLineReader(skip_header_lines=1), _csv_row,
-                [(1, 2, 3), (4, 5, 6), (7, 8, 9)])
+    files = [
+        _text(d / "a.csv", "x,y,z\n1,2,3\n"),
+        _text(d / "header_only.csv", "x,y,z\n"),
+        _text(d / "b.csv", "x,y,z\n4,5,6\n7,8,9"),
+    ]  # last line without newline
+    return Case(
+        files,
+        lambda m: m.TextLineReader(skip_header_lines=1),
+        _csv_row,
+        [(1, 2, 3), (4, 5, 6), (7, 8, 9)],
+    )
 
 
 def _truncated_fixed_length(d):
     (d / "a.bin").write_bytes(b"0123456789")  # 2 records of 4; 2 bytes dropped
     (d / "b.bin").write_bytes(b"abcdefgh")
-    return Case([str(d / "a.bin"), str(d / "b.bin")],
-                lambda m: m.FixedLengthRecordReader(4), _raw,
-                [b"0123", b"4567", b"abcd", b"efgh"])
+    return Case(
+        [str(d / "a.bin"), str(d / "b.bin")],
+        lambda m: m.FixedLengthRecordReader(4),
+        _raw,
+        [b"0123", b"4567", b"abcd", b"efgh"],
+    )
 
 
 def _tfrecord_files(d, write_bad, options=None):
@@ -255,8 +296,14 @@ def _tfrecord_bad_crc(d):
         path.write_bytes(bytes(data))
 
     files, bad = _tfrecord_files(d, write)
-    return Case(files, lambda m: m.TFRecordReader(), _raw, [b"r1", b"r2", b"b1"],
-                tf.errors.DataLossError, (f"file {bad}", f"record {bad}:18"))
+    return Case(
+        files,
+        lambda m: m.TFRecordReader(),
+        _raw,
+        [b"r1", b"r2", b"b1"],
+        tf.errors.DataLossError,
+        (f"file {bad}", f"record {bad}:18"),
+    )
 
 
 def _tfrecord_truncated(d):
@@ -265,8 +312,14 @@ def _tfrecord_truncated(d):
         path.write_bytes(path.read_bytes()[:-5])  # cut inside the second record
 
     files, bad = _tfrecord_files(d, write)
-    return Case(files, lambda m: m.TFRecordReader(), _raw, [b"r1", b"r2", b"b1"],
-                tf.errors.DataLossError, (f"file {bad}", f"record {bad}:18"))
+    return Case(
+        files,
+        lambda m: m.TFRecordReader(),
+        _raw,
+        [b"r1", b"r2", b"b1"],
+        tf.errors.DataLossError,
+        (f"file {bad}", f"record {bad}:18"),
+    )
 
 
 def _gzip_read_as_plain(d):
@@ -275,15 +328,28 @@ def _gzip_read_as_plain(d):
         assert gzip.decompress(path.read_bytes())  # really a GZIP file
 
     files, bad = _tfrecord_files(d, write)
-    return Case(files, lambda m: m.TFRecordReader(), _raw, [b"r1", b"r2"],
-                tf.errors.DataLossError, (f"file {bad}", f"record {bad}:0", "GZIP"))
+    return Case(
+        files,
+        lambda m: m.TFRecordReader(),
+        _raw,
+        [b"r1", b"r2"],
+        tf.errors.DataLossError,
+        (f"file {bad}", f"record {bad}:0", "GZIP"),
+    )
 
 
 def _plain_read_as_gzip(d):
-    files, bad = _tfrecord_files(d, lambda path: _write_tfrecords(path, [b"plain"]),
-                                 tf.io.TFRecordOptions("GZIP"))
-    return Case(files, lambda m: m.TFRecordReader(options="GZIP"), _raw, [b"r1", b"r2"],
-                tf.errors.DataLossError, (f"file {bad}", "not GZIP-compressed"))
+    files, bad = _tfrecord_files(
+        d, lambda path: _write_tfrecords(path, [b"plain"]), tf.io.TFRecordOptions("GZIP")
+    )
+    return Case(
+        files,
+        lambda m: m.TFRecordReader(options="GZIP"),
+        _raw,
+        [b"r1", b"r2"],
+        tf.errors.DataLossError,
+        (f"file {bad}", "not GZIP-compressed"),
+    )
 
 
 def _fixed_length_plain_read_as_gzip(d):
@@ -291,25 +357,41 @@ def _fixed_length_plain_read_as_gzip(d):
     (d / "bad.bin").write_bytes(b"abcdefgh")  # not compressed
     (d / "c.bin.gz").write_bytes(gzip.compress(b"ABCD"))
     bad = str(d / "bad.bin")
-    return Case([str(d / "a.bin.gz"), bad, str(d / "c.bin.gz")],
-                lambda m: m.FixedLengthRecordReader(4, encoding="GZIP"), _raw,
-                [b"0123", b"4567"], tf.errors.DataLossError,
-                (f"file {bad}", "not GZIP-compressed"))
+    return Case(
+        [str(d / "a.bin.gz"), bad, str(d / "c.bin.gz")],
+        lambda m: m.FixedLengthRecordReader(4, encoding="GZIP"),
+        _raw,
+        [b"0123", b"4567"],
+        tf.errors.DataLossError,
+        (f"file {bad}", "not GZIP-compressed"),
+    )
 
 
 def _missing_file(d):
     files, _ = _csv_files(d, "7,8,9\n")
     missing = str(d / "missing.csv")
     files[1] = missing
-    return Case(files, lambda m: m.TextLineReader(), _csv_row,
-                [(1, 2, 3), (4, 5, 6)], tf.errors.NotFoundError, (f"file {missing}",))
+    return Case(
+        files,
+        lambda m: m.TextLineReader(),
+        _csv_row,
+        [(1, 2, 3), (4, 5, 6)],
+        tf.errors.NotFoundError,
+        (f"file {missing}",),
+    )
 
 
 def _unreadable_file(d):
     files, bad = _csv_files(d, "7,8,9\n")
     os.chmod(bad, 0)
-    return Case(files, lambda m: m.TextLineReader(), _csv_row,
-                [(1, 2, 3), (4, 5, 6)], tf.errors.PermissionDeniedError, (f"file {bad}",))
+    return Case(
+        files,
+        lambda m: m.TextLineReader(),
+        _csv_row,
+        [(1, 2, 3), (4, 5, 6)],
+        tf.errors.PermissionDeniedError,
+        (f"file {bad}",),
+    )
 
 
 def _directory_as_file(d):
@@ -317,26 +399,43 @@ def _directory_as_file(d):
     directory = d / "a_directory.csv"
     directory.mkdir()
     files[1] = str(directory)
-    return Case(files, lambda m: m.TextLineReader(), _csv_row,
-                [(1, 2, 3), (4, 5, 6)], tf.errors.FailedPreconditionError,
-                (f"file {directory}",))
+    return Case(
+        files,
+        lambda m: m.TextLineReader(),
+        _csv_row,
+        [(1, 2, 3), (4, 5, 6)],
+        tf.errors.FailedPreconditionError,
+        (f"file {directory}",),
+    )
 
 
 def _glob_matches_nothing(d):
     _csv_files(d, "7,8,9\n")
     pattern = str(d / "*.nothing")
-    return Case(pattern, lambda m: m.TextLineReader(), _csv_row, [],
-                tf.errors.InvalidArgumentError, (f"no file matches the pattern {pattern}",))
+    return Case(
+        pattern,
+        lambda m: m.TextLineReader(),
+        _csv_row,
+        [],
+        tf.errors.InvalidArgumentError,
+        (f"no file matches the pattern {pattern}",),
+    )
 
 
 def _file_removed_between_epochs(d):
     files = [_text(d / "a.csv", "1,2,3\n4,5,6\n"), _text(d / "b.csv", "7,8,9\n10,11,12\n")]
     # The batch queue holds 1 record, so when the consumer has the first
     # epoch's 4 records, the reader has at most reached a.csv again.
-    return Case(files, lambda m: m.TextLineReader(), _csv_row,
-                [(1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (1, 2, 3), (4, 5, 6)],
-                tf.errors.NotFoundError, (f"file {files[1]}",), num_epochs=2,
-                remove=(4, files[1]))
+    return Case(
+        files,
+        lambda m: m.TextLineReader(),
+        _csv_row,
+        [(1, 2, 3), (4, 5, 6), (7, 8, 9), (10, 11, 12), (1, 2, 3), (4, 5, 6)],
+        tf.errors.NotFoundError,
+        (f"file {files[1]}",),
+        num_epochs=2,
+        remove=(4, files[1]),
+    )
 
 
 CATALOGUE = {
@@ -360,8 +459,10 @@ CATALOGUE = {
 
 def _make_case(tmp_path, kind, label) -> Case:
     if kind == "unreadable_file" and os.geteuid() == 0:
-        pytest.skip("running as root: chmod 000 does not block reads (directory_as_file "
-                    "covers an unopenable path)")
+        pytest.skip(
+            "running as root: chmod 000 does not block reads (directory_as_file "
+            "covers an unopenable path)"
+        )
     d = tmp_path / label
     d.mkdir()
     return CATALOGUE[kind](d)
@@ -459,8 +560,11 @@ def test_truncated_fixed_length_warns_once_per_file(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
         for _ in range(2):  # a second pipeline over the same file: no new warning
             assert _run_case(qp, case)[0] == case.good
-    warnings = [r.getMessage() for r in caplog.records
-                if r.name == "queue_pipeline" and "partial record" in r.getMessage()]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "queue_pipeline" and "partial record" in r.getMessage()
+    ]
     assert len(warnings) == 1, warnings
     (warning,) = warnings
     assert f"file {truncated} has 10 bytes" in warning
@@ -472,18 +576,29 @@ def test_truncated_fixed_length_warns_once_per_file(tmp_path, caplog):
 @pytest.mark.parametrize("switch", ["tf_faithful", "tail_warning_off"])
 def test_truncated_fixed_length_is_silent_when_switched_off(tmp_path, caplog, switch):
     case = _make_case(tmp_path, "truncated_fixed_length", "qp")
-    settings = qp.tf_faithful() if switch == "tf_faithful" else qp.diagnostics(
-        tail_warning=False)
+    settings = qp.tf_faithful() if switch == "tf_faithful" else qp.diagnostics(tail_warning=False)
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"), settings:
         assert _run_case(qp, case)[0] == case.good
     assert not [r for r in caplog.records if "partial record" in r.getMessage()]
 
 
-@pytest.mark.parametrize("size, record, header, footer, hop", [
-    (10, 4, 0, 0, 0), (12, 4, 0, 0, 0), (3, 4, 0, 0, 0), (11, 4, 1, 1, 0),
-    (13, 4, 2, 3, 0), (10, 4, 0, 0, 3), (11, 4, 0, 0, 3), (11, 2, 0, 0, 4),
-    (9, 3, 0, 0, 5), (5, 4, 2, 2, 0), (0, 1, 0, 0, 0), (9, 3, 1, 0, 2),
-])
+@pytest.mark.parametrize(
+    "size, record, header, footer, hop",
+    [
+        (10, 4, 0, 0, 0),
+        (12, 4, 0, 0, 0),
+        (3, 4, 0, 0, 0),
+        (11, 4, 1, 1, 0),
+        (13, 4, 2, 3, 0),
+        (10, 4, 0, 0, 3),
+        (11, 4, 0, 0, 3),
+        (11, 2, 0, 0, 4),
+        (9, 3, 0, 0, 5),
+        (5, 4, 2, 2, 0),
+        (0, 1, 0, 0, 0),
+        (9, 3, 1, 0, 2),
+    ],
+)
 def test_partial_tail_matches_the_kernel(tmp_path, size, record, header, footer, hop):
     """partial_tail against what the kernel reads: every byte of the file is its
     own offset, so the records show where the last one ended."""
@@ -513,16 +628,20 @@ def test_partial_tail_matches_the_kernel(tmp_path, size, record, header, footer,
 
 # --------------------------------------------------------------------------- describe_origin
 
+
 def _fake_runner(*ops):
     """The attributes describe_origin uses from a QueueRunner."""
     return type("FakeRunner", (), {"enqueue_ops": list(ops), "queue": None})()
 
 
-@pytest.mark.parametrize("error, runner, sess", [
-    (ValueError("boom"), None, None),
-    (tf.errors.DataLossError(None, None, "corrupted record at 3"), object(), object()),
-    (tf.errors.InvalidArgumentError(None, None, "{{node nowhere}}"), _fake_runner(), None),
-])
+@pytest.mark.parametrize(
+    "error, runner, sess",
+    [
+        (ValueError("boom"), None, None),
+        (tf.errors.DataLossError(None, None, "corrupted record at 3"), object(), object()),
+        (tf.errors.InvalidArgumentError(None, None, "{{node nowhere}}"), _fake_runner(), None),
+    ],
+)
 def test_describe_origin_never_raises(error, runner, sess):
     assert _locate.describe_origin(error, runner, sess) == ""
 
@@ -612,8 +731,10 @@ def _decode_error_message(g, batch, *, steps):
 def test_threads_sharing_a_reader_name_the_failing_record_exactly(tmp_path, attempt):
     """shuffle_batch(num_threads=4) on one reader: the record named is the failing
     one, every time (it is found by decoding the files again, not by a racy last key)."""
-    files = [_text(tmp_path / f"good{i}.csv", "".join(f"{i},{j},{j}\n" for j in range(20)))
-             for i in range(3)]
+    files = [
+        _text(tmp_path / f"good{i}.csv", "".join(f"{i},{j},{j}\n" for j in range(20)))
+        for i in range(3)
+    ]
     bad = _text(tmp_path / "c.csv", "7,8,9\n10,11\n12,13,14\n")
     files.insert(attempt % 4, bad)
     message = _error_through_batch(qp.TextLineReader, files, num_threads=4)
@@ -624,8 +745,7 @@ def test_threads_sharing_a_reader_name_the_failing_record_exactly(tmp_path, atte
 
 
 def test_several_records_failing_alike_are_named_as_candidates(tmp_path):
-    files = [_text(tmp_path / "a.csv", "1,2,3\n4,5\n"),
-             _text(tmp_path / "b.csv", "6,7,8\n9,10\n")]
+    files = [_text(tmp_path / "a.csv", "1,2,3\n4,5\n"), _text(tmp_path / "b.csv", "6,7,8\n9,10\n")]
     message = _error_through_batch(qp.TextLineReader, files, num_threads=2)
     assert "Input: one of the records" in message and "(each fails this way)" in message
     assert f"record {files[0]}:2" in message and f"record {files[1]}:2" in message
@@ -647,15 +767,17 @@ def test_join_of_several_readers_names_the_failing_readers_record(tmp_path):
     with g.as_default():
         queue = qp.string_input_producer(files, num_epochs=1, shuffle=False)
         rows = [[_csv_row(qp.TextLineReader().read(queue).value)] for _ in range(3)]
-        batch = qp.shuffle_batch_join(rows, 2, capacity=20, min_after_dequeue=2,
-                                      allow_smaller_final_batch=True)
+        batch = qp.shuffle_batch_join(
+            rows, 2, capacity=20, min_after_dequeue=2, allow_smaller_final_batch=True
+        )
     message = _decode_error_message(g, batch, steps=20)
     assert f"file {files[3]}, line 3 (record {files[3]}:3)" in message
 
 
 def _example(**features) -> bytes:
-    feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
-               for k, v in features.items()}
+    feature = {
+        k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in features.items()
+    }
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -667,8 +789,9 @@ def test_other_decoders_name_the_record(tmp_path, decoder):
         make_reader, record = qp.TFRecordReader, f"{path}:{2 * (16 + len(_example(x=[1])))}"
 
         def decode(value):
-            return tf.io.parse_single_example(
-                value, {"x": tf.io.FixedLenFeature([], tf.int64)})["x"]
+            return tf.io.parse_single_example(value, {"x": tf.io.FixedLenFeature([], tf.int64)})[
+                "x"
+            ]
     else:
         path = tmp_path / "numbers.txt"
         path.write_text("1\n2\nthree\n")
@@ -676,6 +799,7 @@ def test_other_decoders_name_the_record(tmp_path, decoder):
 
         def decode(value):
             return tf.strings.to_number(value, tf.int64)
+
     g = tf.Graph()
     with g.as_default():
         queue = qp.string_input_producer([str(path)], num_epochs=1, shuffle=False)
@@ -707,7 +831,8 @@ def test_decode_error_names_the_record_in_a_finalized_graph(tmp_path):
         batch = qp.batch([_csv_row(value)], 1)
         with pytest.raises(tf.errors.InvalidArgumentError) as info:
             with tf.compat.v1.train.MonitoredTrainingSession(
-                    config=tf.compat.v1.ConfigProto(operation_timeout_in_ms=20_000)) as sess:
+                config=tf.compat.v1.ConfigProto(operation_timeout_in_ms=20_000)
+            ) as sess:
                 for _ in range(10):
                     sess.run(batch)
     assert f"record {files[0]}:2" in info.value.message

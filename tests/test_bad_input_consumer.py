@@ -29,8 +29,9 @@ def _write_tfrecords(path, records, compression=None):
 
 
 def _example(**features) -> bytes:
-    feature = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
-               for k, v in features.items()}
+    feature = {
+        k: tf.train.Feature(int64_list=tf.train.Int64List(value=v)) for k, v in features.items()
+    }
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -40,19 +41,27 @@ def _short_csv_row(d):
     good.write_text("1,2\n3,4\n")
     bad = d / "bad.csv"
     bad.write_text("5,6\n7\n8,9\n")
-    return ([str(good), str(bad)], qp.TextLineReader,
-            lambda value: tf.io.decode_csv(value, [[0], [0]]),
-            tf.errors.InvalidArgumentError, f"file {bad}, line 2 (record {bad}:2)")
+    return (
+        [str(good), str(bad)],
+        qp.TextLineReader,
+        lambda value: tf.io.decode_csv(value, [[0], [0]]),
+        tf.errors.InvalidArgumentError,
+        f"file {bad}, line 2 (record {bad}:2)",
+    )
 
 
 def _missing_feature(d):
     path = _write_tfrecords(d / "x.tfrecord", [_example(x=[1]), _example(y=[2])])
     offset = 16 + len(_example(x=[1]))
-    return ([path], qp.TFRecordReader,
-            lambda value: [tf.io.parse_single_example(
-                value, {"x": tf.io.FixedLenFeature([], tf.int64)})["x"]],
-            tf.errors.InvalidArgumentError,
-            f"file {path}, byte offset {offset} (record {path}:{offset})")
+    return (
+        [path],
+        qp.TFRecordReader,
+        lambda value: [
+            tf.io.parse_single_example(value, {"x": tf.io.FixedLenFeature([], tf.int64)})["x"]
+        ],
+        tf.errors.InvalidArgumentError,
+        f"file {path}, byte offset {offset} (record {path}:{offset})",
+    )
 
 
 def _bad_crc(d):
@@ -60,33 +69,55 @@ def _bad_crc(d):
     data = bytearray(open(path, "rb").read())
     data[18 + 8] ^= 0xFF  # the length CRC of the second record
     open(path, "wb").write(bytes(data))
-    return ([path], qp.TFRecordReader, lambda value: [value],
-            tf.errors.DataLossError, f"file {path}, record {path}:18")
+    return (
+        [path],
+        qp.TFRecordReader,
+        lambda value: [value],
+        tf.errors.DataLossError,
+        f"file {path}, record {path}:18",
+    )
 
 
 def _truncated_tfrecord(d):
     path = _write_tfrecords(d / "cut.tfrecord", [b"r1", b"r2"])
     data = open(path, "rb").read()
     open(path, "wb").write(data[:-5])
-    return ([path], qp.TFRecordReader, lambda value: [value],
-            tf.errors.DataLossError, f"file {path}")
+    return (
+        [path],
+        qp.TFRecordReader,
+        lambda value: [value],
+        tf.errors.DataLossError,
+        f"file {path}",
+    )
 
 
 def _wrong_compression(d):
     path = _write_tfrecords(d / "z.tfrecord", [b"r1"], "GZIP")
-    return ([path], qp.TFRecordReader, lambda value: [value],
-            tf.errors.DataLossError, "GZIP-compressed")
+    return (
+        [path],
+        qp.TFRecordReader,
+        lambda value: [value],
+        tf.errors.DataLossError,
+        "GZIP-compressed",
+    )
 
 
 def _corrupt_jpeg(d):
     good = d / "good.jpg"
-    good.write_bytes(tf.io.encode_jpeg(tf.zeros([4, 4, 3], tf.uint8)).numpy()
-                     if tf.executing_eagerly() else _jpeg_bytes())
+    good.write_bytes(
+        tf.io.encode_jpeg(tf.zeros([4, 4, 3], tf.uint8)).numpy()
+        if tf.executing_eagerly()
+        else _jpeg_bytes()
+    )
     bad = d / "bad.jpg"
     bad.write_bytes(b"\xff\xd8 not really a jpeg")
-    return ([str(good), str(bad)], qp.WholeFileReader,
-            lambda value: [tf.io.decode_jpeg(value, channels=3)],
-            tf.errors.InvalidArgumentError, f"file {bad}")
+    return (
+        [str(good), str(bad)],
+        qp.WholeFileReader,
+        lambda value: [tf.io.decode_jpeg(value, channels=3)],
+        tf.errors.InvalidArgumentError,
+        f"file {bad}",
+    )
 
 
 def _jpeg_bytes() -> bytes:
@@ -97,15 +128,24 @@ def _jpeg_bytes() -> bytes:
 def _bad_fixed_length_record(d):
     path = d / "raw.bin"
     path.write_bytes(b"000100x20003")  # three records of 4 bytes; the second is no number
-    return ([str(path)], lambda: qp.FixedLengthRecordReader(4),
-            lambda value: [tf.strings.to_number(value, tf.int32)],
-            tf.errors.InvalidArgumentError, f"file {path}, record 1 (record {path}:1)")
+    return (
+        [str(path)],
+        lambda: qp.FixedLengthRecordReader(4),
+        lambda value: [tf.strings.to_number(value, tf.int32)],
+        tf.errors.InvalidArgumentError,
+        f"file {path}, record 1 (record {path}:1)",
+    )
 
 
-CASES = {"short_csv_row": _short_csv_row, "missing_feature": _missing_feature,
-         "bad_crc": _bad_crc, "truncated_tfrecord": _truncated_tfrecord,
-         "wrong_compression": _wrong_compression, "corrupt_jpeg": _corrupt_jpeg,
-         "bad_fixed_length_record": _bad_fixed_length_record}
+CASES = {
+    "short_csv_row": _short_csv_row,
+    "missing_feature": _missing_feature,
+    "bad_crc": _bad_crc,
+    "truncated_tfrecord": _truncated_tfrecord,
+    "wrong_compression": _wrong_compression,
+    "corrupt_jpeg": _corrupt_jpeg,
+    "bad_fixed_length_record": _bad_fixed_length_record,
+}
 
 
 def _direct(case, d):
@@ -122,8 +162,8 @@ def _run_until_error(fetch, how):
     if how == "monitored":
         with pytest.raises(tf.errors.OpError) as info:
             with tf.compat.v1.train.MonitoredSession(
-                    session_creator=tf.compat.v1.train.ChiefSessionCreator(
-                        config=session_config())) as sess:
+                session_creator=tf.compat.v1.train.ChiefSessionCreator(config=session_config())
+            ) as sess:
                 for _ in range(50):
                     sess.run(fetch)
         return info.value
@@ -131,8 +171,7 @@ def _run_until_error(fetch, how):
         sess.run(tf.compat.v1.local_variables_initializer())
         coord = qp.Coordinator()
         threads = qp.start_queue_runners(sess, coord)
-        step = sess.make_callable(fetch) if how == "make_callable" else (
-            lambda: sess.run(fetch))
+        step = sess.make_callable(fetch) if how == "make_callable" else (lambda: sess.run(fetch))
         try:
             with pytest.raises(tf.errors.OpError) as info:
                 for _ in range(50):
@@ -165,11 +204,15 @@ def test_tf_faithful_keeps_tfs_message(case, tmp_path):
 
 @pytest.mark.parametrize("engine", ["queue", "dataset"])
 def test_a_batch_of_raw_records_decoded_after_the_dequeue_names_the_record(
-        engine, tmp_path, caplog):
+    engine, tmp_path, caplog
+):
     """Raw lines batched, the batch decoded in the main thread (both engines)."""
     files, _, _, _, text = _short_csv_row(tmp_path)
-    with caplog.at_level(logging.INFO, logger="queue_pipeline"), \
-            tf.Graph().as_default(), qp.engine(engine):
+    with (
+        caplog.at_level(logging.INFO, logger="queue_pipeline"),
+        tf.Graph().as_default(),
+        qp.engine(engine),
+    ):
         queue = qp.string_input_producer(files, num_epochs=1, shuffle=False)
         _, line = qp.TextLineReader().read(queue)
         lines = qp.batch([line], 3, allow_smaller_final_batch=True)
@@ -182,13 +225,15 @@ def test_a_batch_of_raw_records_decoded_after_the_dequeue_names_the_record(
 
 
 @pytest.mark.parametrize("vectorized", [True, False], ids=["vectorized", "per_record"])
-def test_a_decode_error_inside_the_dataset_engine_names_the_record(vectorized, tmp_path,
-                                                                   caplog):
+def test_a_decode_error_inside_the_dataset_engine_names_the_record(vectorized, tmp_path, caplog):
     """The engine decodes inside tf.data: the iterator's error names the legacy op,
     and the record is found as on the queue engine."""
     files, _, _, _, text = _short_csv_row(tmp_path)
-    with caplog.at_level(logging.INFO, logger="queue_pipeline"), \
-            tf.Graph().as_default(), qp.engine("dataset"):
+    with (
+        caplog.at_level(logging.INFO, logger="queue_pipeline"),
+        tf.Graph().as_default(),
+        qp.engine("dataset"),
+    ):
         queue = qp.string_input_producer(files, num_epochs=1, shuffle=False)
         _, line = qp.TextLineReader().read(queue)
         a, b = tf.io.decode_csv(line, [[0], [0]])
@@ -217,8 +262,7 @@ def test_a_read_error_in_a_served_pipeline_names_the_file(tmp_path):
 def test_a_partial_fixed_length_tail_read_in_the_main_thread_warns(tmp_path, caplog):
     path = tmp_path / "tail.bin"
     path.write_bytes(b"0123456789")  # records of 4: two, and 2 bytes dropped
-    with caplog.at_level(logging.WARNING, logger="queue_pipeline"), \
-            tf.Graph().as_default():
+    with caplog.at_level(logging.WARNING, logger="queue_pipeline"), tf.Graph().as_default():
         queue = qp.string_input_producer([str(path)], num_epochs=1, shuffle=False)
         _, value = qp.FixedLengthRecordReader(4).read(queue)
         with new_session(tf.compat.v1.get_default_graph()) as sess:

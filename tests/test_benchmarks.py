@@ -24,8 +24,11 @@ import report  # noqa: E402 - benchmarks/report.py
 import runner_loop  # noqa: E402
 from helpers import tf1_mode  # noqa: E402
 
-PROGRESS_LINE = re.compile(r"^\[\s*(\d+)/(\d+) \d+:\d\d eta \d+:\d\d\] (W\d) (\S+) repeat "
-                           r"(\d+)/(\d+): [\d,]+/s$", re.MULTILINE)
+PROGRESS_LINE = re.compile(
+    r"^\[\s*(\d+)/(\d+) \d+:\d\d eta \d+:\d\d\] (W\d) (\S+) repeat "
+    r"(\d+)/(\d+): [\d,]+/s$",
+    re.MULTILINE,
+)
 
 
 def test_runner_loop_benchmark_quick(tmp_path, capsys):
@@ -55,8 +58,12 @@ def _check_progress(run, stderr, stdout, repeats=1):
     """A progress line per (workload, variant, repeat) on stderr, none on stdout."""
     lines = PROGRESS_LINE.findall(stderr)
     measured = {(w, v, int(r)) for _, _, w, v, r, _ in lines}
-    expected = {(w, v, r) for w in run.WORKLOADS for v in _expected_variants(run, w)
-                for r in range(1, repeats + 1)}
+    expected = {
+        (w, v, r)
+        for w in run.WORKLOADS
+        for v in _expected_variants(run, w)
+        for r in range(1, repeats + 1)
+    }
     assert len(lines) == len(expected) and measured == expected
     assert [int(done) for done, *_ in lines] == list(range(1, len(lines) + 1))
     assert not PROGRESS_LINE.search(stdout) and "[bench]" not in stdout
@@ -81,8 +88,12 @@ def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
 def tf1_quick_run(tmp_path_factory):
     """``python benchmarks/run.py --quick --tf1 --json FILE`` in a fresh process."""
     out = tmp_path_factory.mktemp("bench_tf1") / "bench_tf1.json"
-    done = subprocess.run([sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--tf1",
-                           "--json", str(out)], capture_output=True, text=True, timeout=110)
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--tf1", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(out.read_text()), done.stdout, done.stderr, out
 
@@ -142,13 +153,16 @@ def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys)
         assert rows["tf_queue_1"][1] == "1.00" and rows["tfdata"][2] == "1.00"
         if "tfdata_batch_decode" in table:
             assert rows["tfdata_batch_decode"][2] == "1.00"
-            twin, hand = (table[v]["median"] for v in ("twin_batch_decode",
-                                                        "tfdata_batch_decode"))
+            twin, hand = (table[v]["median"] for v in ("twin_batch_decode", "tfdata_batch_decode"))
             assert rows["twin_batch_decode"][2] == f"{twin / hand:.2f}"
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (BENCHMARKS / "results").glob("*.json")
-                                        if p.with_suffix(".txt").exists()))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.stem for p in (BENCHMARKS / "results").glob("*.json") if p.with_suffix(".txt").exists()
+    ),
+)
 def test_committed_results_still_render(name):
     """The committed results load with their TF mode (files from before ``tf_mode``
     existed are TF 2.x runs) and render to their committed tables, byte for byte."""

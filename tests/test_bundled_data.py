@@ -24,8 +24,9 @@ def test_digits_are_8x8_uint8_with_ten_classes():
 
 
 def test_csv_rows_are_label_then_64_pixels(prepared):
-    rows = np.concatenate([np.loadtxt(p, delimiter=",", dtype=int, ndmin=2)
-                           for p in prepared["csv"]])
+    rows = np.concatenate(
+        [np.loadtxt(p, delimiter=",", dtype=int, ndmin=2) for p in prepared["csv"]]
+    )
     images, labels = bundled.digits()
     assert rows.shape == (len(images), 65)
     assert (rows[:, 0] == labels).all() and (rows[:, 1:] == images.reshape(len(images), -1)).all()
@@ -43,15 +44,18 @@ def test_mnist_idx_round_trip(prepared):
 
 
 def test_mnist_tfrecords_parse_with_the_classic_features(prepared):
-    features = {"image_raw": tf.io.FixedLenFeature([], tf.string),
-                "label": tf.io.FixedLenFeature([], tf.int64),
-                "height": tf.io.FixedLenFeature([], tf.int64),
-                "width": tf.io.FixedLenFeature([], tf.int64),
-                "depth": tf.io.FixedLenFeature([], tf.int64)}
+    features = {
+        "image_raw": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "height": tf.io.FixedLenFeature([], tf.int64),
+        "width": tf.io.FixedLenFeature([], tf.int64),
+        "depth": tf.io.FixedLenFeature([], tf.int64),
+    }
     idx = prepared["mnist_idx"]
     images, labels = bundled.read_mnist_idx(idx["t10k_images"], idx["t10k_labels"])
     records = tf.data.TFRecordDataset(prepared["mnist_tfrecords"]["t10k"]).map(
-        lambda record: tf.io.parse_single_example(record, features))
+        lambda record: tf.io.parse_single_example(record, features)
+    )
     parsed = dataset_values(records)
     assert len(parsed) == len(images)
     assert [int(parsed[0][k]) for k in ("height", "width", "depth")] == [28, 28, 1]
@@ -62,8 +66,9 @@ def test_mnist_tfrecords_parse_with_the_classic_features(prepared):
 
 def test_cifar_binary_records_are_1_plus_3072_bytes(prepared):
     files = prepared["cifar"]["train"] + prepared["cifar"]["test"]
-    assert [os.path.basename(f) for f in files] == [
-        f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]
+    assert [os.path.basename(f) for f in files] == [f"data_batch_{i}.bin" for i in range(1, 6)] + [
+        "test_batch.bin"
+    ]
     total = 0
     for path in files:
         size = os.path.getsize(path)
@@ -76,8 +81,11 @@ def test_cifar_binary_records_are_1_plus_3072_bytes(prepared):
 
 def test_jpegs_decode_and_boxes_fit(prepared):
     paths = [path for path, _ in prepared["jpegs"]]
-    decoded = dataset_values(tf.data.Dataset.from_tensor_slices(paths).map(
-        lambda path: tf.io.decode_jpeg(tf.io.read_file(path))))
+    decoded = dataset_values(
+        tf.data.Dataset.from_tensor_slices(paths).map(
+            lambda path: tf.io.decode_jpeg(tf.io.read_file(path))
+        )
+    )
     assert len(decoded) == len(paths)
     for image, (_, boxes) in zip(decoded, prepared["jpegs"]):
         assert image.ndim == 3 and image.shape[2] == 3

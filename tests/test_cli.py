@@ -34,8 +34,12 @@ def test_usage_error_exits_2(capsys):
 
 
 def test_python_dash_m_runs():
-    out = subprocess.run([sys.executable, "-m", "queue_pipeline", "table"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "queue_pipeline", "table"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0
     assert "shuffle_batch  ->  queue_pipeline.data.shuffle_batch" in out.stdout
 
@@ -46,7 +50,8 @@ def test_readme_table_is_generated_from_the_code():
     readme = (pathlib.Path(__file__).parents[1] / "README.rst").read_text()
     assert migration.render("rst") in readme, (
         "README.rst's migration table is stale: paste `python -m queue_pipeline "
-        "table --format rst` into it")
+        "table --format rst` into it"
+    )
 
 
 def test_readme_commands_are_the_demo_and_what_ci_runs():
@@ -54,15 +59,17 @@ def test_readme_commands_are_the_demo_and_what_ci_runs():
 
     root = pathlib.Path(__file__).parents[1]
     readme = (root / "README.rst").read_text()
-    commands = [line.strip() for line in readme.splitlines()
-                if line.startswith("    pip install")]
-    assert commands[:2] == ["pip install -e '.[examples]' && queue-pipeline demo",
-                            "pip install -e '.[test]' && python -m pytest -q -p no:cacheprovider"
-                            " && python -m pytest -q -p no:cacheprovider --tf1"]
+    commands = [line.strip() for line in readme.splitlines() if line.startswith("    pip install")]
+    assert commands[:2] == [
+        "pip install -e '.[examples]' && queue-pipeline demo",
+        "pip install -e '.[test]' && python -m pytest -q -p no:cacheprovider"
+        " && python -m pytest -q -p no:cacheprovider --tf1",
+    ]
     assert commands[1] in (root / ".ci" / "run").read_text()
 
 
 # --- `run`'s own flags: --engine and --tf1, before or right after the script ----
+
 
 @pytest.fixture
 def recorded_run(monkeypatch, tmp_path):
@@ -100,8 +107,11 @@ RUN_FLAGS = [
     ("tf1-after", ["S", "--tf1", "a"], (None, True, ["a"])),
     ("both-after", ["S", "--engine", "dataset", "--tf1", "x"], ("dataset", True, ["x"])),
     ("both-after-swapped", ["S", "--tf1", "--engine=dataset", "x"], ("dataset", True, ["x"])),
-    ("both-before", ["--engine", "dataset", "--tf1", "S", "--engine", "q"],
-     ("dataset", True, ["--engine", "q"])),
+    (
+        "both-before",
+        ["--engine", "dataset", "--tf1", "S", "--engine", "q"],
+        ("dataset", True, ["--engine", "q"]),
+    ),
     ("second-tf1-is-the-scripts", ["--tf1", "S", "--tf1"], (None, True, ["--tf1"])),
     ("not-leading", ["S", "a", "--tf1"], (None, False, ["a", "--tf1"])),
     ("engine-without-value", ["S", "--engine"], (None, False, ["--engine"])),
@@ -109,10 +119,10 @@ RUN_FLAGS = [
 ]
 
 
-@pytest.mark.parametrize("argv, expected", [r[1:] for r in RUN_FLAGS],
-                         ids=[r[0] for r in RUN_FLAGS])
-def test_run_takes_engine_and_tf1_before_or_right_after_the_script(recorded_run, argv,
-                                                                     expected):
+@pytest.mark.parametrize(
+    "argv, expected", [r[1:] for r in RUN_FLAGS], ids=[r[0] for r in RUN_FLAGS]
+)
+def test_run_takes_engine_and_tf1_before_or_right_after_the_script(recorded_run, argv, expected):
     script, calls = recorded_run
     argv = [script if a == "S" else a for a in argv]
     assert cli.main(["run", *argv]) == 0
@@ -145,9 +155,14 @@ def test_run_tf1_reports_a_removed_api_as_its_replacement(recorded_run, monkeypa
     assert cli.main(["run", "--tf1", script]) == 1
     err = capsys.readouterr().err
     assert err.startswith("Traceback")
-    assert err.rstrip().splitlines()[-1].startswith(
-        "queue-pipeline run --tf1: error: RemovedAttributeError: `tf.contrib` was removed "
-        "in TensorFlow 2.x; its modules moved into TensorFlow")
+    assert (
+        err.rstrip()
+        .splitlines()[-1]
+        .startswith(
+            "queue-pipeline run --tf1: error: RemovedAttributeError: `tf.contrib` was removed "
+            "in TensorFlow 2.x; its modules moved into TensorFlow"
+        )
+    )
     assert cli.main(["run", script]) == 1  # without --tf1: the script's own error
     last = capsys.readouterr().err.rstrip().splitlines()[-1]
     assert last.startswith("queue-pipeline run: error: AttributeError: module ")

@@ -170,8 +170,11 @@ def test_dict_and_sparse_components():
         return qp.batch({"x": x, "s": sparse}, 2)
 
     def twin():
-        return tf.data.Dataset.range(4).map(
-            lambda x: {"x": x, "s": tf.SparseTensor([[0]], tf.reshape(x, [1]), [3])}).batch(2)
+        return (
+            tf.data.Dataset.range(4)
+            .map(lambda x: {"x": x, "s": tf.SparseTensor([[0]], tf.reshape(x, [1]), [3])})
+            .batch(2)
+        )
 
     r = run(legacy, twin)
     assert r.matched, r.render()
@@ -192,6 +195,7 @@ def test_tf_oracle_pipeline_as_legacy():
 
 # ------------------------------------------------------------- bad input
 
+
 def test_different_structure_is_reported_not_raised():
     r = run(P.legacy_range, P.twin_two_components)
     assert not r.matched and not r.structure_equal
@@ -207,8 +211,10 @@ def test_unbatched_twin_gets_a_batch_hint():
 
 
 def test_legacy_that_raises():
-    with pytest.raises(PipelineError, match="`legacy` callable legacy_raises raised "
-                                            "RuntimeError: boom while building"):
+    with pytest.raises(
+        PipelineError,
+        match="`legacy` callable legacy_raises raised RuntimeError: boom while building",
+    ):
         run(P.legacy_raises, P.twin_range)
 
 
@@ -249,8 +255,9 @@ def test_twin_that_never_produces_is_bounded():
     def twin():
         return P.twin_range().map(lambda x: tf.py_function(slow, [x], tf.int32))
 
-    with pytest.raises(PipelineStalledError, match="twin dataset delivered no element "
-                                                   "within 0.5 s"):
+    with pytest.raises(
+        PipelineStalledError, match="twin dataset delivered no element within 0.5 s"
+    ):
         run(P.legacy_range, twin, timeout=0.5)
 
 
@@ -263,12 +270,15 @@ def test_legacy_that_never_ends_needs_max_batches():
     assert any("max_batches" in n for n in r.notes)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"epochs": 0}, "`epochs`"),
-    ({"max_batches": -1}, "`max_batches`"),
-    ({"ordered": "yes"}, "`ordered`"),
-    ({"timeout": 0}, "`timeout`"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"epochs": 0}, "`epochs`"),
+        ({"max_batches": -1}, "`max_batches`"),
+        ({"ordered": "yes"}, "`ordered`"),
+        ({"timeout": 0}, "`timeout`"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         compare(P.legacy_range, P.twin_range, **kwargs)
@@ -280,6 +290,7 @@ def test_non_callables_are_rejected():
 
 
 # ------------------------------------------------------ report and helpers
+
 
 def test_json_round_trips_every_field():
     r = run(P.legacy_range, P.twin_dropped)
@@ -329,14 +340,17 @@ def test_legacy_graph_is_not_the_callers():
 PIPELINES = "compare_pipelines"
 
 
-@pytest.mark.parametrize("twin, ordered, code", [
-    ("twin_range", [], 0),
-    ("twin_dropped", [], 1),
-    ("twin_swapped", ["--ordered"], 1),
-    ("twin_swapped", ["--unordered"], 0),
-    ("twin_raises", [], 2),
-    ("no_such_twin", [], 2),
-])
+@pytest.mark.parametrize(
+    "twin, ordered, code",
+    [
+        ("twin_range", [], 0),
+        ("twin_dropped", [], 1),
+        ("twin_swapped", ["--ordered"], 1),
+        ("twin_swapped", ["--unordered"], 0),
+        ("twin_raises", [], 2),
+        ("no_such_twin", [], 2),
+    ],
+)
 def test_cli_exit_status(capsys, twin, ordered, code):
     from queue_pipeline import cli
 
@@ -352,8 +366,16 @@ def test_cli_exit_status(capsys, twin, ordered, code):
 def test_cli_json_and_epochs(capsys):
     from queue_pipeline import cli
 
-    code = cli.main(["compare", f"{PIPELINES}:legacy_range_2_epochs",
-                     f"{PIPELINES}:twin_range", "--json", "--epochs", "2"])
+    code = cli.main(
+        [
+            "compare",
+            f"{PIPELINES}:legacy_range_2_epochs",
+            f"{PIPELINES}:twin_range",
+            "--json",
+            "--epochs",
+            "2",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["matched"] is False and data["twin"]["examples"] == 10
     assert not any("`epochs`=2" in n for n in data["notes"])  # the plan agrees: 2
@@ -369,10 +391,13 @@ def test_console_script_with_a_file_path(tmp_path):
     script = shutil.which("queue-pipeline")
     assert script, "the console script is missing: run `pip install -e .`"
     module = pathlib.Path(__file__).with_name("compare_pipelines.py")
-    out = subprocess.run([script, "compare", f"{module}:legacy_range",
-                          f"{module}:twin_dropped", "--timeout", "20"],
-                         capture_output=True, text=True, timeout=120,
-                         cwd=pathlib.Path(__file__).parent)
+    out = subprocess.run(
+        [script, "compare", f"{module}:legacy_range", f"{module}:twin_dropped", "--timeout", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=pathlib.Path(__file__).parent,
+    )
     assert out.returncode == 1, out.stderr[-2000:]
     assert "queue_pipeline compare: DIFFER" in out.stdout
     assert "first differing index: 3" in out.stdout

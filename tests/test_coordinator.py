@@ -370,10 +370,14 @@ def test_clear_stop_keeps_registered_threads(threads_to_stop):
         return result
 
     ours, theirs = run_both(scenario)
-    assert ours == theirs == (
-        "raised",
-        RuntimeError,
-        "Coordinator stopped with threads still running: registered",
+    assert (
+        ours
+        == theirs
+        == (
+            "raised",
+            RuntimeError,
+            "Coordinator stopped with threads still running: registered",
+        )
     )
 
 
@@ -531,7 +535,7 @@ def test_join_stragglers_message(registered, threads_to_stop):
     prefix = "Coordinator stopped with threads still running: "
     for message in (ours[0][2], theirs[0][2]):
         assert message.startswith(prefix)
-        assert sorted(message[len(prefix):].split(" ")) == ["straggler-a", "straggler-b"]
+        assert sorted(message[len(prefix) :].split(" ")) == ["straggler-a", "straggler-b"]
 
 
 def test_join_ignore_live_threads_logs(caplog, impl, threads_to_stop):
@@ -700,10 +704,14 @@ def test_looper_args_require_target(kwargs):
         return result
 
     ours, theirs = run_both(scenario)
-    assert ours == theirs == (
-        "raised",
-        ValueError,
-        "'args' and 'kwargs' argument require that you also pass 'target'",
+    assert (
+        ours
+        == theirs
+        == (
+            "raised",
+            ValueError,
+            "'args' and 'kwargs' argument require that you also pass 'target'",
+        )
     )
 
 

@@ -16,8 +16,16 @@ from queue_pipeline import batching as legacy_batching
 from queue_pipeline.data import batching as data_batching
 
 
-BATCH_APIS = ["batch", "maybe_batch", "batch_join", "maybe_batch_join", "shuffle_batch",
-              "maybe_shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch_join"]
+BATCH_APIS = [
+    "batch",
+    "maybe_batch",
+    "batch_join",
+    "maybe_batch_join",
+    "shuffle_batch",
+    "maybe_shuffle_batch",
+    "shuffle_batch_join",
+    "maybe_shuffle_batch_join",
+]
 SHUFFLE_APIS = [api for api in BATCH_APIS if "shuffle" in api]
 N, EPOCHS = 13, 2
 
@@ -108,10 +116,14 @@ def _call(api, m, inputs, *, keep=True, threads=1, **kwargs):
 def _api_inputs(api):
     """(legacy fn(m), twin Dataset or list) over the same examples for `api`."""
     if "join" in api:
-        return (lambda m: _call(api, m, [_legacy_source(m), _legacy_source(m, 100)]),
-                lambda: _call(api, data_batching, [_twin_source(), _twin_source(100)]))
-    return (lambda m: _call(api, m, _legacy_source(m)),
-            lambda: _call(api, data_batching, _twin_source()))
+        return (
+            lambda m: _call(api, m, [_legacy_source(m), _legacy_source(m, 100)]),
+            lambda: _call(api, data_batching, [_twin_source(), _twin_source(100)]),
+        )
+    return (
+        lambda m: _call(api, m, _legacy_source(m)),
+        lambda: _call(api, data_batching, _twin_source()),
+    )
 
 
 # --- parity: examples, sequences, structure -------------------------------------
@@ -134,10 +146,8 @@ def test_every_example_once_per_epoch_like_legacy(api):
 def test_deterministic_sequence_identical_to_legacy(api, smaller):
     inputs = (lambda m: [_legacy_source(m)]) if "join" in api else _legacy_source
     twin_inputs = [_twin_source()] if "join" in api else _twin_source()
-    legacy = _legacy(lambda m: getattr(m, api)(inputs(m), 5,
-                                               allow_smaller_final_batch=smaller))
-    twin = _twin(getattr(data_batching, api)(twin_inputs, 5,
-                                             allow_smaller_final_batch=smaller))
+    legacy = _legacy(lambda m: getattr(m, api)(inputs(m), 5, allow_smaller_final_batch=smaller))
+    twin = _twin(getattr(data_batching, api)(twin_inputs, 5, allow_smaller_final_batch=smaller))
     assert twin == legacy
     assert len(_examples(twin)) == (N * EPOCHS if smaller else 25)
 
@@ -146,16 +156,20 @@ def test_allow_smaller_final_batch_is_inverted_into_drop_remainder():
     ds = tf.data.Dataset.range(7)
     assert _twin(data_batching.batch(ds, 3)) == [[0, 1, 2], [3, 4, 5]]
     assert _twin(data_batching.batch(ds, 3, allow_smaller_final_batch=True)) == [
-        [0, 1, 2], [3, 4, 5], [6]]
+        [0, 1, 2],
+        [3, 4, 5],
+        [6],
+    ]
 
 
 STRUCTURES = {  # (legacy tensors, twin Dataset element)
-    "tuple": (lambda: [tf.constant(1), tf.zeros([2])],
-              lambda: (tf.constant(1), tf.zeros([2]))),
+    "tuple": (lambda: [tf.constant(1), tf.zeros([2])], lambda: (tf.constant(1), tf.zeros([2]))),
     "one_component_list": (lambda: [tf.constant("s")], lambda: (tf.constant("s"),)),
     "bare": (lambda: [tf.constant(1.5)], lambda: tf.constant(1.5)),
-    "dict": (lambda: {"b": tf.ones([3], tf.int64), "a": tf.constant(True)},
-             lambda: {"b": tf.ones([3], tf.int64), "a": tf.constant(True)}),
+    "dict": (
+        lambda: {"b": tf.ones([3], tf.int64), "a": tf.constant(True)},
+        lambda: {"b": tf.ones([3], tf.int64), "a": tf.constant(True)},
+    ),
     "one_key_dict": (lambda: {"k": tf.constant(1)}, lambda: {"k": tf.constant(1)}),
 }
 
@@ -182,9 +196,15 @@ def _describe_spec(spec):
 def test_structure_dtypes_and_static_shapes_match_legacy(api, structure, smaller):
     legacy_tensors, twin_element = STRUCTURES[structure]
     join = "join" in api
-    _, legacy = build(qp, lambda m: _call(
-        api, m, [legacy_tensors()] if join else legacy_tensors(),
-        allow_smaller_final_batch=smaller))
+    _, legacy = build(
+        qp,
+        lambda m: _call(
+            api,
+            m,
+            [legacy_tensors()] if join else legacy_tensors(),
+            allow_smaller_final_batch=smaller,
+        ),
+    )
     ds = tf.data.Dataset.from_tensors(twin_element()).repeat()
     twin = _call(api, data_batching, [ds] if join else ds, allow_smaller_final_batch=smaller)
     assert _describe_spec(twin.element_spec) == _describe_legacy(legacy)
@@ -211,15 +231,24 @@ def test_tensor_batch_size_static_shape_like_legacy():
 
 def _padded_legacy(m, shapes=None):
     n = m.range_input_producer(5, num_epochs=1, shuffle=False).dequeue()
-    return m.batch([tf.range(n), tf.fill([n, 2], n), tf.strings.as_string(n)], 2,
-                   shapes=shapes, dynamic_pad=True, allow_smaller_final_batch=True)
+    return m.batch(
+        [tf.range(n), tf.fill([n, 2], n), tf.strings.as_string(n)],
+        2,
+        shapes=shapes,
+        dynamic_pad=True,
+        allow_smaller_final_batch=True,
+    )
 
 
 def _padded_twin(shapes=None):
-    ds = tf.data.Dataset.range(5).map(lambda n: tf.cast(n, tf.int32)).map(
-        lambda n: (tf.range(n), tf.fill([n, 2], n), tf.strings.as_string(n)))
-    return data_batching.batch(ds, 2, shapes=shapes, dynamic_pad=True,
-                               allow_smaller_final_batch=True)
+    ds = (
+        tf.data.Dataset.range(5)
+        .map(lambda n: tf.cast(n, tf.int32))
+        .map(lambda n: (tf.range(n), tf.fill([n, 2], n), tf.strings.as_string(n)))
+    )
+    return data_batching.batch(
+        ds, 2, shapes=shapes, dynamic_pad=True, allow_smaller_final_batch=True
+    )
 
 
 @pytest.mark.parametrize("shapes", [None, [[None], [None, 2], []]], ids=["inferred", "given"])
@@ -239,29 +268,33 @@ def test_shapes_set_static_shapes_and_check_each_example():
     assert checked.element_spec.shape.as_list() == [1, 2]
     with pytest.raises(tf.errors.InvalidArgumentError, match="[Ss]hape"):
         _twin(checked)
-    by_key = data_batching.batch(ds.map(lambda x: {"x": x}), 2, shapes={"x": [None]},
-                                 dynamic_pad=True)
+    by_key = data_batching.batch(
+        ds.map(lambda x: {"x": x}), 2, shapes={"x": [None]}, dynamic_pad=True
+    )
     assert _twin(by_key)[1] == {"x": [[2, 2, 0], [3, 3, 3]]}
 
 
 def test_enqueue_many_unbatches_like_legacy():
     def legacy_fn(m):
-        block = m.input_producer(tf.reshape(tf.range(12), [3, 4]), num_epochs=1,
-                                 shuffle=False).dequeue()
-        return m.batch([block, block * 2], 5, enqueue_many=True,
-                       allow_smaller_final_batch=True)
+        block = m.input_producer(
+            tf.reshape(tf.range(12), [3, 4]), num_epochs=1, shuffle=False
+        ).dequeue()
+        return m.batch([block, block * 2], 5, enqueue_many=True, allow_smaller_final_batch=True)
 
     blocks = tf.data.Dataset.from_tensor_slices(tf.reshape(tf.range(12), [3, 4]))
-    twin = data_batching.batch(blocks.map(lambda b: (b, b * 2)), 5, enqueue_many=True,
-                               allow_smaller_final_batch=True)
+    twin = data_batching.batch(
+        blocks.map(lambda b: (b, b * 2)), 5, enqueue_many=True, allow_smaller_final_batch=True
+    )
     assert _twin(twin) == _legacy(legacy_fn)
 
 
 def _sparse_of(n):
     """A SparseTensor whose dense shape and contents depend on the int32 scalar n."""
-    return tf.SparseTensor(indices=tf.reshape(tf.cast(tf.range(n), tf.int64), [-1, 1]),
-                           values=tf.fill([n], tf.cast(n, tf.float32)),
-                           dense_shape=tf.reshape(tf.cast(n, tf.int64) + 1, [1]))
+    return tf.SparseTensor(
+        indices=tf.reshape(tf.cast(tf.range(n), tf.int64), [-1, 1]),
+        values=tf.fill([n], tf.cast(n, tf.float32)),
+        dense_shape=tf.reshape(tf.cast(n, tf.int64) + 1, [1]),
+    )
 
 
 @pytest.mark.parametrize("api", ["batch", "batch_join"])
@@ -269,17 +302,26 @@ def test_sparse_batches_match_legacy(api):
     def legacy_fn(m):
         n = m.range_input_producer(5, num_epochs=1, shuffle=False).dequeue()
         tensors = [_sparse_of(n), n]
-        return getattr(m, api)([tensors] if "join" in api else tensors, 2,
-                               allow_smaller_final_batch=True)
+        return getattr(m, api)(
+            [tensors] if "join" in api else tensors, 2, allow_smaller_final_batch=True
+        )
 
-    ds = tf.data.Dataset.range(5).map(lambda n: tf.cast(n, tf.int32)).map(
-        lambda n: (_sparse_of(n), n))
-    twin = getattr(data_batching, api)([ds] if "join" in api else ds, 2,
-                                       allow_smaller_final_batch=True)
+    ds = (
+        tf.data.Dataset.range(5)
+        .map(lambda n: tf.cast(n, tf.int32))
+        .map(lambda n: (_sparse_of(n), n))
+    )
+    twin = getattr(data_batching, api)(
+        [ds] if "join" in api else ds, 2, allow_smaller_final_batch=True
+    )
     legacy = _legacy(legacy_fn)
     assert _twin(twin) == legacy
-    assert legacy[1][0] == ("sparse", [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]],
-                            [2.0, 2.0, 3.0, 3.0, 3.0], [2, 4])
+    assert legacy[1][0] == (
+        "sparse",
+        [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]],
+        [2.0, 2.0, 3.0, 3.0, 3.0],
+        [2, 4],
+    )
 
 
 def test_sparse_enqueue_many_matches_legacy():
@@ -293,8 +335,11 @@ def test_sparse_enqueue_many_matches_legacy():
         return m.batch([sparse], 3, enqueue_many=True, allow_smaller_final_batch=True)
 
     twin = data_batching.batch(
-        tf.data.Dataset.from_tensors(tf.sparse.from_dense(tf.constant(dense))), 3,
-        enqueue_many=True, allow_smaller_final_batch=True)
+        tf.data.Dataset.from_tensors(tf.sparse.from_dense(tf.constant(dense))),
+        3,
+        enqueue_many=True,
+        allow_smaller_final_batch=True,
+    )
     assert _twin(twin) == _legacy(legacy_fn)
 
 
@@ -314,8 +359,7 @@ def _numbers():
 
 TWIN_KEEPS = {  # (twin Dataset, keep_input): each keeps the multiples of 3
     "predicate": lambda: (_numbers(), lambda x: tf.equal(x % 3, 0)),
-    "dict_key": lambda: (_numbers().map(lambda x: {"x": x, "keep": tf.equal(x % 3, 0)}),
-                         "keep"),
+    "dict_key": lambda: (_numbers().map(lambda x: {"x": x, "keep": tf.equal(x % 3, 0)}), "keep"),
     "tuple_index": lambda: (_numbers().map(lambda x: (tf.equal(x % 3, 0), x)), 0),
     "negative_index": lambda: (_numbers().map(lambda x: (x, tf.equal(x % 3, 0))), -1),
 }
@@ -337,9 +381,17 @@ def test_keep_input_matches_legacy_maybe(api, form):
 
 def _blocks():
     """Three input batches of 4 rows: (rows, per-row keep, whole-batch keep)."""
-    return tf.data.Dataset.range(3).map(lambda i: tf.cast(i, tf.int32)).map(
-        lambda i: (i * 4 + tf.range(4), tf.not_equal((i * 4 + tf.range(4)) % 3, 0),
-                   tf.not_equal(i, 1)))
+    return (
+        tf.data.Dataset.range(3)
+        .map(lambda i: tf.cast(i, tf.int32))
+        .map(
+            lambda i: (
+                i * 4 + tf.range(4),
+                tf.not_equal((i * 4 + tf.range(4)) % 3, 0),
+                tf.not_equal(i, 1),
+            )
+        )
+    )
 
 
 @pytest.mark.parametrize("rank", ["vector", "scalar"])
@@ -348,13 +400,10 @@ def test_keep_input_with_enqueue_many_matches_legacy(rank):
         i = m.range_input_producer(3, num_epochs=1, shuffle=False).dequeue()
         rows = i * 4 + tf.range(4)
         keep = tf.not_equal(rows % 3, 0) if rank == "vector" else tf.not_equal(i, 1)
-        return m.maybe_batch([rows], keep, 3, enqueue_many=True,
-                             allow_smaller_final_batch=True)
+        return m.maybe_batch([rows], keep, 3, enqueue_many=True, allow_smaller_final_batch=True)
 
-    ds = _blocks().map(lambda rows, vector, scalar: (
-        rows, vector if rank == "vector" else scalar))
-    twin = data_batching.maybe_batch(ds, 1, 3, enqueue_many=True,
-                                     allow_smaller_final_batch=True)
+    ds = _blocks().map(lambda rows, vector, scalar: (rows, vector if rank == "vector" else scalar))
+    twin = data_batching.maybe_batch(ds, 1, 3, enqueue_many=True, allow_smaller_final_batch=True)
     legacy = _legacy(legacy_fn)
     assert _twin(twin) == legacy
     expected = [1, 2, 4, 5, 7, 8, 10, 11] if rank == "vector" else [0, 1, 2, 3, 8, 9, 10, 11]
@@ -375,17 +424,26 @@ def test_keep_input_bools():
 
 
 def test_batch_join_round_robin_skips_exhausted_inputs_and_ends_with_the_last():
-    inputs = [tf.data.Dataset.range(5), tf.data.Dataset.range(100, 102),
-              tf.data.Dataset.range(200, 203)]
+    inputs = [
+        tf.data.Dataset.range(5),
+        tf.data.Dataset.range(100, 102),
+        tf.data.Dataset.range(200, 203),
+    ]
     out = _twin(data_batching.batch_join(inputs, 4, allow_smaller_final_batch=True))
     assert _examples(out) == [0, 100, 200, 1, 101, 201, 2, 202, 3, 4]
 
 
 def test_batch_join_keeps_each_lists_order_like_legacy():
-    legacy = _legacy(lambda m: m.batch_join(
-        [_legacy_source(m), _legacy_source(m, 100)], 3, allow_smaller_final_batch=True))
-    twin = _twin(data_batching.batch_join([_twin_source(), _twin_source(100)], 3,
-                                          allow_smaller_final_batch=True))
+    legacy = _legacy(
+        lambda m: m.batch_join(
+            [_legacy_source(m), _legacy_source(m, 100)], 3, allow_smaller_final_batch=True
+        )
+    )
+    twin = _twin(
+        data_batching.batch_join(
+            [_twin_source(), _twin_source(100)], 3, allow_smaller_final_batch=True
+        )
+    )
     assert _multiset(twin) == _multiset(legacy)
     for rows in (_examples(legacy), _examples(twin)):
         for offset in (0, 100):
@@ -401,9 +459,15 @@ def _shuffled(api, seed, n=600):
     if "join" not in api:
         inputs = tf.data.Dataset.range(n)
     keep = {"keep_input": True} if api.startswith("maybe") else {}
-    return getattr(data_batching, api)(list(inputs) if "join" in api else inputs, 10,
-                                       capacity=200, min_after_dequeue=50, seed=seed,
-                                       allow_smaller_final_batch=True, **keep)
+    return getattr(data_batching, api)(
+        list(inputs) if "join" in api else inputs,
+        10,
+        capacity=200,
+        min_after_dequeue=50,
+        seed=seed,
+        allow_smaller_final_batch=True,
+        **keep,
+    )
 
 
 @pytest.mark.parametrize("api", SHUFFLE_APIS)
@@ -417,8 +481,10 @@ def test_shuffle_mixes_and_is_reproducible_with_a_seed(api):
     assert _examples(_twin(_shuffled(api, seed=7))) == values.tolist()
 
 
-@pytest.mark.v2_only("a second Python iteration over one eager Dataset exists only eagerly; "
-                     "TF1 mode: test_each_epoch_of_one_iterator_is_reshuffled")
+@pytest.mark.v2_only(
+    "a second Python iteration over one eager Dataset exists only eagerly; "
+    "TF1 mode: test_each_epoch_of_one_iterator_is_reshuffled"
+)
 @pytest.mark.parametrize("api", SHUFFLE_APIS)
 def test_iterating_again_reshuffles(api):
     ds = _shuffled(api, seed=7)
@@ -438,8 +504,13 @@ def test_each_epoch_of_one_iterator_is_reshuffled(api):
 
 def test_shuffle_buffer_is_capacity_not_min_after_dequeue():
     """An element can leave up to `capacity` - 1 places early (RandomShuffleQueue)."""
-    first = _examples(_twin(data_batching.shuffle_batch(
-        tf.data.Dataset.range(1000), 100, capacity=400, min_after_dequeue=10, seed=1)))[:100]
+    first = _examples(
+        _twin(
+            data_batching.shuffle_batch(
+                tf.data.Dataset.range(1000), 100, capacity=400, min_after_dequeue=10, seed=1
+            )
+        )
+    )[:100]
     assert max(first) > 200  # a buffer of min_after_dequeue (10) would give < 110
 
 
@@ -449,8 +520,9 @@ def test_shuffle_buffer_is_capacity_not_min_after_dequeue():
 @pytest.mark.parametrize("api", ["batch", "shuffle_batch"])
 def test_num_threads_makes_the_pipeline_nondeterministic_like_legacy(api):
     legacy_fn = lambda m: _call(api, m, _legacy_source(m), threads=3)  # noqa: E731
-    twin = _call(api, data_batching, _twin_source(), threads=3,
-                 shapes=[[], []])  # `shapes` adds a parallel map
+    twin = _call(
+        api, data_batching, _twin_source(), threads=3, shapes=[[], []]
+    )  # `shapes` adds a parallel map
     assert twin.options().deterministic is False
     assert _call(api, data_batching, _twin_source()).options().deterministic is None
     assert _multiset(_twin(twin)) == _multiset(_legacy(legacy_fn))
@@ -464,13 +536,19 @@ def test_decode_runs_on_batches_like_decoding_a_legacy_batch():
         line = m.input_producer(tf.constant(lines), num_epochs=1, shuffle=False).dequeue()
         return tf.io.decode_csv(m.batch([line], 3, allow_smaller_final_batch=True), defaults)
 
-    twin = data_batching.batch(tf.data.Dataset.from_tensor_slices(lines), 3,
-                               allow_smaller_final_batch=True,
-                               decode=lambda line: tf.io.decode_csv(line, defaults))
+    twin = data_batching.batch(
+        tf.data.Dataset.from_tensor_slices(lines),
+        3,
+        allow_smaller_final_batch=True,
+        decode=lambda line: tf.io.decode_csv(line, defaults),
+    )
     per_example = data_batching.batch(
         tf.data.Dataset.from_tensor_slices(lines).map(
-            lambda line: tuple(tf.io.decode_csv(line, defaults))), 3,
-        allow_smaller_final_batch=True)
+            lambda line: tuple(tf.io.decode_csv(line, defaults))
+        ),
+        3,
+        allow_smaller_final_batch=True,
+    )
     assert _twin(twin) == _twin(per_example) == _legacy(legacy_fn)
 
 
@@ -484,8 +562,9 @@ def test_graph_mode_one_shot_iterator_matches_eager(api):
         assert graph == eager
 
 
-@pytest.mark.v2_only("Keras 3 `fit` needs TF 2.x behaviour; TF1 mode: "
-                     "test_result_feeds_a_tf1_training_loop")
+@pytest.mark.v2_only(
+    "Keras 3 `fit` needs TF 2.x behaviour; TF1 mode: test_result_feeds_a_tf1_training_loop"
+)
 def test_eager_result_feeds_keras_fit():
     x = np.random.RandomState(0).normal(size=(64, 3)).astype(np.float32)
     ds = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1, keepdims=True)))
@@ -505,8 +584,9 @@ def test_result_feeds_a_tf1_training_loop():
     with g.as_default():
         tf.compat.v1.set_random_seed(1)
         ds = tf.data.Dataset.from_tensor_slices((x, x.sum(axis=1, keepdims=True)))
-        batches = data_batching.shuffle_batch(ds.repeat(), 8, capacity=32,
-                                              min_after_dequeue=8, seed=1)
+        batches = data_batching.shuffle_batch(
+            ds.repeat(), 8, capacity=32, min_after_dequeue=8, seed=1
+        )
         features, target = tf.compat.v1.data.make_one_shot_iterator(batches).get_next()
         weights = tf.compat.v1.get_variable("w", [3, 1], initializer=tf.zeros_initializer())
         loss = tf.reduce_mean(tf.square(tf.matmul(features, weights) - target))
@@ -524,8 +604,7 @@ def test_result_feeds_a_tf1_training_loop():
 @pytest.mark.parametrize("api", BATCH_APIS)
 def test_signature_is_the_legacy_one_plus_keyword_only_options(api):
     def params(fn):
-        return [(p.name, p.kind, p.default)
-                for p in inspect.signature(fn).parameters.values()]
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
 
     twin = params(getattr(data_batching, api))
     positional = [p for p in twin if p[1] != inspect.Parameter.KEYWORD_ONLY]
@@ -551,10 +630,18 @@ def test_inert_arguments_warn_at_the_callers_line(api):
 @pytest.mark.parametrize("api", SHUFFLE_APIS)
 def test_capacity_must_exceed_min_after_dequeue(api, capacity, mad):
     ds = tf.data.Dataset.range(8)
-    with pytest.raises(ValueError, match=rf"`capacity` \({capacity}\).*"
-                                         rf"`min_after_dequeue` \({mad}\)"):
-        _call(api, data_batching, [ds] if "join" in api else ds, capacity=capacity,
-              min_after_dequeue=mad)
+    with pytest.raises(
+        ValueError,
+        match=rf"`capacity` \({capacity}\).*"
+        rf"`min_after_dequeue` \({mad}\)",
+    ):
+        _call(
+            api,
+            data_batching,
+            [ds] if "join" in api else ds,
+            capacity=capacity,
+            min_after_dequeue=mad,
+        )
 
 
 def _sparse_ds():
@@ -562,41 +649,94 @@ def _sparse_ds():
 
 
 ERROR_CASES = {  # name: (call, error type, match)
-    "join_dtypes": (lambda: data_batching.batch_join(
-        [tf.data.Dataset.range(3), tf.data.Dataset.range(3).map(
-            lambda x: tf.cast(x, tf.float32))], 2),
-        TypeError, "Expected types to be consistent: int64 vs. float32"),
-    "join_keys": (lambda: data_batching.batch_join(
-        [tf.data.Dataset.range(3).map(lambda x: {"a": x}),
-         tf.data.Dataset.range(3).map(lambda x: {"b": x})], 2), ValueError, "structure"),
-    "join_sparse_vs_dense": (lambda: data_batching.shuffle_batch_join(
-        [_sparse_ds(), tf.data.Dataset.from_tensors(tf.constant([[1, 0]]))], 2, 10, 2),
-        ValueError, "Inconsistent SparseTensors"),
-    "join_shapes": (lambda: data_batching.batch_join(
-        [tf.data.Dataset.from_tensors([1, 2]), tf.data.Dataset.from_tensors([1, 2, 3])], 2),
-        ValueError, "not compatible"),
-    "join_empty": (lambda: data_batching.batch_join([], 2), ValueError,
-                   "at least one set of tensors"),
-    "join_one_dataset": (lambda: data_batching.batch_join(tf.data.Dataset.range(3), 2),
-                         TypeError, "list of tf.data.Datasets"),
-    "tensors_not_dataset": (lambda: data_batching.batch([tf.constant(1)], 2), TypeError,
-                            "`tensors` must be a tf.data.Dataset"),
-    "num_threads": (lambda: data_batching.batch(tf.data.Dataset.range(3), 2, num_threads=0),
-                    ValueError, "`num_threads`"),
-    "dynamic_pad_sparse": (lambda: data_batching.batch(_sparse_ds(), 2, dynamic_pad=True),
-                           TypeError, "dynamic_pad"),
-    "shapes_length": (lambda: data_batching.batch(
-        tf.data.Dataset.range(3).map(lambda x: (x, x)), 2, shapes=[[]]), ValueError,
-        "one shape per component"),
-    "keep_not_bool": (lambda: data_batching.maybe_batch(
-        tf.data.Dataset.range(3).map(lambda x: (x, x)), 1, 2), TypeError, "must be a bool"),
-    "keep_missing_key": (lambda: data_batching.maybe_batch(
-        tf.data.Dataset.range(3).map(lambda x: {"x": x}), "keep", 2), ValueError,
-        "not a key"),
-    "keep_only_component": (lambda: data_batching.maybe_batch(
-        tf.data.Dataset.range(3).map(lambda x: x > 1), 0, 2), ValueError, "names a component"),
-    "keep_vector_tensor": (lambda: data_batching.maybe_batch(
-        tf.data.Dataset.range(3), tf.constant([True, False]), 2), TypeError, "keep_input"),
+    "join_dtypes": (
+        lambda: data_batching.batch_join(
+            [
+                tf.data.Dataset.range(3),
+                tf.data.Dataset.range(3).map(lambda x: tf.cast(x, tf.float32)),
+            ],
+            2,
+        ),
+        TypeError,
+        "Expected types to be consistent: int64 vs. float32",
+    ),
+    "join_keys": (
+        lambda: data_batching.batch_join(
+            [
+                tf.data.Dataset.range(3).map(lambda x: {"a": x}),
+                tf.data.Dataset.range(3).map(lambda x: {"b": x}),
+            ],
+            2,
+        ),
+        ValueError,
+        "structure",
+    ),
+    "join_sparse_vs_dense": (
+        lambda: data_batching.shuffle_batch_join(
+            [_sparse_ds(), tf.data.Dataset.from_tensors(tf.constant([[1, 0]]))], 2, 10, 2
+        ),
+        ValueError,
+        "Inconsistent SparseTensors",
+    ),
+    "join_shapes": (
+        lambda: data_batching.batch_join(
+            [tf.data.Dataset.from_tensors([1, 2]), tf.data.Dataset.from_tensors([1, 2, 3])], 2
+        ),
+        ValueError,
+        "not compatible",
+    ),
+    "join_empty": (
+        lambda: data_batching.batch_join([], 2),
+        ValueError,
+        "at least one set of tensors",
+    ),
+    "join_one_dataset": (
+        lambda: data_batching.batch_join(tf.data.Dataset.range(3), 2),
+        TypeError,
+        "list of tf.data.Datasets",
+    ),
+    "tensors_not_dataset": (
+        lambda: data_batching.batch([tf.constant(1)], 2),
+        TypeError,
+        "`tensors` must be a tf.data.Dataset",
+    ),
+    "num_threads": (
+        lambda: data_batching.batch(tf.data.Dataset.range(3), 2, num_threads=0),
+        ValueError,
+        "`num_threads`",
+    ),
+    "dynamic_pad_sparse": (
+        lambda: data_batching.batch(_sparse_ds(), 2, dynamic_pad=True),
+        TypeError,
+        "dynamic_pad",
+    ),
+    "shapes_length": (
+        lambda: data_batching.batch(tf.data.Dataset.range(3).map(lambda x: (x, x)), 2, shapes=[[]]),
+        ValueError,
+        "one shape per component",
+    ),
+    "keep_not_bool": (
+        lambda: data_batching.maybe_batch(tf.data.Dataset.range(3).map(lambda x: (x, x)), 1, 2),
+        TypeError,
+        "must be a bool",
+    ),
+    "keep_missing_key": (
+        lambda: data_batching.maybe_batch(
+            tf.data.Dataset.range(3).map(lambda x: {"x": x}), "keep", 2
+        ),
+        ValueError,
+        "not a key",
+    ),
+    "keep_only_component": (
+        lambda: data_batching.maybe_batch(tf.data.Dataset.range(3).map(lambda x: x > 1), 0, 2),
+        ValueError,
+        "names a component",
+    ),
+    "keep_vector_tensor": (
+        lambda: data_batching.maybe_batch(tf.data.Dataset.range(3), tf.constant([True, False]), 2),
+        TypeError,
+        "keep_input",
+    ),
 }
 
 

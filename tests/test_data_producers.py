@@ -14,12 +14,19 @@ import queue_pipeline as qp
 from queue_pipeline.data import producers
 from helpers import build, dataset_values, drain, drain_dataset, new_session
 
-NAMES = ["input_producer", "limit_epochs", "match_filenames_once",
-         "range_input_producer", "slice_input_producer", "string_input_producer"]
+NAMES = [
+    "input_producer",
+    "limit_epochs",
+    "match_filenames_once",
+    "range_input_producer",
+    "slice_input_producer",
+    "string_input_producer",
+]
 WORDS = [f"w{i:02d}" for i in range(20)]
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _py(value):
     """A fetched element as a hashable Python value (tuples for arrays and tuples)."""
@@ -55,15 +62,17 @@ def legacy(make, seed=None):
 def epochs(sequence, size):
     """`sequence` cut into consecutive epochs of `size` elements."""
     assert len(sequence) % size == 0, (len(sequence), size)
-    return [sequence[i:i + size] for i in range(0, len(sequence), size)]
+    return [sequence[i : i + size] for i in range(0, len(sequence), size)]
 
 
 def same_epoch_multisets(a, b, size):
-    return ([collections.Counter(e) for e in epochs(a, size)]
-            == [collections.Counter(e) for e in epochs(b, size)])
+    return [collections.Counter(e) for e in epochs(a, size)] == [
+        collections.Counter(e) for e in epochs(b, size)
+    ]
 
 
 # --------------------------------------------------------------------------- surface
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_signature_equals_legacy(name):
@@ -86,6 +95,7 @@ def test_all_sorted_and_exported():
 
 # --------------------------------------------------------------------------- parity
 
+
 # Each case: make(m) builds the producer with m = qp (legacy, fetch the
 # dequeued element) or producers (twin, a Dataset). shuffle=False: the exact
 # sequence must match.
@@ -96,19 +106,24 @@ def _dequeue(result):
 ORDERED = {
     "string_1": lambda m: m.string_input_producer(["a", "b", "c"], num_epochs=1, shuffle=False),
     "string_3": lambda m: m.string_input_producer(
-        tf.constant(["x", "y"]), num_epochs=3, shuffle=False, capacity=1),
+        tf.constant(["x", "y"]), num_epochs=3, shuffle=False, capacity=1
+    ),
     "string_numpy": lambda m: m.string_input_producer(
-        np.array([b"p", b"q"]), num_epochs=2, shuffle=False),
+        np.array([b"p", b"q"]), num_epochs=2, shuffle=False
+    ),
     "input_rows": lambda m: m.input_producer(
-        tf.constant([[1, 2], [3, 4], [5, 6]]), num_epochs=2, shuffle=False),
+        tf.constant([[1, 2], [3, 4], [5, 6]]), num_epochs=2, shuffle=False
+    ),
     "input_element_shape": lambda m: m.input_producer(
-        np.arange(6.0).reshape(3, 2), element_shape=[2], num_epochs=1, shuffle=False),
+        np.arange(6.0).reshape(3, 2), element_shape=[2], num_epochs=1, shuffle=False
+    ),
     "range_int": lambda m: m.range_input_producer(5, num_epochs=2, shuffle=False),
     "range_int64": lambda m: m.range_input_producer(
-        tf.constant(3, tf.int64), num_epochs=1, shuffle=False),
+        tf.constant(3, tf.int64), num_epochs=1, shuffle=False
+    ),
     "slice_two": lambda m: m.slice_input_producer(
-        [tf.constant([1, 2, 3]), tf.constant([[1.0], [2.0], [3.0]])], num_epochs=2,
-        shuffle=False),
+        [tf.constant([1, 2, 3]), tf.constant([[1.0], [2.0], [3.0]])], num_epochs=2, shuffle=False
+    ),
     "slice_one": lambda m: m.slice_input_producer([["p", "q"]], num_epochs=1, shuffle=False),
     "limit_epochs": lambda m: m.limit_epochs(tf.constant([7, 8]), 3),
 }
@@ -128,12 +143,15 @@ def test_dtypes_and_shapes_follow_legacy():
     with tf.Graph().as_default():
         pairs = [
             (qp.range_input_producer(5).dequeue(), producers.range_input_producer(5)),
-            (qp.range_input_producer(tf.constant(5, tf.int64)).dequeue(),
-             producers.range_input_producer(tf.constant(5, tf.int64))),
-            (qp.input_producer(tf.zeros([3, 2, 4], tf.float16)).dequeue(),
-             producers.input_producer(tf.zeros([3, 2, 4], tf.float16))),
-            (qp.string_input_producer(["a"]).dequeue(),
-             producers.string_input_producer(["a"])),
+            (
+                qp.range_input_producer(tf.constant(5, tf.int64)).dequeue(),
+                producers.range_input_producer(tf.constant(5, tf.int64)),
+            ),
+            (
+                qp.input_producer(tf.zeros([3, 2, 4], tf.float16)).dequeue(),
+                producers.input_producer(tf.zeros([3, 2, 4], tf.float16)),
+            ),
+            (qp.string_input_producer(["a"]).dequeue(), producers.string_input_producer(["a"])),
         ]
         for tensor, ds in pairs:
             assert ds.element_spec == tf.TensorSpec(tensor.shape, tensor.dtype)
@@ -144,11 +162,17 @@ def test_dtypes_and_shapes_follow_legacy():
 
 SHUFFLED = {
     "string": (lambda m, s: m.string_input_producer(WORDS, num_epochs=3, seed=s), len(WORDS)),
-    "input": (lambda m, s: m.input_producer(
-        tf.reshape(tf.range(40), [20, 2]), num_epochs=3, seed=s), 20),
+    "input": (
+        lambda m, s: m.input_producer(tf.reshape(tf.range(40), [20, 2]), num_epochs=3, seed=s),
+        20,
+    ),
     "range": (lambda m, s: m.range_input_producer(20, num_epochs=3, seed=s), 20),
-    "slice": (lambda m, s: m.slice_input_producer(
-        [tf.range(20), tf.constant(WORDS)], num_epochs=3, seed=s), 20),
+    "slice": (
+        lambda m, s: m.slice_input_producer(
+            [tf.range(20), tf.constant(WORDS)], num_epochs=3, seed=s
+        ),
+        20,
+    ),
 }
 
 
@@ -170,13 +194,17 @@ def test_seed_reproducible_across_builds(case):
     assert elements(make(producers, 7)) == elements(make(producers, 7))
     assert elements(make(producers, 7)) != elements(make(producers, 8))
     assert in_graph(lambda: make(producers, 7), seed=3) == in_graph(
-        lambda: make(producers, 7), seed=3)
+        lambda: make(producers, 7), seed=3
+    )
     assert in_graph(lambda: make(producers, None), seed=3) == in_graph(
-        lambda: make(producers, None), seed=3)
+        lambda: make(producers, None), seed=3
+    )
 
 
-@pytest.mark.v2_only("tf.random.set_seed is the eager global seed; TF1 mode: graph seeds "
-                     "in test_seed_reproducible_across_builds")
+@pytest.mark.v2_only(
+    "tf.random.set_seed is the eager global seed; TF1 mode: graph seeds "
+    "in test_seed_reproducible_across_builds"
+)
 def test_global_seed_makes_eager_shuffle_reproducible():
     def run():
         tf.random.set_seed(42)
@@ -188,8 +216,10 @@ def test_global_seed_makes_eager_shuffle_reproducible():
         tf.random.set_seed(None)
 
 
-@pytest.mark.v2_only("a second Python iteration over one eager Dataset exists only eagerly; "
-                     "TF1 mode: test_shuffled_epochs_are_fresh_permutations_like_legacy")
+@pytest.mark.v2_only(
+    "a second Python iteration over one eager Dataset exists only eagerly; "
+    "TF1 mode: test_shuffled_epochs_are_fresh_permutations_like_legacy"
+)
 def test_iterating_again_reshuffles():
     ds = producers.string_input_producer(WORDS, num_epochs=1, seed=3)
     first, second = elements(ds), elements(ds)
@@ -197,11 +227,15 @@ def test_iterating_again_reshuffles():
     assert first != second
 
 
-@pytest.mark.parametrize("make, want", [
-    (lambda: producers.string_input_producer(["a", "b"], shuffle=False), [b"a", b"b"] * 5),
-    (lambda: producers.range_input_producer(2, shuffle=False), [0, 1] * 5),
-    (lambda: producers.limit_epochs(tf.constant(1)), [1] * 10),
-], ids=["string", "range", "limit_epochs"])
+@pytest.mark.parametrize(
+    "make, want",
+    [
+        (lambda: producers.string_input_producer(["a", "b"], shuffle=False), [b"a", b"b"] * 5),
+        (lambda: producers.range_input_producer(2, shuffle=False), [0, 1] * 5),
+        (lambda: producers.limit_epochs(tf.constant(1)), [1] * 10),
+    ],
+    ids=["string", "range", "limit_epochs"],
+)
 def test_num_epochs_none_repeats_forever(make, want):
     assert elements(make(), limit=10) == want
 
@@ -220,10 +254,13 @@ def test_dataset_input_rows():
     assert len({tuple(e) for e in epochs(got, 3)}) > 1
     known = tf.data.Dataset.from_tensor_slices([[1, 2], [3, 4]])
     assert elements(producers.input_producer(known, num_epochs=1, shuffle=False)) == [
-        (1, 2), (3, 4)]
+        (1, 2),
+        (3, 4),
+    ]
 
 
 # --------------------------------------------------------------------------- match_filenames_once
+
 
 @pytest.fixture
 def files(tmp_path):
@@ -245,7 +282,8 @@ def test_match_filenames_once_sorted_like_legacy(files):
     assert in_graph(lambda: producers.match_filenames_once(pattern)) == want
     both = [str(files / "*.dat"), pattern]
     assert elements(producers.match_filenames_once(both)) == sorted(
-        [str(files / "c.dat").encode()] + want)
+        [str(files / "c.dat").encode()] + want
+    )
 
 
 def test_match_filenames_once_globs_when_iterated(files):
@@ -267,13 +305,19 @@ def test_match_filenames_once_no_match_names_pattern(files):
 @pytest.mark.parametrize("num_epochs", [1, 3])
 def test_string_input_producer_over_match_filenames_once(files, num_epochs):
     pattern = str(files / "*.txt")
-    want = legacy(lambda m: m.string_input_producer(
-        m.match_filenames_once(pattern), num_epochs=num_epochs, shuffle=False).dequeue())
+    want = legacy(
+        lambda m: m.string_input_producer(
+            m.match_filenames_once(pattern), num_epochs=num_epochs, shuffle=False
+        ).dequeue()
+    )
 
     def twin(shuffle, seed=None):
         return producers.string_input_producer(
-            producers.match_filenames_once(pattern), num_epochs=num_epochs,
-            shuffle=shuffle, seed=seed)
+            producers.match_filenames_once(pattern),
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            seed=seed,
+        )
 
     assert elements(twin(False)) == want
     assert in_graph(lambda: twin(False)) == want
@@ -281,7 +325,8 @@ def test_string_input_producer_over_match_filenames_once(files, num_epochs):
     assert same_epoch_multisets(shuffled, want, 2)
     assert elements(twin(True, seed=4)) == shuffled
     assert in_graph(lambda: twin(True, seed=4), seed=1) == in_graph(
-        lambda: twin(True, seed=4), seed=1)
+        lambda: twin(True, seed=4), seed=1
+    )
 
 
 def test_string_input_producer_empty_dataset_fails_when_iterated():
@@ -310,39 +355,80 @@ def test_infinite_dataset_input_is_refused():
 # --------------------------------------------------------------------------- errors and warnings
 
 ERRORS = {
-    "empty_list": (lambda: producers.string_input_producer([]), ValueError,
-                   "requires a non-null input tensor"),
+    "empty_list": (
+        lambda: producers.string_input_producer([]),
+        ValueError,
+        "requires a non-null input tensor",
+    ),
     "none": (lambda: producers.string_input_producer(None), ValueError, "non-null"),
-    "empty_array": (lambda: producers.string_input_producer(np.array([], dtype=object)),
-                    ValueError, "non-null"),
-    "empty_tensor": (lambda: producers.string_input_producer(tf.constant([], tf.string)),
-                     ValueError, "non-null"),
+    "empty_array": (
+        lambda: producers.string_input_producer(np.array([], dtype=object)),
+        ValueError,
+        "non-null",
+    ),
+    "empty_tensor": (
+        lambda: producers.string_input_producer(tf.constant([], tf.string)),
+        ValueError,
+        "non-null",
+    ),
     "not_strings": (lambda: producers.string_input_producer([1, 2]), TypeError, "string"),
-    "matrix": (lambda: producers.string_input_producer([["a"], ["b"]]), ValueError,
-               "string_tensor"),
-    "scalar": (lambda: producers.string_input_producer("abc"), ValueError,
-               "rank at least 1"),
-    "dataset_of_ints": (lambda: producers.string_input_producer(tf.data.Dataset.range(3)),
-                        TypeError, "string_tensor"),
-    "string_epochs_zero": (lambda: producers.string_input_producer(["a"], num_epochs=0),
-                           ValueError, "num_epochs"),
-    "input_epochs_negative": (lambda: producers.input_producer([1], num_epochs=-1),
-                              ValueError, "num_epochs"),
-    "range_epochs_zero": (lambda: producers.range_input_producer(3, num_epochs=0),
-                          ValueError, "num_epochs"),
-    "slice_epochs_zero": (lambda: producers.slice_input_producer([[1]], num_epochs=0),
-                          ValueError, "num_epochs"),
-    "limit_negative": (lambda: producers.limit_epochs(tf.constant(1), -1), ValueError,
-                       "num_epochs"),
-    "element_shape_mismatch": (lambda: producers.input_producer(
-        tf.zeros([2, 3]), element_shape=[4]), ValueError, "element_shape"),
-    "input_scalar": (lambda: producers.input_producer(tf.constant(1.0)), ValueError,
-                     "rank at least 1"),
+    "matrix": (
+        lambda: producers.string_input_producer([["a"], ["b"]]),
+        ValueError,
+        "string_tensor",
+    ),
+    "scalar": (lambda: producers.string_input_producer("abc"), ValueError, "rank at least 1"),
+    "dataset_of_ints": (
+        lambda: producers.string_input_producer(tf.data.Dataset.range(3)),
+        TypeError,
+        "string_tensor",
+    ),
+    "string_epochs_zero": (
+        lambda: producers.string_input_producer(["a"], num_epochs=0),
+        ValueError,
+        "num_epochs",
+    ),
+    "input_epochs_negative": (
+        lambda: producers.input_producer([1], num_epochs=-1),
+        ValueError,
+        "num_epochs",
+    ),
+    "range_epochs_zero": (
+        lambda: producers.range_input_producer(3, num_epochs=0),
+        ValueError,
+        "num_epochs",
+    ),
+    "slice_epochs_zero": (
+        lambda: producers.slice_input_producer([[1]], num_epochs=0),
+        ValueError,
+        "num_epochs",
+    ),
+    "limit_negative": (
+        lambda: producers.limit_epochs(tf.constant(1), -1),
+        ValueError,
+        "num_epochs",
+    ),
+    "element_shape_mismatch": (
+        lambda: producers.input_producer(tf.zeros([2, 3]), element_shape=[4]),
+        ValueError,
+        "element_shape",
+    ),
+    "input_scalar": (
+        lambda: producers.input_producer(tf.constant(1.0)),
+        ValueError,
+        "rank at least 1",
+    ),
     "range_not_int": (lambda: producers.range_input_producer(2.5), TypeError, "limit"),
-    "slice_empty": (lambda: producers.slice_input_producer([]), ValueError,
-                    "Expected at least one tensor"),
-    "slice_mismatch": (lambda: producers.slice_input_producer([[1, 2, 3], [1, 2]]),
-                       ValueError, "first dimensions"),
+    "slice_empty": (
+        lambda: producers.slice_input_producer([]),
+        ValueError,
+        "Expected at least one tensor",
+    ),
+    "slice_mismatch": (
+        lambda: producers.slice_input_producer([[1, 2, 3], [1, 2]]),
+        ValueError,
+        "first dimensions",
+    ),
 }
 
 
@@ -380,14 +466,22 @@ def test_dynamic_empty_tensor_fails_when_iterated():
 
 
 INERT = {
-    "string_input_producer": (lambda **kw: producers.string_input_producer(["a"], **kw),
-                              ["shared_name", "name", "cancel_op"]),
-    "input_producer": (lambda **kw: producers.input_producer([1], **kw),
-                       ["shared_name", "summary_name", "name", "cancel_op"]),
-    "range_input_producer": (lambda **kw: producers.range_input_producer(2, **kw),
-                             ["shared_name", "name"]),
-    "slice_input_producer": (lambda **kw: producers.slice_input_producer([[1]], **kw),
-                             ["shared_name", "name"]),
+    "string_input_producer": (
+        lambda **kw: producers.string_input_producer(["a"], **kw),
+        ["shared_name", "name", "cancel_op"],
+    ),
+    "input_producer": (
+        lambda **kw: producers.input_producer([1], **kw),
+        ["shared_name", "summary_name", "name", "cancel_op"],
+    ),
+    "range_input_producer": (
+        lambda **kw: producers.range_input_producer(2, **kw),
+        ["shared_name", "name"],
+    ),
+    "slice_input_producer": (
+        lambda **kw: producers.slice_input_producer([[1]], **kw),
+        ["shared_name", "name"],
+    ),
     "limit_epochs": (lambda **kw: producers.limit_epochs(1, **kw), ["name"]),
     "match_filenames_once": (lambda **kw: producers.match_filenames_once("*", **kw), ["name"]),
 }

@@ -17,13 +17,25 @@ from queue_pipeline import data
 from queue_pipeline.data import producers, readers
 from helpers import TF, build, dataset_values, drain, drain_dataset, new_session
 
-NAMES = ["FixedLengthRecordReader", "IdentityReader", "ReaderBase", "TFRecordReader",
-         "TextLineReader", "WholeFileReader"]
-STATE_METHODS = ["num_records_produced", "num_work_units_completed", "serialize_state",
-                 "restore_state", "reset"]
+NAMES = [
+    "FixedLengthRecordReader",
+    "IdentityReader",
+    "ReaderBase",
+    "TFRecordReader",
+    "TextLineReader",
+    "WholeFileReader",
+]
+STATE_METHODS = [
+    "num_records_produced",
+    "num_work_units_completed",
+    "serialize_state",
+    "restore_state",
+    "reset",
+]
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _py(value):
     """A fetched record as hashable Python: bytes, or tuples of bytes for batches."""
@@ -108,6 +120,7 @@ def write_tfrecords(tmp_path, name, payloads, compression=None) -> str:
 
 # --------------------------------------------------------------------------- surface
 
+
 def _params(fn):
     return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
 
@@ -119,17 +132,20 @@ def test_constructor_signature_equals_legacy(name):
 
 @pytest.mark.parametrize("method", STATE_METHODS)
 def test_state_method_signatures_equal_legacy(method):
-    assert _params(getattr(readers.ReaderBase, method)) == _params(
-        getattr(qp.ReaderBase, method))
+    assert _params(getattr(readers.ReaderBase, method)) == _params(getattr(qp.ReaderBase, method))
 
 
 def test_read_signatures():
     """Legacy positional parameters (the queue becomes `filenames`), then the
     twin's keyword-only `keys`."""
-    assert [p[0] for p in _params(readers.ReaderBase.read)] == [
-        "self", "filenames", "name", "keys"]
+    assert [p[0] for p in _params(readers.ReaderBase.read)] == ["self", "filenames", "name", "keys"]
     assert [p[0] for p in _params(readers.ReaderBase.read_up_to)] == [
-        "self", "filenames", "num_records", "name", "keys"]
+        "self",
+        "filenames",
+        "num_records",
+        "name",
+        "keys",
+    ]
     for method in (readers.ReaderBase.read, readers.ReaderBase.read_up_to):
         keys = inspect.signature(method).parameters["keys"]
         assert keys.kind is inspect.Parameter.KEYWORD_ONLY and keys.default is True
@@ -195,8 +211,12 @@ def text_work(tmp_path):
 @pytest.mark.parametrize("up_to", [None, 1, 2, 4], ids=lambda n: f"up_to={n}")
 @pytest.mark.parametrize("skip", [None, 0, 1, 3], ids=lambda s: f"skip={s}")
 def test_text_line_reader_matches_legacy(text_work, skip, up_to):
-    out = assert_parity(lambda m: m.TextLineReader(skip_header_lines=skip), text_work, up_to,
-                        graph=up_to in (None, 2) and skip in (None, 1))
+    out = assert_parity(
+        lambda m: m.TextLineReader(skip_header_lines=skip),
+        text_work,
+        up_to,
+        graph=up_to in (None, 2) and skip in (None, 1),
+    )
     if up_to is None and skip == 1:
         assert out[0] == (text_work[0].encode() + b":2", b"h2")  # keys count the header
 
@@ -224,12 +244,22 @@ FIXED = {  # record_bytes, header, footer, hop, body length
 @pytest.mark.parametrize("case", list(FIXED))
 def test_fixed_length_record_reader_matches_legacy(tmp_path, case, encoding):
     record, header, footer, hop, body = FIXED[case]
-    work = [_fixed_file(tmp_path, f"f{i}.bin", header or 0, footer or 0, BODY[i:i + body],
-                        encoding if encoding != "BOGUS" else None) for i in range(2)]
+    work = [
+        _fixed_file(
+            tmp_path,
+            f"f{i}.bin",
+            header or 0,
+            footer or 0,
+            BODY[i : i + body],
+            encoding if encoding != "BOGUS" else None,
+        )
+        for i in range(2)
+    ]
 
     def make(m):
-        return m.FixedLengthRecordReader(record, header_bytes=header, footer_bytes=footer,
-                                         hop_bytes=hop, encoding=encoding)
+        return m.FixedLengthRecordReader(
+            record, header_bytes=header, footer_bytes=footer, hop_bytes=hop, encoding=encoding
+        )
 
     quick = encoding is None or case == "hop_overlap"  # TF's oracle on a subset
     out = assert_parity(make, work, oracle=quick, graph=quick and case == "hop_overlap")
@@ -241,8 +271,9 @@ def test_fixed_length_record_reader_matches_legacy(tmp_path, case, encoding):
 def test_fixed_length_partial_tail_fails_without_hop(tmp_path, encoding):
     """Deliberate difference: legacy drops a partial tail, tf.data reports it."""
     work = [_fixed_file(tmp_path, "tail.bin", 2, 1, BODY[:10], encoding)]
-    want = assert_parity(lambda m: m.FixedLengthRecordReader(
-        4, 2, 1, hop_bytes=4, encoding=encoding), work)
+    want = assert_parity(
+        lambda m: m.FixedLengthRecordReader(4, 2, 1, hop_bytes=4, encoding=encoding), work
+    )
     assert [v for _, v in want] == [b"0123", b"4567"]  # hop_bytes=record_bytes: dropped
     error = tf.errors.DataLossError if encoding else tf.errors.InvalidArgumentError
     with pytest.raises(error, match="not an exact multiple of the record length"):
@@ -266,11 +297,14 @@ OPTIONS = {
 @pytest.mark.parametrize("case", list(OPTIONS))
 def test_tfrecord_reader_matches_legacy(tmp_path, case, up_to):
     options, compression = OPTIONS[case]
-    work = [write_tfrecords(tmp_path, f"r{i}.tfr", p, compression)
-            for i, p in enumerate(PAYLOADS)]
-    out = assert_parity(lambda m: m.TFRecordReader(options=options), work, up_to,
-                        oracle=case in ("none", "gzip", "zlib"),
-                        graph=case == "gzip" and up_to is None)
+    work = [write_tfrecords(tmp_path, f"r{i}.tfr", p, compression) for i, p in enumerate(PAYLOADS)]
+    out = assert_parity(
+        lambda m: m.TFRecordReader(options=options),
+        work,
+        up_to,
+        oracle=case in ("none", "gzip", "zlib"),
+        graph=case == "gzip" and up_to is None,
+    )
     if up_to is None:  # frame offsets: 16 bytes of framing per record
         assert [k.rsplit(b":", 1)[1] for k, _ in out[:4]] == [b"0", b"20", b"36", b"352"]
 
@@ -292,6 +326,7 @@ def test_tfrecord_invalid_options_raise_like_legacy(options):
 
 # --------------------------------------------------------------------------- WholeFile / Identity
 
+
 @pytest.mark.parametrize("up_to", [None, 1, 3], ids=lambda n: f"up_to={n}")
 def test_whole_file_reader_matches_legacy(text_work, up_to):
     out = assert_parity(lambda m: m.WholeFileReader(), text_work, up_to, graph=up_to == 3)
@@ -307,10 +342,10 @@ def test_identity_reader_matches_legacy(up_to):
 
 # --------------------------------------------------------------------------- read_up_to contract
 
+
 def test_read_up_to_never_spans_two_files(tmp_path):
     """The legacy kernel contract: 5-record files with n=3 give 3, 2, 3, 2."""
-    work = [write(tmp_path, f"{i}.txt", b"".join(b"l%d\n" % j for j in range(5)))
-            for i in range(2)]
+    work = [write(tmp_path, f"{i}.txt", b"".join(b"l%d\n" % j for j in range(5))) for i in range(2)]
     sizes = [len(keys) for keys, _ in elements(readers.TextLineReader().read_up_to(work, 3))]
     assert sizes == [3, 2, 3, 2]
     n = tf.constant(3, tf.int64)  # a tensor num_records, as legacy accepts
@@ -320,9 +355,11 @@ def test_read_up_to_never_spans_two_files(tmp_path):
 
 # --------------------------------------------------------------------------- with the producers
 
+
 @pytest.mark.parametrize("num_epochs", [1, 2])
 def test_pipeline_matches_legacy_pipeline(text_work, num_epochs):
     """string_input_producer -> TextLineReader(skip 1).read, both in order."""
+
     def build_legacy(m):
         files = m.string_input_producer(text_work, num_epochs=num_epochs, shuffle=False)
         return m.TextLineReader(skip_header_lines=1).read(files)
@@ -331,8 +368,7 @@ def test_pipeline_matches_legacy_pipeline(text_work, num_epochs):
     want = [_py(tuple(x)) for x in drain(qp, g, fetch)]
 
     def twin():
-        files = producers.string_input_producer(text_work, num_epochs=num_epochs,
-                                                shuffle=False)
+        files = producers.string_input_producer(text_work, num_epochs=num_epochs, shuffle=False)
         return readers.TextLineReader(skip_header_lines=1).read(files)
 
     assert elements(twin()) == want
@@ -365,8 +401,10 @@ def test_read_accepts_match_filenames_once(text_work, tmp_path):
     assert [k for k, _ in got] == sorted(f.encode() for f in text_work)
 
 
-@pytest.mark.v2_only("tf.train.Checkpoint of an eager iterator; TF1 mode: "
-                     "test_saver_over_the_iterator_replaces_serialize_state")
+@pytest.mark.v2_only(
+    "tf.train.Checkpoint of an eager iterator; TF1 mode: "
+    "test_saver_over_the_iterator_replaces_serialize_state"
+)
 def test_iterator_checkpoint_replaces_serialize_state(text_work, tmp_path):
     ds = readers.TextLineReader().read(text_work)
     iterator = iter(ds)
@@ -385,7 +423,8 @@ def test_saver_over_the_iterator_replaces_serialize_state(text_work, tmp_path):
     g = tf.Graph()
     with g.as_default():
         iterator = tf.compat.v1.data.make_initializable_iterator(
-            readers.TextLineReader().read(text_work))
+            readers.TextLineReader().read(text_work)
+        )
         next_record = iterator.get_next()
         saveable = tf.compat.v1.data.experimental.make_saveable_from_iterator(iterator)
         saver = tf.compat.v1.train.Saver([saveable])
@@ -416,7 +455,9 @@ def eager_rest(iterator):
 def test_custom_reader_ref():
     reader = readers.ReaderBase(
         lambda work: tf.data.Dataset.from_tensor_slices(
-            (tf.strings.join([work, ":", ["a", "b", "c"]]), ["1", "2", "3"])))
+            (tf.strings.join([work, ":", ["a", "b", "c"]]), ["1", "2", "3"])
+        )
+    )
     assert reader.supports_serialize is False and callable(reader.reader_ref)
     assert elements(reader.read(["w"])) == [(b"w:a", b"1"), (b"w:b", b"2"), (b"w:c", b"3")]
     assert [len(k) for k, _ in elements(reader.read_up_to(["v", "w"], 2))] == [2, 1, 2, 1]
@@ -424,14 +465,21 @@ def test_custom_reader_ref():
 
 def test_supports_serialize_as_legacy():
     with tf.Graph().as_default():
-        for name, args in [("TextLineReader", ()), ("FixedLengthRecordReader", (4,)),
-                           ("TFRecordReader", ()), ("WholeFileReader", ()),
-                           ("IdentityReader", ())]:
-            assert (getattr(readers, name)(*args).supports_serialize
-                    == getattr(qp, name)(*args).supports_serialize), name
+        for name, args in [
+            ("TextLineReader", ()),
+            ("FixedLengthRecordReader", (4,)),
+            ("TFRecordReader", ()),
+            ("WholeFileReader", ()),
+            ("IdentityReader", ()),
+        ]:
+            assert (
+                getattr(readers, name)(*args).supports_serialize
+                == getattr(qp, name)(*args).supports_serialize
+            ), name
 
 
 # --------------------------------------------------------------------------- errors and warnings
+
 
 @pytest.mark.parametrize("method", STATE_METHODS)
 def test_state_methods_raise_naming_the_alternative(method):
@@ -443,27 +491,49 @@ def test_state_methods_raise_naming_the_alternative(method):
 
 
 ERRORS = {
-    "negative_skip": (lambda: readers.TextLineReader(skip_header_lines=-1), ValueError,
-                      "skip_header_lines"),
-    "zero_record_bytes": (lambda: readers.FixedLengthRecordReader(0), ValueError,
-                          "record_bytes"),
-    "negative_header": (lambda: readers.FixedLengthRecordReader(4, header_bytes=-1),
-                        ValueError, "header_bytes"),
-    "negative_footer": (lambda: readers.FixedLengthRecordReader(4, footer_bytes=-2),
-                        ValueError, "footer_bytes"),
-    "negative_hop": (lambda: readers.FixedLengthRecordReader(4, hop_bytes=-3), ValueError,
-                     "hop_bytes"),
-    "encoding_not_string": (lambda: readers.FixedLengthRecordReader(4, encoding=1),
-                            TypeError, "encoding"),
-    "zero_num_records": (lambda: readers.TextLineReader().read_up_to(["f"], 0), ValueError,
-                         "num_records"),
+    "negative_skip": (
+        lambda: readers.TextLineReader(skip_header_lines=-1),
+        ValueError,
+        "skip_header_lines",
+    ),
+    "zero_record_bytes": (lambda: readers.FixedLengthRecordReader(0), ValueError, "record_bytes"),
+    "negative_header": (
+        lambda: readers.FixedLengthRecordReader(4, header_bytes=-1),
+        ValueError,
+        "header_bytes",
+    ),
+    "negative_footer": (
+        lambda: readers.FixedLengthRecordReader(4, footer_bytes=-2),
+        ValueError,
+        "footer_bytes",
+    ),
+    "negative_hop": (
+        lambda: readers.FixedLengthRecordReader(4, hop_bytes=-3),
+        ValueError,
+        "hop_bytes",
+    ),
+    "encoding_not_string": (
+        lambda: readers.FixedLengthRecordReader(4, encoding=1),
+        TypeError,
+        "encoding",
+    ),
+    "zero_num_records": (
+        lambda: readers.TextLineReader().read_up_to(["f"], 0),
+        ValueError,
+        "num_records",
+    ),
     "int_filenames": (lambda: readers.TextLineReader().read([1, 2]), TypeError, "filenames"),
-    "matrix_filenames": (lambda: readers.TFRecordReader().read(tf.data.Dataset.from_tensors(
-        ["a", "b"])), TypeError, "filenames"),
-    "object_filenames": (lambda: readers.WholeFileReader().read(object()), TypeError,
-                         "filenames"),
-    "reader_ref_not_callable": (lambda: readers.ReaderBase(tf.constant(1)), TypeError,
-                                "reader_ref"),
+    "matrix_filenames": (
+        lambda: readers.TFRecordReader().read(tf.data.Dataset.from_tensors(["a", "b"])),
+        TypeError,
+        "filenames",
+    ),
+    "object_filenames": (lambda: readers.WholeFileReader().read(object()), TypeError, "filenames"),
+    "reader_ref_not_callable": (
+        lambda: readers.ReaderBase(tf.constant(1)),
+        TypeError,
+        "reader_ref",
+    ),
 }
 
 
@@ -506,14 +576,17 @@ def test_name_arguments_warn(name):
 
 # --------------------------------------------------------------------------- the TF1 way
 
+
 def test_files_fed_to_an_initializable_iterator(tmp_path):
     """The TF1 tf.data idiom: file names fed through a placeholder at initialization.
 
     One graph serves two file lists, each read to its end after its own
     ``initializer`` run, as TF 1.x training/validation scripts switch inputs.
     """
-    first = [write_tfrecords(tmp_path, "a.tfr", [b"a1", b"a2"]),
-             write_tfrecords(tmp_path, "b.tfr", [b"b1"])]
+    first = [
+        write_tfrecords(tmp_path, "a.tfr", [b"a1", b"a2"]),
+        write_tfrecords(tmp_path, "b.tfr", [b"b1"]),
+    ]
     second = [write_tfrecords(tmp_path, "c.tfr", [b"c1", b"c2", b"c3"])]
     g = tf.Graph()
     with g.as_default():

@@ -67,8 +67,12 @@ def test_demo_bad_epochs_exits_2(capsys):
 
 
 def test_python_dash_m_demo_help():
-    out = subprocess.run([sys.executable, "-m", "queue_pipeline", "demo", "--help",
-                          *MODE_ARGS], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "queue_pipeline", "demo", "--help", *MODE_ARGS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     for option in ("--epochs", "--json", "--quiet", "--tf1"):
         assert option in out.stdout
@@ -76,8 +80,12 @@ def test_python_dash_m_demo_help():
 
 @pytest.mark.slow
 def test_demo_command_line_runs_in_the_suites_mode():
-    out = subprocess.run([sys.executable, "-m", "queue_pipeline", "demo", "--epochs", "1",
-                          "--json", *MODE_ARGS], capture_output=True, text=True, timeout=110)
+    out = subprocess.run(
+        [sys.executable, "-m", "queue_pipeline", "demo", "--epochs", "1", "--json", *MODE_ARGS],
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads(out.stdout)
     assert result["ok"] is True
@@ -96,8 +104,9 @@ def test_demo_tf1_flag_disables_v2_before_the_demo_runs(monkeypatch, summary, fl
     assert calls == (["disable", "run"] if flags else ["run"])
 
 
-@pytest.mark.v2_only("Keras 3 needs eager execution; TF1 mode: "
-                     "test_demo_twin_trains_in_a_session_without_eager")
+@pytest.mark.v2_only(
+    "Keras 3 needs eager execution; TF1 mode: test_demo_twin_trains_in_a_session_without_eager"
+)
 def test_demo_twin_trains_with_keras_fit(summary):
     assert summary["twin"]["pipeline"] == demo.TWIN_CHAIN
 
@@ -106,9 +115,16 @@ def test_demo_twin_trains_in_a_session_without_eager(tmp_path):
     # In TF1 mode, and under TF 2.x inside a graph: graph ops fed by get_next().
     files = demo.prepare_data(str(tmp_path))
     with tf.Graph().as_default():
-        twin = demo.train_twin(files["train"], files["test_images"], files["test_labels"],
-                               epochs=2, seed=1, progress=False, total_steps=45,
-                               examples_per_epoch=files["train_examples"])
+        twin = demo.train_twin(
+            files["train"],
+            files["test_images"],
+            files["test_labels"],
+            epochs=2,
+            seed=1,
+            progress=False,
+            total_steps=45,
+            examples_per_epoch=files["train_examples"],
+        )
     assert twin["pipeline"] == demo.TWIN_CHAIN_TF1
     assert twin["examples"] == 2 * 1437 and twin["steps"] == -(-2 * 1437 // 64) == 45
     assert twin["test_accuracy"] > 0.5 and twin["examples_per_second"] > 0

@@ -37,11 +37,11 @@ def _csv_batch(m, files, *, num_epochs=None, batch_size=2):
 
 
 def _qp_errors(caplog):
-    return [r for r in caplog.records
-            if r.name == "queue_pipeline" and r.levelno >= logging.ERROR]
+    return [r for r in caplog.records if r.name == "queue_pipeline" and r.levelno >= logging.ERROR]
 
 
 # --------------------------------------------------------------------------- switches
+
 
 def test_defaults_are_all_on_and_tf_faithful_turns_all_off():
     settings = _settings.current()
@@ -62,12 +62,15 @@ def test_unknown_switch_and_engine_are_clear_errors():
         qp.engine("turbo")
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("off", set()),
-    ("0", set()),
-    ("on", set(_settings.DIAGNOSTICS)),
-    ("runner_errors, no_spin", {"runner_errors", "no_spin"}),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("off", set()),
+        ("0", set()),
+        ("on", set(_settings.DIAGNOSTICS)),
+        ("runner_errors, no_spin", {"runner_errors", "no_spin"}),
+    ],
+)
 def test_environment_variable(monkeypatch, raw, expected):
     monkeypatch.setenv("QUEUE_PIPELINE_DIAGNOSTICS", raw)
     settings = _settings._from_environment()
@@ -85,6 +88,7 @@ def test_environment_variable_rejects_unknown_names(monkeypatch):
 
 
 # --------------------------------------------------------------------------- 1. never started
+
 
 def _consumers():
     def batch(tmp):
@@ -105,8 +109,10 @@ def _consumers():
     def reader_read_up_to(tmp):
         return qp.TextLineReader().read_up_to(qp.string_input_producer([tmp]), 2)[1]
 
-    return {f.__name__: f for f in (batch, shuffle_batch, batch_join, slice_producer,
-                                    reader_read, reader_read_up_to)}
+    return {
+        f.__name__: f
+        for f in (batch, shuffle_batch, batch_join, slice_producer, reader_read, reader_read_up_to)
+    }
 
 
 CONSUMERS = _consumers()
@@ -258,6 +264,7 @@ def _drain_until_end(sess, fetch):
 
 # --------------------------------------------------------------------------- 2. locals
 
+
 @pytest.mark.parametrize("with_coord", [True, False], ids=["coord", "no-coord"])
 def test_uninitialized_local_variable_is_named(tmp_path, with_coord):
     path = _csv(tmp_path, ["1,2", "3,4"])
@@ -267,8 +274,9 @@ def test_uninitialized_local_variable_is_named(tmp_path, with_coord):
         with new_session(g) as sess:
             coord = qp.Coordinator() if with_coord else None
             threads = qp.start_queue_runners(sess, coord)
-            with pytest.raises((tf.errors.NotFoundError,
-                                tf.errors.FailedPreconditionError)) as info:
+            with pytest.raises(
+                (tf.errors.NotFoundError, tf.errors.FailedPreconditionError)
+            ) as info:
                 sess.run(fetch)
             if coord:
                 with pytest.raises(type(info.value)) as joined:
@@ -293,8 +301,9 @@ def test_uninitialized_match_filenames_once_is_named(tmp_path):
         with new_session(g) as sess:
             coord = qp.Coordinator()
             threads = qp.start_queue_runners(sess, coord)
-            with pytest.raises((tf.errors.NotFoundError,
-                                tf.errors.FailedPreconditionError)) as info:
+            with pytest.raises(
+                (tf.errors.NotFoundError, tf.errors.FailedPreconditionError)
+            ) as info:
                 sess.run(fetch)
             coord.request_stop()
             with pytest.raises(type(info.value)):
@@ -320,6 +329,7 @@ def test_uninitialized_local_looks_like_end_of_data_in_tf(tmp_path, m):
 
 
 # --------------------------------------------------------------------------- 3. runner errors
+
 
 @pytest.mark.parametrize("with_coord", [True, False], ids=["coord", "no-coord"])
 def test_missing_file_reaches_the_consumer_with_its_type(tmp_path, with_coord):
@@ -387,8 +397,7 @@ def test_an_unrelated_dataset_end_stays_a_plain_end_after_a_runner_failed():
         queue = tf.queue.FIFOQueue(10, tf.float32, shapes=[[]])
         bad = tf.debugging.check_numerics(tf.constant(float("nan")), "boom")
         runner = qp.QueueRunner(queue, [queue.enqueue(bad)])
-        rows = tf.compat.v1.data.make_one_shot_iterator(
-            tf.data.Dataset.range(2)).get_next()
+        rows = tf.compat.v1.data.make_one_shot_iterator(tf.data.Dataset.range(2)).get_next()
         with new_session(g) as sess:
             (thread,) = runner.create_threads(sess, start=True)
             with pytest.raises(tf.errors.InvalidArgumentError, match="boom"):
@@ -406,7 +415,8 @@ def test_monitored_training_session_raises_the_root_cause(tmp_path):
         fetch = _csv_batch(qp, [missing], num_epochs=1)
         with pytest.raises(tf.errors.NotFoundError, match="missing.csv"):
             with tf.compat.v1.train.MonitoredTrainingSession(
-                    config=tf.compat.v1.ConfigProto(operation_timeout_in_ms=20_000)) as sess:
+                config=tf.compat.v1.ConfigProto(operation_timeout_in_ms=20_000)
+            ) as sess:
                 while not sess.should_stop():
                     sess.run(fetch)
 
@@ -429,6 +439,7 @@ def test_runner_errors_off_keeps_tf_contract(tmp_path):
 
 
 # --------------------------------------------------------------------------- 4. shutdown
+
 
 def _full_pipeline():
     """Two runners that block: one on a full queue, one on an empty pipeline queue.
@@ -504,7 +515,8 @@ def test_closing_the_session_without_coordinator_logs_in_faithful_mode(caplog):
 
 def test_non_daemon_runner_threads_do_not_keep_the_interpreter_alive(tmp_path):
     script = tmp_path / "exit_with_blocked_runner.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import tensorflow as tf
         import queue_pipeline as qp
         with tf.Graph().as_default() as g:
@@ -514,10 +526,12 @@ def test_non_daemon_runner_threads_do_not_keep_the_interpreter_alive(tmp_path):
             threads = runner.create_threads(sess, daemon=False, start=True)
             assert not threads[0].daemon
         print("script done")
-    """))
+    """)
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run(python_argv(str(script)), capture_output=True, text=True,
-                          timeout=120, env=env)
+    done = subprocess.run(
+        python_argv(str(script)), capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "script done" in done.stdout
     assert "Exception in QueueRunner" not in done.stderr
@@ -606,8 +620,11 @@ def test_a_runner_error_ends_only_the_pipelines_it_feeds_and_only_once(tmp_path)
             c = _csv_batch(qp, [good], num_epochs=1, batch_size=1)
             sess.run(tf.compat.v1.variables_initializer(tf.compat.v1.local_variables()[-1:]))
             coord = qp.Coordinator()
-            threads = [t for qr in tf.compat.v1.get_collection("queue_runners")[before:]
-                       for t in qr.create_threads(sess, coord, start=True)]  # C's only
+            threads = [
+                t
+                for qr in tf.compat.v1.get_collection("queue_runners")[before:]
+                for t in qr.create_threads(sess, coord, start=True)
+            ]  # C's only
             rows = []
             with pytest.raises(tf.errors.OutOfRangeError) as info:
                 while True:
@@ -635,7 +652,8 @@ def test_no_deprecation_warning_from_our_own_calls(tmp_path):
     script = tmp_path / "all_builders.py"
     data = tmp_path / "a.csv"
     data.write_text("1,2\n3,4\n")
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import tensorflow as tf
         import queue_pipeline as qp
         for engine in ("queue", "dataset"):
@@ -658,14 +676,22 @@ def test_no_deprecation_warning_from_our_own_calls(tmp_path):
                     coord.request_stop()
                     coord.join(threads)
         print("ran")
-    """))
+    """)
+    )
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    done = subprocess.run(python_argv(str(script)), capture_output=True, text=True,
-                          timeout=180, env=env)
+    done = subprocess.run(
+        python_argv(str(script)), capture_output=True, text=True, timeout=180, env=env
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ran" in done.stdout
-    ours = [line for line in done.stderr.splitlines()
-            if "deprecated" in line and "queue_pipeline" in line]
-    froms = [line for line in done.stderr.splitlines()
-             if line.startswith("WARNING:tensorflow:From") and "queue_pipeline" in line]
+    ours = [
+        line
+        for line in done.stderr.splitlines()
+        if "deprecated" in line and "queue_pipeline" in line
+    ]
+    froms = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith("WARNING:tensorflow:From") and "queue_pipeline" in line
+    ]
     assert not ours and not froms, done.stderr[-3000:]

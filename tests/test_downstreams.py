@@ -35,11 +35,18 @@ def example_files(tmp_path_factory):
         with tf.io.TFRecordWriter(path) as writer:
             for i in range(RECORDS // 2):
                 n = f * 100 + i
-                writer.write(tf.train.Example(features=tf.train.Features(feature={
-                    "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[n])),
-                    "text": tf.train.Feature(bytes_list=tf.train.BytesList(
-                        value=[f"row {n}".encode()])),
-                })).SerializeToString())
+                writer.write(
+                    tf.train.Example(
+                        features=tf.train.Features(
+                            feature={
+                                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[n])),
+                                "text": tf.train.Feature(
+                                    bytes_list=tf.train.BytesList(value=[f"row {n}".encode()])
+                                ),
+                            }
+                        )
+                    ).SerializeToString()
+                )
         paths.append(path)
     return paths
 
@@ -50,9 +57,10 @@ def _ids():
 
 def _parse(serialized):
     v1 = tf.compat.v1
-    features = v1.parse_single_example(serialized, {
-        "id": tf.io.FixedLenFeature([], tf.int64),
-        "text": tf.io.FixedLenFeature([], tf.string)})
+    features = v1.parse_single_example(
+        serialized,
+        {"id": tf.io.FixedLenFeature([], tf.int64), "text": tf.io.FixedLenFeature([], tf.string)},
+    )
     return features["id"], features["text"]
 
 
@@ -75,8 +83,9 @@ def _supervised_training(files, logdir, *, step_counter):
         if step_counter:
             global_step = v1.train.get_or_create_global_step()
         else:
-            global_step = v1.Variable(0, trainable=False, name="steps",
-                                      collections=[v1.GraphKeys.LOCAL_VARIABLES])
+            global_step = v1.Variable(
+                0, trainable=False, name="steps", collections=[v1.GraphKeys.LOCAL_VARIABLES]
+            )
         filenames = v1.train.string_input_producer(files, num_epochs=1, shuffle=False)
         _, serialized = v1.TFRecordReader().read(filenames)
         example_id, _ = _parse(serialized)
@@ -85,11 +94,15 @@ def _supervised_training(files, logdir, *, step_counter):
         loss = tf.reduce_mean(tf.square(tf.cast(batch, tf.float32) * 0.01 - weight))
         v1.summary.scalar("weight", weight)  # the summary thread must not take batches
         train = v1.train.GradientDescentOptimizer(0.1).minimize(loss, global_step=global_step)
-        sv = v1.train.Supervisor(logdir=logdir, save_summaries_secs=0.05,
-                                 save_model_secs=0.05)
+        sv = v1.train.Supervisor(logdir=logdir, save_summaries_secs=0.05, save_model_secs=0.05)
         with sv.managed_session(config=session_config()) as sess:
-            services = sorted({type(t).__name__ for t in threading.enumerate()
-                               if type(t).__name__.startswith("SV")})
+            services = sorted(
+                {
+                    type(t).__name__
+                    for t in threading.enumerate()
+                    if type(t).__name__.startswith("SV")
+                }
+            )
             while not sv.should_stop():
                 try:
                     _, value = sess.run([train, batch])
@@ -100,16 +113,18 @@ def _supervised_training(files, logdir, *, step_counter):
     return ids, step_value, services
 
 
-@pytest.mark.tf1_only("under TF 2.x defaults TF's own Supervisor services fail natively: "
-                      "their threads see eager execution (the step counter calls .numpy() "
-                      "on the graph's global step, the checkpoint thread's Saver refuses "
-                      "graph variables); TF 2.x: test_install's Supervisor test")
+@pytest.mark.tf1_only(
+    "under TF 2.x defaults TF's own Supervisor services fail natively: "
+    "their threads see eager execution (the step counter calls .numpy() "
+    "on the graph's global step, the checkpoint thread's Saver refuses "
+    "graph variables); TF 2.x: test_install's Supervisor test"
+)
 @pytest.mark.parametrize("way", WAYS)
-def test_supervisor_with_its_default_services_like_native(way, example_files, tmp_path,
-                                                          caplog):
+def test_supervisor_with_its_default_services_like_native(way, example_files, tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"), running(way):
-        ids, step, services = _supervised_training(example_files, str(tmp_path / "sv"),
-                                                   step_counter=True)
+        ids, step, services = _supervised_training(
+            example_files, str(tmp_path / "sv"), step_counter=True
+        )
     assert collections.Counter(ids) == _ids()
     assert step == RECORDS // 4
     assert services == ["SVStepCounterThread", "SVSummaryThread", "SVTimerCheckpointThread"]
@@ -118,6 +133,7 @@ def test_supervisor_with_its_default_services_like_native(way, example_files, tm
 
 
 # ---------------------------------------------------------------------- tf-slim
+
 
 def _slim():
     return pytest.importorskip("tf_slim")
@@ -155,14 +171,25 @@ def _provider_pipeline(files, *, shuffle):
     from tf_slim.data import dataset, dataset_data_provider, prefetch_queue, tfexample_decoder
 
     decoder = tfexample_decoder.TFExampleDecoder(
-        {"id": tf.io.FixedLenFeature([], tf.int64),
-         "text": tf.io.FixedLenFeature([], tf.string)},
-        {"id": tfexample_decoder.Tensor("id"), "text": tfexample_decoder.Tensor("text")})
-    source = dataset.Dataset(data_sources=files, reader=tf.compat.v1.TFRecordReader,
-                             decoder=decoder, num_samples=RECORDS, items_to_descriptions={})
+        {"id": tf.io.FixedLenFeature([], tf.int64), "text": tf.io.FixedLenFeature([], tf.string)},
+        {"id": tfexample_decoder.Tensor("id"), "text": tfexample_decoder.Tensor("text")},
+    )
+    source = dataset.Dataset(
+        data_sources=files,
+        reader=tf.compat.v1.TFRecordReader,
+        decoder=decoder,
+        num_samples=RECORDS,
+        items_to_descriptions={},
+    )
     provider = dataset_data_provider.DatasetDataProvider(
-        source, num_readers=2, shuffle=shuffle, num_epochs=1, common_queue_capacity=32,
-        common_queue_min=8, seed=1)
+        source,
+        num_readers=2,
+        shuffle=shuffle,
+        num_epochs=1,
+        common_queue_capacity=32,
+        common_queue_min=8,
+        seed=1,
+    )
     example_id, text = provider.get(["id", "text"])
     batch = tf.compat.v1.train.batch([example_id, text], 4)  # 24 records: full batches
     del slim
@@ -188,15 +215,19 @@ SLIM_CASES = {
 
 @pytest.mark.parametrize("driver", ["slim_queues", "supervisor"])
 @pytest.mark.parametrize("case", list(SLIM_CASES))
-def test_tf_slim_data_layer_delivers_what_native_tf_does(case, driver, example_files,
-                                                         tmp_path, caplog):
+def test_tf_slim_data_layer_delivers_what_native_tf_does(
+    case, driver, example_files, tmp_path, caplog
+):
     """Also: the dataset engine serves tf-slim's pipelines (parallel_reader's gathering
     queue included) without falling back to queues."""
     results = {}
     for way in WAYS:
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="queue_pipeline"), running(way), \
-                tf.Graph().as_default():
+        with (
+            caplog.at_level(logging.INFO, logger="queue_pipeline"),
+            running(way),
+            tf.Graph().as_default(),
+        ):
             fetch = SLIM_CASES[case](example_files)
             batches = _drain_with(driver, fetch, str(tmp_path / way))
         log = [r for r in caplog.records if r.name == "queue_pipeline"]
@@ -204,7 +235,8 @@ def test_tf_slim_data_layer_delivers_what_native_tf_does(case, driver, example_f
         if way == "dataset":
             assert any("runs on tf.data" in r.getMessage() for r in log)
         results[way] = collections.Counter(
-            (int(i), bytes(t)) for ids, texts in batches for i, t in zip(ids, texts))
+            (int(i), bytes(t)) for ids, texts in batches for i, t in zip(ids, texts)
+        )
     want = collections.Counter((n, f"row {n}".encode()) for n in _ids().elements())
     assert results["native"] == want
     assert results["queue"] == want
@@ -218,9 +250,11 @@ def test_internal_helpers_of_the_input_module_stay_tfs():
     """Code written against tensorflow.python.training.input keeps TF's private helpers."""
     from tensorflow.python.training import input as before
 
-    helpers = {name: vars(before)[name] for name in vars(before)
-               if name.startswith("_") and not name.startswith("__") and callable(
-                   vars(before)[name])}
+    helpers = {
+        name: vars(before)[name]
+        for name in vars(before)
+        if name.startswith("_") and not name.startswith("__") and callable(vars(before)[name])
+    }
     assert {"_as_tensor_list", "_as_original_type", "_store_sparse_tensors"} <= set(helpers)
     with qp.install():
         from tensorflow.python.training import input as during
@@ -232,6 +266,5 @@ def test_internal_helpers_of_the_input_module_stay_tfs():
             tensors = {"b": tf.constant(1), "a": tf.constant([2.0])}
             listed = during._as_tensor_list(tensors)
             assert [t.dtype for t in listed] == [tf.float32, tf.int32]  # sorted keys
-            assert during._as_original_type(tensors, listed) == {"a": listed[0],
-                                                                 "b": listed[1]}
+            assert during._as_original_type(tensors, listed) == {"a": listed[0], "b": listed[1]}
         assert before.batch is not qp.batch  # TF's own module is never changed

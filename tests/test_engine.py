@@ -71,38 +71,64 @@ def examples(batches) -> collections.Counter:
     for batch in batches:
         leaves = [np.asarray(x) for x in tf.nest.flatten(batch)]
         for i in range(len(leaves[0])):
-            rows[tuple((x.dtype.str, x[i].shape, repr(x[i].tolist()) if x.dtype == object
-                        else x[i].tobytes()) for x in leaves)] += 1
+            rows[
+                tuple(
+                    (
+                        x.dtype.str,
+                        x[i].shape,
+                        repr(x[i].tolist()) if x.dtype == object else x[i].tobytes(),
+                    )
+                    for x in leaves
+                )
+            ] += 1
     return rows
 
 
 def served(outputs) -> bool:
     """Whether the dataset engine served `outputs` (a graph: any call in it)."""
-    nodes = plan.plan_nodes(outputs) if isinstance(outputs, tf.Graph) else plan.plan_for(
-        outputs)
+    nodes = plan.plan_nodes(outputs) if isinstance(outputs, tf.Graph) else plan.plan_for(outputs)
     return any(node.args.get("engine") == "dataset" for node in nodes)
 
 
 def spec(outputs):
     """Structure, kinds, dtypes and static shapes of what a batching call returned."""
     return tf.nest.map_structure(
-        lambda t: ("SparseTensor" if isinstance(t, tf.SparseTensor) else "Tensor", t.dtype,
-                   t.shape.as_list() if t.shape.rank is not None else None), outputs)
+        lambda t: (
+            "SparseTensor" if isinstance(t, tf.SparseTensor) else "Tensor",
+            t.dtype,
+            t.shape.as_list() if t.shape.rank is not None else None,
+        ),
+        outputs,
+    )
 
 
 def csv_pipeline(files, *, num_epochs=1, shuffle=False, seed=None, threads=1):
     queue = qp.string_input_producer(files, num_epochs=num_epochs, shuffle=shuffle, seed=seed)
     _, line = qp.TextLineReader().read(queue)
     ident, label = tf.io.decode_csv(line, [[0], [0]])
-    return qp.shuffle_batch([ident, label], 6, capacity=40, min_after_dequeue=10, seed=seed,
-                            num_threads=threads, allow_smaller_final_batch=True)
+    return qp.shuffle_batch(
+        [ident, label],
+        6,
+        capacity=40,
+        min_after_dequeue=10,
+        seed=seed,
+        num_threads=threads,
+        allow_smaller_final_batch=True,
+    )
 
 
 # ----------------------------------------------------------- legacy examples
 
 
-LEGACY_EXAMPLES = ["csv_reading", "mnist_tfrecords", "preloaded_data", "multi_reader_join",
-                   "detection_dynamic_pad", "cifar10_binary", "feeding"]
+LEGACY_EXAMPLES = [
+    "csv_reading",
+    "mnist_tfrecords",
+    "preloaded_data",
+    "multi_reader_join",
+    "detection_dynamic_pad",
+    "cifar10_binary",
+    "feeding",
+]
 NO_BATCHING_CALL = {"csv_reading": "one example per run", "feeding": "fed by a py_func"}
 
 
@@ -110,14 +136,14 @@ NO_BATCHING_CALL = {"csv_reading": "one example per run", "feeding": "fed by a p
 def test_every_legacy_example_delivers_the_same_examples_on_both_engines(name):
     module = importlib.import_module(f"legacy_examples.{name}")
     result = run_both(module.legacy)
-    (queue_out, queue_batches), (dataset_out, dataset_batches) = result["queue"], \
-        result["dataset"]
+    (queue_out, queue_batches), (dataset_out, dataset_batches) = result["queue"], result["dataset"]
     assert spec(dataset_out) == spec(queue_out)
     assert len(dataset_batches) == len(queue_batches) > 0
     if name == "csv_reading":
         queue_batches, dataset_batches = (
             [[np.asarray(x)[None] for x in b] for b in batches]
-            for batches in (queue_batches, dataset_batches))
+            for batches in (queue_batches, dataset_batches)
+        )
     assert examples(dataset_batches) == examples(queue_batches)
     # Programs without a batching call have nothing for the engine to serve.
     assert served(result["dataset graph"]) == (name not in NO_BATCHING_CALL)
@@ -127,8 +153,7 @@ def test_training_input_with_num_epochs_delivers_each_example_every_epoch():
     from legacy_examples import mnist_tfrecords
 
     paths = mnist_tfrecords._compare_files()  # noqa: SLF001 - the bundled files
-    result = run_both(lambda: mnist_tfrecords.inputs(paths["t10k"], 40, num_epochs=2,
-                                                     seed=1))
+    result = run_both(lambda: mnist_tfrecords.inputs(paths["t10k"], 40, num_epochs=2, seed=1))
     queue_rows, dataset_rows = (examples(result[e][1]) for e in ENGINES)
     assert served(result["dataset"][0])
     assert dataset_rows == queue_rows
@@ -191,18 +216,22 @@ def test_static_structure_and_types_equal_the_queue_engines(csv_files):
     graphs = {e: build(e, pipeline) for e in ENGINES}
     assert spec(graphs["dataset"][1]) == spec(graphs["queue"][1])
     assert spec(graphs["dataset"][1]["dict"]) == {
-        "id": ("Tensor", tf.int32, [4]), "label": ("Tensor", tf.int32, [4])}
+        "id": ("Tensor", tf.int32, [4]),
+        "label": ("Tensor", tf.int32, [4]),
+    }
 
 
 CONFIGS = {
     "shapes_and_dynamic_pad": lambda line, ident, label: qp.batch(
-        [tf.strings.split(line, ","), label], 4, dynamic_pad=True),
+        [tf.strings.split(line, ","), label], 4, dynamic_pad=True
+    ),
     "sparse": lambda line, ident, label: qp.batch(
-        [tf.sparse.from_dense(tf.reshape(label, [1])), ident], 4),
+        [tf.sparse.from_dense(tf.reshape(label, [1])), ident], 4
+    ),
     "maybe_batch_per_record_keep": lambda line, ident, label: qp.maybe_batch(
-        [ident, label], tf.equal(label % 2, 0), 3, allow_smaller_final_batch=True),
-    "explicit_shapes": lambda line, ident, label: qp.batch(
-        [ident, label], 4, shapes=[[], []]),
+        [ident, label], tf.equal(label % 2, 0), 3, allow_smaller_final_batch=True
+    ),
+    "explicit_shapes": lambda line, ident, label: qp.batch([ident, label], 4, shapes=[[], []]),
 }
 
 
@@ -213,8 +242,7 @@ def test_batching_options_same_shapes_and_examples(csv_files, config):
         _, line = qp.TextLineReader().read(queue)
         ident, label = tf.io.decode_csv(line, [[0], [0]])
         out = CONFIGS[config](line, ident, label)
-        return [tf.sparse.to_dense(x) if isinstance(x, tf.SparseTensor) else x
-                for x in out], out
+        return [tf.sparse.to_dense(x) if isinstance(x, tf.SparseTensor) else x for x in out], out
 
     graphs = {e: build(e, pipeline) for e in ENGINES}
     assert spec(graphs["dataset"][1][1]) == spec(graphs["queue"][1][1])
@@ -246,19 +274,24 @@ def test_fill_summaries_keep_tfs_tags_and_report_one(csv_files):
         graph, outputs = build(engine, lambda: csv_pipeline(csv_files))
         with graph.as_default(), new_session(graph) as sess:
             sess.run(tf.compat.v1.local_variables_initializer())
-            summary = tf.compat.v1.Summary.FromString(
-                sess.run(tf.compat.v1.summary.merge_all()))
+            summary = tf.compat.v1.Summary.FromString(sess.run(tf.compat.v1.summary.merge_all()))
         tags[engine] = sorted(v.tag for v in summary.value)
         values[engine] = {v.tag: v.simple_value for v in summary.value}
-    assert tags["dataset"] == tags["queue"] == [
-        "input_producer/fraction_of_32_full", "shuffle_batch/fraction_over_10_of_30_full"]
+    assert (
+        tags["dataset"]
+        == tags["queue"]
+        == ["input_producer/fraction_of_32_full", "shuffle_batch/fraction_over_10_of_30_full"]
+    )
     assert set(values["dataset"].values()) == {1.0}
 
 
 def test_plan_and_to_dataset_see_through_the_served_call(csv_files):
     graph, outputs = build("dataset", lambda: csv_pipeline(csv_files))
-    assert plan.plan_for(outputs).kinds == ["string_input_producer",
-                                            "TextLineReader.read", "shuffle_batch"]
+    assert plan.plan_for(outputs).kinds == [
+        "string_input_producer",
+        "TextLineReader.read",
+        "shuffle_batch",
+    ]
     dataset = qp.to_dataset(outputs)
     ids = sorted(i for batch, _ in dataset_values(dataset) for i in batch.tolist())
     assert ids == sorted(i * 100 + j for i in range(3) for j in range(20))
@@ -287,8 +320,9 @@ def _python_pipeline(files):
 def test_py_func_falls_back_to_queues_and_says_why_once(csv_files, caplog):
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
         graph, outputs = build("dataset", lambda: _python_pipeline(csv_files))
-    warnings = [r for r in caplog.records
-                if r.levelno == logging.WARNING and r.name == "queue_pipeline"]
+    warnings = [
+        r for r in caplog.records if r.levelno == logging.WARNING and r.name == "queue_pipeline"
+    ]
     assert len(warnings) == 1
     message = warnings[0].getMessage()
     assert "batch 'batch' stays on the queue engine" in message
@@ -308,6 +342,7 @@ def _foreign_queue_pipeline():
 
 def test_a_queue_gathering_several_enqueues_is_interleaved():
     """tf-slim's parallel_reader shape: N plain enqueue ops into one queue, served."""
+
     def pipeline():
         queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]])
         enqueue = [queue.enqueue([tf.constant(1)]), queue.enqueue([tf.constant(2)])]
@@ -320,9 +355,13 @@ def test_a_queue_gathering_several_enqueues_is_interleaved():
     assert [b.tolist() for b in batches] == [[1, 2, 1, 2]] * 3
 
 
-@pytest.mark.parametrize("make,words", [
-    (_foreign_queue_pipeline, ["fifo_queue", "not a plain gathering queue"]),
-], ids=["foreign_queue"])
+@pytest.mark.parametrize(
+    "make,words",
+    [
+        (_foreign_queue_pipeline, ["fifo_queue", "not a plain gathering queue"]),
+    ],
+    ids=["foreign_queue"],
+)
 def test_other_fallbacks_name_their_reason_and_still_deliver(make, words, caplog):
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
         graph, outputs = build("dataset", make)
@@ -345,11 +384,14 @@ def _preloaded_var_program(impl, images, labels, *, batch_size=4, num_epochs=1):
         labels_in = tf.compat.v1.placeholder(labels.dtype, labels.shape)
         images_var = tf.compat.v1.Variable(images_in, trainable=False, collections=[])
         labels_var = tf.compat.v1.Variable(labels_in, trainable=False, collections=[])
-        image, label = impl.slice_input_producer([images_var, labels_var],
-                                                 num_epochs=num_epochs, shuffle=False)
+        image, label = impl.slice_input_producer(
+            [images_var, labels_var], num_epochs=num_epochs, shuffle=False
+        )
         batch = impl.batch([image * 2, label], batch_size)
-        init = [tf.compat.v1.global_variables_initializer(),
-                tf.compat.v1.local_variables_initializer()]
+        init = [
+            tf.compat.v1.global_variables_initializer(),
+            tf.compat.v1.local_variables_initializer(),
+        ]
     out = []
     with new_session(graph) as sess:
         sess.run(init)
@@ -396,7 +438,10 @@ def test_a_served_variable_pipeline_starts_once_per_session():
         first = sess.run(outputs).tolist()
         threads += qp.start_queue_runners(sess=sess, coord=coord)  # no restart
         assert [first] + [sess.run(outputs).tolist() for _ in range(2)] == [
-            [0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+            [0, 1, 2, 3],
+            [4, 5, 6, 7],
+            [8, 9, 10, 11],
+        ]
         coord.request_stop()
         coord.join(threads)
     with graph.as_default(), new_session(graph) as sess:  # a new session starts afresh
@@ -421,8 +466,11 @@ def test_a_fallback_gets_back_the_shared_producer_runner(csv_files, caplog):
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
         graph, (first, second) = build("dataset", pipeline)
     assert served(first) and not served(second)
-    queues = {r.queue.queue_ref.op.name for r in graph.get_collection("queue_runners")
-              if type(r).__name__ == "QueueRunner"}
+    queues = {
+        r.queue.queue_ref.op.name
+        for r in graph.get_collection("queue_runners")
+        if type(r).__name__ == "QueueRunner"
+    }
     assert queues == {"input_producer", "batch_1/fifo_queue"}
     assert sum(len(b) for b in drain(qp, graph, second)) == 60  # the producer is running
 
@@ -435,18 +483,26 @@ def _noisy_pipeline(files, seed):
     _, line = qp.TextLineReader().read(queue)
     ident, label = tf.io.decode_csv(line, [[0], [0]])
     noise = tf.random.uniform([], maxval=1000, dtype=tf.int32, seed=seed)
-    return qp.shuffle_batch([ident, label + noise], 7, capacity=30, min_after_dequeue=10,
-                            num_threads=2, seed=seed, allow_smaller_final_batch=True)
+    return qp.shuffle_batch(
+        [ident, label + noise],
+        7,
+        capacity=30,
+        min_after_dequeue=10,
+        num_threads=2,
+        seed=seed,
+        allow_smaller_final_batch=True,
+    )
 
 
-@pytest.mark.parametrize("graph_seed,op_seed", [(3, None), (None, 11)],
-                         ids=["graph_seed", "op_seed"])
-def test_seeded_pipelines_repeat_their_order_and_random_values(csv_files, graph_seed,
-                                                               op_seed):
+@pytest.mark.parametrize(
+    "graph_seed,op_seed", [(3, None), (None, 11)], ids=["graph_seed", "op_seed"]
+)
+def test_seeded_pipelines_repeat_their_order_and_random_values(csv_files, graph_seed, op_seed):
     runs = []
     for _ in range(2):
-        graph, outputs = build("dataset", lambda: _noisy_pipeline(csv_files, op_seed),
-                               seed=graph_seed)
+        graph, outputs = build(
+            "dataset", lambda: _noisy_pipeline(csv_files, op_seed), seed=graph_seed
+        )
         runs.append([tuple(x.tolist() for x in b) for b in drain(qp, graph, outputs)])
     assert runs[0] == runs[1]
     assert sum(len(b[0]) for b in runs[0]) == 120
@@ -456,8 +512,9 @@ def test_seeded_pipelines_repeat_their_order_and_random_values(csv_files, graph_
 
 def test_checkpoint_restores_the_input_position_mid_epoch(csv_files, tmp_path):
     def make():
-        graph, outputs = build("dataset", lambda: csv_pipeline(csv_files, num_epochs=2,
-                                                               shuffle=True, seed=5))
+        graph, outputs = build(
+            "dataset", lambda: csv_pipeline(csv_files, num_epochs=2, shuffle=True, seed=5)
+        )
         with graph.as_default():
             tf.compat.v1.Variable(1.0, name="weights")
             saver = tf.compat.v1.train.Saver()
@@ -504,15 +561,17 @@ def test_vectorized_decoding_shuffles_raw_records_then_decodes_batches(csv_files
     ops = result["dataset graph"].get_operations()
     shuffle = next(op for op in ops if op.type.startswith("ShuffleDataset"))
     batch = next(op for op in ops if op.type.startswith("BatchDataset"))
-    decode = next(op for op in ops if op.type.startswith("ParallelMapDataset")
-                  and op.inputs[0].op.type.startswith("Prefetch"))
+    decode = next(
+        op
+        for op in ops
+        if op.type.startswith("ParallelMapDataset") and op.inputs[0].op.type.startswith("Prefetch")
+    )
     assert shuffle.get_attr("output_types") == [tf.string]  # the raw lines are shuffled,
     assert batch.get_attr("output_types") == [tf.string]  # batched,
     assert decode.get_attr("output_types") == [tf.int32, tf.int32]  # then decoded
 
 
-def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, caplog,
-                                                                   monkeypatch):
+def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, caplog, monkeypatch):
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
         build("dataset", lambda: _noisy_pipeline(csv_files, 1))  # a random op per record
     assert "per-record map (" in caplog.text and "random" in caplog.text.lower()
@@ -530,8 +589,9 @@ def test_large_preloaded_arrays_are_gathered_in_memory(monkeypatch, caplog):
     labels = np.arange(300) % 7
 
     def pipeline():
-        image, label = qp.slice_input_producer([tf.constant(images), tf.constant(labels)],
-                                               num_epochs=2, shuffle=True, seed=4)
+        image, label = qp.slice_input_producer(
+            [tf.constant(images), tf.constant(labels)], num_epochs=2, shuffle=True, seed=4
+        )
         return qp.batch([image, label], 32, allow_smaller_final_batch=True)
 
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
@@ -551,10 +611,28 @@ def test_unmodified_script_through_queue_pipeline_run_on_both_engines(tmp_path):
     env.pop("QUEUE_PIPELINE_ENGINE", None)
     root = str(pathlib.Path(__file__).parents[1])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    procs = {engine: subprocess.Popen(
-        [sys.executable, "-m", "queue_pipeline", "run", "--engine", engine, str(SCRIPT),
-         str(csv), "--epochs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, env=env, cwd=root) for engine in ENGINES}
+    procs = {
+        engine: subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "queue_pipeline",
+                "run",
+                "--engine",
+                engine,
+                str(SCRIPT),
+                str(csv),
+                "--epochs",
+                "2",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=root,
+        )
+        for engine in ENGINES
+    }
     out = {}
     try:
         for engine, proc in procs.items():
@@ -566,8 +644,10 @@ def test_unmodified_script_through_queue_pipeline_run_on_both_engines(tmp_path):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
-    rows = {e: [line for line in text.splitlines() if line.startswith("row ")]
-            for e, text in out.items()}
+    rows = {
+        e: [line for line in text.splitlines() if line.startswith("row ")]
+        for e, text in out.items()
+    }
     assert rows["dataset"] == rows["queue"] and len(rows["queue"]) == 22
     assert "runners: queue_pipeline._engine" in out["dataset"]
     assert "runners: queue_pipeline.runner" in out["queue"]

@@ -84,8 +84,11 @@ def test_every_direction_restores_the_variables(writer, reader, csv_file, tmp_pa
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
         restored, first = _restore_and_read(reader, csv_file, path)
     assert restored == trained
-    notes = [r.getMessage() for r in caplog.records
-             if r.name == "queue_pipeline" and "no input position" in r.getMessage()]
+    notes = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "queue_pipeline" and "no input position" in r.getMessage()
+    ]
     if writer == reader == "dataset":
         assert first == [10, 11, 12, 13, 14] and not notes  # resumed mid-epoch
     else:
@@ -127,9 +130,13 @@ def _monitored(way, csv, ckpt_dir, steps=None):
         global_step = v1.train.get_or_create_global_step()
         train = tf.group(step, v1.assign_add(global_step, 1))
         with v1.train.MonitoredTrainingSession(
-                checkpoint_dir=ckpt_dir, save_checkpoint_steps=1, config=session_config(),
-                save_summaries_steps=None, save_summaries_secs=None,
-                log_step_count_steps=None) as sess:
+            checkpoint_dir=ckpt_dir,
+            save_checkpoint_steps=1,
+            config=session_config(),
+            save_summaries_steps=None,
+            save_summaries_secs=None,
+            log_step_count_steps=None,
+        ) as sess:
             while not sess.should_stop() and (steps is None or len(batches) < steps):
                 _, value = sess.run([train, batch])
                 batches.append(value.tolist())
@@ -138,8 +145,7 @@ def _monitored(way, csv, ckpt_dir, steps=None):
 
 
 @pytest.mark.parametrize("writer", ["native", "queue"])
-def test_monitored_training_session_resumes_a_model_trained_elsewhere(
-        writer, csv_file, tmp_path):
+def test_monitored_training_session_resumes_a_model_trained_elsewhere(writer, csv_file, tmp_path):
     ckpt = str(tmp_path / "mts")
     trained, _ = _monitored(writer, csv_file, ckpt, steps=2)
     assert tf.compat.v1.train.latest_checkpoint(ckpt)
@@ -148,8 +154,7 @@ def test_monitored_training_session_resumes_a_model_trained_elsewhere(
     assert restored == trained + sum(range(5))  # the variable came back
 
 
-def test_monitored_training_session_checkpoint_of_the_engine_restores_natively(
-        csv_file, tmp_path):
+def test_monitored_training_session_checkpoint_of_the_engine_restores_natively(csv_file, tmp_path):
     ckpt = str(tmp_path / "mts")
     trained, _ = _monitored("dataset", csv_file, ckpt, steps=2)
     for way in ("native", "queue"):

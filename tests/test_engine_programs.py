@@ -38,11 +38,18 @@ def tfrecord_files(tmp_path_factory):
         with tf.io.TFRecordWriter(path) as writer:
             for i in range(RECORDS // 2):
                 image = rng.integers(0, 256, 784, dtype=np.uint8)
-                example = tf.train.Example(features=tf.train.Features(feature={
-                    "image_raw": tf.train.Feature(bytes_list=tf.train.BytesList(
-                        value=[image.tobytes()])),
-                    "label": tf.train.Feature(int64_list=tf.train.Int64List(
-                        value=[f * 100 + i]))}))
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "image_raw": tf.train.Feature(
+                                bytes_list=tf.train.BytesList(value=[image.tobytes()])
+                            ),
+                            "label": tf.train.Feature(
+                                int64_list=tf.train.Int64List(value=[f * 100 + i])
+                            ),
+                        }
+                    )
+                )
                 writer.write(example.SerializeToString())
         paths.append(path)
     return paths
@@ -71,16 +78,25 @@ def mnist_inputs(m, files, batch_size=10, num_epochs=1):
     filename_queue = m.string_input_producer(files, num_epochs=num_epochs)
     reader = m.TFRecordReader()
     _, serialized_example = reader.read(filename_queue)
-    features = tf.compat.v1.parse_single_example(serialized_example, features={
-        "image_raw": tf.io.FixedLenFeature([], tf.string),
-        "label": tf.io.FixedLenFeature([], tf.int64)})
+    features = tf.compat.v1.parse_single_example(
+        serialized_example,
+        features={
+            "image_raw": tf.io.FixedLenFeature([], tf.string),
+            "label": tf.io.FixedLenFeature([], tf.int64),
+        },
+    )
     image = tf.compat.v1.decode_raw(features["image_raw"], tf.uint8)
     image.set_shape([784])
-    image = tf.cast(image, tf.float32) * (1. / 255) - 0.5
+    image = tf.cast(image, tf.float32) * (1.0 / 255) - 0.5
     label = tf.cast(features["label"], tf.int32)
-    return m.shuffle_batch([image, label], batch_size=batch_size, num_threads=2,
-                           capacity=1000 + 3 * batch_size, min_after_dequeue=1000,
-                           allow_smaller_final_batch=True)
+    return m.shuffle_batch(
+        [image, label],
+        batch_size=batch_size,
+        num_threads=2,
+        capacity=1000 + 3 * batch_size,
+        min_after_dequeue=1000,
+        allow_smaller_final_batch=True,
+    )
 
 
 def read_cifar10(m, filename_queue):
@@ -93,7 +109,8 @@ def read_cifar10(m, filename_queue):
     label = tf.cast(tf.strided_slice(record_bytes, [0], [label_bytes]), tf.int32)
     depth_major = tf.reshape(
         tf.strided_slice(record_bytes, [label_bytes], [label_bytes + image_bytes]),
-        [depth, height, width])
+        [depth, height, width],
+    )
     return label, tf.transpose(depth_major, [1, 2, 0])
 
 
@@ -111,9 +128,13 @@ def cifar10_distorted_inputs(m, files, batch_size=8):
     label.set_shape([1])
     min_queue_examples = int(RECORDS * 0.4)
     images, label_batch = m.shuffle_batch(
-        [float_image, label], batch_size=batch_size, num_threads=16,
-        capacity=min_queue_examples + 3 * batch_size, min_after_dequeue=min_queue_examples,
-        allow_smaller_final_batch=True)
+        [float_image, label],
+        batch_size=batch_size,
+        num_threads=16,
+        capacity=min_queue_examples + 3 * batch_size,
+        min_after_dequeue=min_queue_examples,
+        allow_smaller_final_batch=True,
+    )
     return images, tf.reshape(label_batch, [-1])
 
 
@@ -126,9 +147,13 @@ def cifar10_eval_inputs(m, files, batch_size=8):
     float_image = tf.image.per_image_standardization(resized_image)
     float_image.set_shape([24, 24, 3])
     label.set_shape([1])
-    images, label_batch = m.batch([float_image, label], batch_size=batch_size,
-                                  num_threads=1, capacity=1000 + 3 * batch_size,
-                                  allow_smaller_final_batch=True)
+    images, label_batch = m.batch(
+        [float_image, label],
+        batch_size=batch_size,
+        num_threads=1,
+        capacity=1000 + 3 * batch_size,
+        allow_smaller_final_batch=True,
+    )
     return images, tf.reshape(label_batch, [-1])
 
 
@@ -136,10 +161,12 @@ def preloaded_inputs(m, batch_size=7):
     """fully_connected_preloaded.py: slice_input_producer over constants -> batch."""
     images = np.arange(RECORDS * 4, dtype=np.float32).reshape(RECORDS, 4)
     labels = np.arange(RECORDS, dtype=np.int64)
-    image, label = m.slice_input_producer([tf.constant(images), tf.constant(labels)],
-                                          num_epochs=1, shuffle=False)
-    return m.batch([image, tf.cast(label, tf.int32)], batch_size=batch_size,
-                   allow_smaller_final_batch=True)
+    image, label = m.slice_input_producer(
+        [tf.constant(images), tf.constant(labels)], num_epochs=1, shuffle=False
+    )
+    return m.batch(
+        [image, tf.cast(label, tf.int32)], batch_size=batch_size, allow_smaller_final_batch=True
+    )
 
 
 # ------------------------------------------------------------------------- checks
@@ -159,7 +186,8 @@ def _served_on_dataset(make, caplog):
 
 def _rows(batches, component):
     return collections.Counter(
-        row.tobytes() for batch in batches for row in np.asarray(batch[component]))
+        row.tobytes() for batch in batches for row in np.asarray(batch[component])
+    )
 
 
 CASES = {
@@ -182,7 +210,8 @@ def test_classic_input_function_runs_on_tf_data_like_tfs_queues(case, request, c
     tf_graph, tf_outputs = build(TF, make)
     want = drain(TF, tf_graph, tf_outputs)
     assert [tuple(x.shape.as_list()) for x in outputs] == [
-        tuple(x.shape.as_list()) for x in tf_outputs]
+        tuple(x.shape.as_list()) for x in tf_outputs
+    ]
     assert sum(len(b[1]) for b in got) == sum(len(b[1]) for b in want) == RECORDS
     for component in compared:  # the distorted images are random on both sides
         assert _rows(got, component) == _rows(want, component), component

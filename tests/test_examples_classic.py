@@ -70,8 +70,7 @@ def test_cifar10_smoke(capsys):
 
 @pytest.mark.parametrize("impl", ["qp", "tf"])
 def test_cifar10_distorted_batches(cifar_dir, impl):
-    batches = cifar10_binary.run(cifar_dir, 2, impl, batch_size=16, num_threads=4,
-                                 verbose=False)
+    batches = cifar10_binary.run(cifar_dir, 2, impl, batch_size=16, num_threads=4, verbose=False)
     assert len(batches) == 2
     for images, labels in batches:
         assert images.shape == (16, 24, 24, 3) and images.dtype == np.float32
@@ -84,14 +83,18 @@ def test_cifar10_distorted_batches(cifar_dir, impl):
 
 def test_cifar10_twin_distorted_batches(cifar_dir):
     [(images, labels)] = dataset_values(
-        cifar10_binary.twin_distorted_inputs(cifar_dir, 16, seed=1), limit=1)
+        cifar10_binary.twin_distorted_inputs(cifar_dir, 16, seed=1), limit=1
+    )
     assert images.shape == (16, 24, 24, 3) and labels.shape == (16,)
     np.testing.assert_allclose(images.mean(axis=(1, 2, 3)), 0, atol=1e-3)
 
 
 def test_cifar10_eval_input_same_as_tf(cifar_dir):
-    out = _legacy_outputs(lambda key: cifar10_binary.inputs(
-        True, cifar_dir, 50, key, num_epochs=1, shuffle=False, num_threads=1))
+    out = _legacy_outputs(
+        lambda key: cifar10_binary.inputs(
+            True, cifar_dir, 50, key, num_epochs=1, shuffle=False, num_threads=1
+        )
+    )
     assert len(out["qp"]) == 299 // 50
     np.testing.assert_equal(out["qp"], out["tf"])
     first_label = np.fromfile(cifar10_binary.eval_files(cifar_dir)[0], np.uint8)[0]
@@ -108,7 +111,8 @@ def test_cifar10_shuffled_threaded_input_matches_as_multiset(cifar_dir):
     # multisets match whatever order the threads and the shuffle give.
     _assert_matches(
         lambda: cifar10_binary.inputs(False, cifar_dir, 14, num_epochs=1, num_threads=4),
-        lambda: cifar10_binary.twin_inputs(False, cifar_dir, 14, num_epochs=1, seed=3))
+        lambda: cifar10_binary.twin_inputs(False, cifar_dir, 14, num_epochs=1, seed=3),
+    )
 
 
 # --- mnist_tfrecords ------------------------------------------------------------------
@@ -128,21 +132,22 @@ def test_mnist_smoke_both_sides_learn(capsys):
 
 
 def test_mnist_on_tf_learns(mnist_files):
-    weights, steps = mnist_tfrecords.run_training(mnist_files["train"], 2, "tf", seed=0,
-                                                  verbose=False)
+    weights, steps = mnist_tfrecords.run_training(
+        mnist_files["train"], 2, "tf", seed=0, verbose=False
+    )
     assert steps == 2 * 1437 // 100
     assert mnist_tfrecords.evaluate(mnist_files["t10k"], weights, "tf") > 0.5
 
 
 def test_mnist_max_steps_stops_through_the_coordinator(mnist_files):
-    _, steps = mnist_tfrecords.run_training(mnist_files["train"], None, "qp",
-                                            max_steps=3, verbose=False)
+    _, steps = mnist_tfrecords.run_training(
+        mnist_files["train"], None, "qp", max_steps=3, verbose=False
+    )
     assert steps == 3
 
 
 def test_mnist_eval_input_same_as_tf(mnist_files):
-    out = _legacy_outputs(lambda key: mnist_tfrecords.eval_inputs(
-        mnist_files["t10k"], 100, key))
+    out = _legacy_outputs(lambda key: mnist_tfrecords.eval_inputs(mnist_files["t10k"], 100, key))
     assert [len(labels) for _, labels in out["qp"]] == [100, 100, 100, 60]
     np.testing.assert_equal(out["qp"], out["tf"])
     assert 0.0 <= out["qp"][0][0].min() and out["qp"][0][0].max() <= 1.0
@@ -150,8 +155,9 @@ def test_mnist_eval_input_same_as_tf(mnist_files):
 
 def test_mnist_legacy_and_twin_evaluate_weights_alike(mnist_files):
     weights = mnist_tfrecords.initial_weights(seed=3)
-    accuracies = {mnist_tfrecords.evaluate(mnist_files["t10k"], weights, impl)
-                  for impl in ("qp", "tf")}
+    accuracies = {
+        mnist_tfrecords.evaluate(mnist_files["t10k"], weights, impl) for impl in ("qp", "tf")
+    }
     accuracies.add(mnist_tfrecords.evaluate_twin(mnist_files["t10k"], weights))
     assert len(accuracies) == 1
 
@@ -163,8 +169,7 @@ def test_mnist_twin_matches_legacy():
 # --- preloaded_data -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args", [["--smoke"], ["--smoke", "--impl", "tf",
-                                                  "--mode", "constant"]])
+@pytest.mark.parametrize("args", [["--smoke"], ["--smoke", "--impl", "tf", "--mode", "constant"]])
 def test_preloaded_smoke(capsys, args):
     assert preloaded_data.main(args) == 0
     out = capsys.readouterr().out
@@ -179,9 +184,13 @@ def test_preloaded_twin_matches_legacy():
 @pytest.mark.parametrize("shuffle", [False, True], ids=["in_order", "seeded_shuffle"])
 def test_preloaded_variable_and_constant_same_on_qp_and_tf(mnist_train_arrays, shuffle):
     images, labels = mnist_train_arrays
-    runs = {(impl, mode): preloaded_data.run(images, labels, None, impl, mode=mode,
-                                             num_epochs=1, shuffle=shuffle, seed=7)
-            for impl in ("qp", "tf") for mode in preloaded_data.MODES}
+    runs = {
+        (impl, mode): preloaded_data.run(
+            images, labels, None, impl, mode=mode, num_epochs=1, shuffle=shuffle, seed=7
+        )
+        for impl in ("qp", "tf")
+        for mode in preloaded_data.MODES
+    }
     reference = runs[("tf", "constant")]
     assert len(reference) == 1437 // 100
     for got in runs.values():
@@ -190,10 +199,10 @@ def test_preloaded_variable_and_constant_same_on_qp_and_tf(mnist_train_arrays, s
 
 def test_preloaded_variable_equals_twin(mnist_train_arrays):
     images, labels = mnist_train_arrays
-    legacy = preloaded_data.run(images, labels, None, "qp", mode="variable", num_epochs=1,
-                                shuffle=False)
-    twin = dataset_values(preloaded_data.build_twin(images, labels, num_epochs=1,
-                                                    shuffle=False))
+    legacy = preloaded_data.run(
+        images, labels, None, "qp", mode="variable", num_epochs=1, shuffle=False
+    )
+    twin = dataset_values(preloaded_data.build_twin(images, labels, num_epochs=1, shuffle=False))
     np.testing.assert_equal(legacy, twin)
 
 
@@ -201,7 +210,8 @@ def test_preloaded_shuffled_twin_matches_as_multiset(mnist_train_arrays):
     images, labels = (a[:400] for a in mnist_train_arrays)  # 2 epochs = 8 whole batches
     report = _assert_matches(
         lambda: preloaded_data.preloaded_constant(images, labels, num_epochs=2, seed=1),
-        lambda: preloaded_data.build_twin(images, labels, num_epochs=2, seed=1))
+        lambda: preloaded_data.build_twin(images, labels, num_epochs=2, seed=1),
+    )
     assert "multiset" in str(report)
 
 
@@ -227,8 +237,10 @@ def test_feeding_twin_matches_legacy():
 
 
 def test_feeding_legacy_and_twin_train_alike(feed_arrays):
-    data_sets = feeding.Datasets(train=feeding.DataSet(*feed_arrays["train"], shuffle=False),
-                                 test=feeding.DataSet(*feed_arrays["test"], shuffle=False))
+    data_sets = feeding.Datasets(
+        train=feeding.DataSet(*feed_arrays["train"], shuffle=False),
+        test=feeding.DataSet(*feed_arrays["test"], shuffle=False),
+    )
     losses, precision = feeding.run_training(data_sets, 30, verbose=False)
     twin_losses, twin_precision = feeding.train_twin(feed_arrays, 30, shuffle=False)
     np.testing.assert_allclose(losses, twin_losses, rtol=1e-3, atol=1e-4)

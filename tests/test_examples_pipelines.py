@@ -18,13 +18,13 @@ IMPLS = {"qp": qp, "tf": TF}
 
 
 def _rows(pixels, labels) -> collections.Counter:
-    return collections.Counter(tuple(p.tolist()) + (int(label),)
-                               for p, label in zip(pixels, labels))
+    return collections.Counter(
+        tuple(p.tolist()) + (int(label),) for p, label in zip(pixels, labels)
+    )
 
 
 def _csv_rows(paths) -> collections.Counter:
-    rows = np.concatenate([np.loadtxt(p, dtype=np.int32, delimiter=",", ndmin=2)
-                           for p in paths])
+    rows = np.concatenate([np.loadtxt(p, dtype=np.int32, delimiter=",", ndmin=2) for p in paths])
     return _rows(rows[:, 1:], rows[:, 0])
 
 
@@ -40,9 +40,18 @@ def test_multi_reader_join_smoke(capsys, impl):
 @pytest.mark.parametrize("impl", ["qp", "tf"])
 def test_multi_reader_join_reads_every_row_once_per_epoch(tmp_path, impl):
     files = multi_reader_join.write_files(str(tmp_path), num_files=3)
-    g, fetch = build(IMPLS[impl], lambda m: multi_reader_join.build_legacy(
-        files, impl, num_readers=3, num_epochs=2, seed=3, min_after_dequeue=50,
-        allow_smaller_final_batch=True))
+    g, fetch = build(
+        IMPLS[impl],
+        lambda m: multi_reader_join.build_legacy(
+            files,
+            impl,
+            num_readers=3,
+            num_epochs=2,
+            seed=3,
+            min_after_dequeue=50,
+            allow_smaller_final_batch=True,
+        ),
+    )
     batches = drain(IMPLS[impl], g, fetch)
     got = _rows(np.concatenate([b[0] for b in batches]), np.concatenate([b[1] for b in batches]))
     expected = _csv_rows(files)
@@ -59,8 +68,9 @@ def test_multi_reader_join_twin_matches_legacy_as_multiset():
 
 
 def test_multi_reader_join_interleaved_twin_matches_legacy():
-    report = compare.compare(multi_reader_join.legacy, multi_reader_join.twin_interleaved,
-                             timeout=20)
+    report = compare.compare(
+        multi_reader_join.legacy, multi_reader_join.twin_interleaved, timeout=20
+    )
     assert report.matched, str(report)
 
 
@@ -79,10 +89,10 @@ def scenes(tmp_path_factory):
     path, written = detection.write_records(str(tmp_path_factory.mktemp("scenes")), count=10)
     with tf.Graph().as_default():  # a private graph, read in a Session in both modes
         jpegs = tf.data.Dataset.from_tensor_slices([jpeg for jpeg, _ in written]).map(
-            lambda jpeg: tf.io.decode_jpeg(tf.io.read_file(jpeg), channels=3))
+            lambda jpeg: tf.io.decode_jpeg(tf.io.read_file(jpeg), channels=3)
+        )
     images = dataset_values(jpegs)
-    return path, [(image, boxes.astype(np.float32))
-                  for image, (_, boxes) in zip(images, written)]
+    return path, [(image, boxes.astype(np.float32)) for image, (_, boxes) in zip(images, written)]
 
 
 def _assert_unpadded_equal(examples, originals):
@@ -109,18 +119,20 @@ def test_detection_legacy_unpads_to_the_original_images_and_boxes(scenes, impl):
 def test_detection_batches_are_padded_to_the_largest(scenes):
     path, originals = scenes
     twin = detection.build_twin([path], num_epochs=1, shuffle=False).map(
-        lambda batch: (batch, tuple(detection.unpad(batch))))  # unpad on graph tensors
+        lambda batch: (batch, tuple(detection.unpad(batch)))
+    )  # unpad on graph tensors
     batches = dataset_values(twin)
     assert len(batches) == 2  # 10 images: the tail of 2 is dropped
     for i, (batch, unpadded) in enumerate(batches):
-        part = originals[4 * i: 4 * i + 4]
+        part = originals[4 * i : 4 * i + 4]
         height = max(image.shape[0] for image, _ in part)
         width = max(image.shape[1] for image, _ in part)
         assert batch[detection.IMAGE].shape == (4, height, width, 3)
         assert batch[detection.BOXES].shape == (4, max(len(b) for _, b in part), 4)
         np.testing.assert_array_equal(batch[detection.NUM_BOXES], [len(b) for _, b in part])
-        np.testing.assert_array_equal(batch[detection.TRUE_IMAGE_SHAPE],
-                                      [image.shape for image, _ in part])
+        np.testing.assert_array_equal(
+            batch[detection.TRUE_IMAGE_SHAPE], [image.shape for image, _ in part]
+        )
         _assert_unpadded_equal(unpadded, part)
 
 
@@ -171,8 +183,7 @@ def test_tpu_input_fn_static_shapes_in_a_graph(mnist_shards):
 
 
 def test_tpu_input_fn_eval_reads_every_full_batch_once(mnist_shards):
-    dataset = tpu_input_fn.make_input_fn(mnist_shards, is_training=False)(
-        {"batch_size": 100})
+    dataset = tpu_input_fn.make_input_fn(mnist_shards, is_training=False)({"batch_size": 100})
     labels = np.concatenate([labels for _, labels in dataset_values(dataset)])
     assert len(labels) == 1400  # 1,437 records: the remainder of 37 is dropped
     assert set(labels.tolist()) == set(range(10))

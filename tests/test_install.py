@@ -24,14 +24,34 @@ from queue_pipeline import _install, cli
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
 TRAIN_NAMES = (
-    "string_input_producer", "input_producer", "range_input_producer",
-    "slice_input_producer", "limit_epochs", "match_filenames_once", "batch",
-    "batch_join", "shuffle_batch", "shuffle_batch_join", "maybe_batch",
-    "maybe_batch_join", "maybe_shuffle_batch", "maybe_shuffle_batch_join",
-    "QueueRunner", "add_queue_runner", "start_queue_runners", "Coordinator",
-    "LooperThread")
-READER_NAMES = ("ReaderBase", "TextLineReader", "FixedLengthRecordReader",
-                "TFRecordReader", "WholeFileReader", "IdentityReader")
+    "string_input_producer",
+    "input_producer",
+    "range_input_producer",
+    "slice_input_producer",
+    "limit_epochs",
+    "match_filenames_once",
+    "batch",
+    "batch_join",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
+    "QueueRunner",
+    "add_queue_runner",
+    "start_queue_runners",
+    "Coordinator",
+    "LooperThread",
+)
+READER_NAMES = (
+    "ReaderBase",
+    "TextLineReader",
+    "FixedLengthRecordReader",
+    "TFRecordReader",
+    "WholeFileReader",
+    "IdentityReader",
+)
 RUNNER_NAMES = ("QueueRunner", "add_queue_runner", "start_queue_runners")
 
 
@@ -58,8 +78,11 @@ def _namespaces():
 
 
 def _bindings():
-    return {(label, name): getattr(module, name)
-            for label, module, names in _namespaces() for name in names}
+    return {
+        (label, name): getattr(module, name)
+        for label, module, names in _namespaces()
+        for name in names
+    }
 
 
 # Taken when this file is imported, before any install().
@@ -73,8 +96,9 @@ def _leaks():
     found = []
     for name, module in list(sys.modules.items()):
         if name.startswith("tensorflow") and isinstance(module, types.ModuleType):
-            found += [f"{name}.{attr}" for attr, value in list(vars(module).items())
-                      if id(value) in OURS]
+            found += [
+                f"{name}.{attr}" for attr, value in list(vars(module).items()) if id(value) in OURS
+            ]
     return found
 
 
@@ -103,6 +127,7 @@ def installed():
 
 # --- install / uninstall -----------------------------------------------------
 
+
 def test_originals_are_tf_before_install():
     for (label, name), value in ORIGINALS.items():
         assert value is not getattr(qp, name), (label, name)
@@ -119,14 +144,16 @@ def test_install_routes_every_namespace_and_uninstall_restores_exactly():
         assert tf.compat.v1.LMDBReader is LMDB_READER  # not ours: TF's stays
         assert tf.train.Coordinator is qp.Coordinator  # the same object in TF 2.x's tf.train
         patched = set(handle.patched)
-        for expected in ("tensorflow.python.training.input.shuffle_batch",
-                         "tensorflow.python.training.queue_runner_impl.start_queue_runners",
-                         "tensorflow.python.training.coordinator.Coordinator",
-                         "tensorflow.python.ops.io_ops.TFRecordReader",
-                         "tensorflow._api.v2.compat.v1.train.batch_join",
-                         "tensorflow._api.v2.compat.v1.train.queue_runner.QueueRunner",
-                         "tensorflow._api.v2.compat.v1.TextLineReader",
-                         "tensorflow._api.v2.compat.v1.io.match_filenames_once"):
+        for expected in (
+            "tensorflow.python.training.input.shuffle_batch",
+            "tensorflow.python.training.queue_runner_impl.start_queue_runners",
+            "tensorflow.python.training.coordinator.Coordinator",
+            "tensorflow.python.ops.io_ops.TFRecordReader",
+            "tensorflow._api.v2.compat.v1.train.batch_join",
+            "tensorflow._api.v2.compat.v1.train.queue_runner.QueueRunner",
+            "tensorflow._api.v2.compat.v1.TextLineReader",
+            "tensorflow._api.v2.compat.v1.io.match_filenames_once",
+        ):
             assert expected in patched, expected
         assert not any("LMDBReader" in p for p in patched)
     finally:
@@ -209,9 +236,14 @@ def _legacy_csv_pipeline(path):
     filenames = v1.train.string_input_producer([path], num_epochs=2, shuffle=True, seed=3)
     _, line = v1.TextLineReader().read(filenames)
     number, word = v1.decode_csv(line, record_defaults=[[0], [""]])
-    return v1.train.shuffle_batch([number, word], batch_size=3, capacity=20,
-                                  min_after_dequeue=5, seed=4,
-                                  allow_smaller_final_batch=True)
+    return v1.train.shuffle_batch(
+        [number, word],
+        batch_size=3,
+        capacity=20,
+        min_after_dequeue=5,
+        seed=4,
+        allow_smaller_final_batch=True,
+    )
 
 
 def _run_legacy(path):
@@ -283,15 +315,20 @@ def test_monitored_training_session_runs_queue_pipeline_runners(installed, text_
         numbers, words = _legacy_csv_pipeline(path)
         runners = tf.compat.v1.get_collection("queue_runners")
         with tf.compat.v1.train.MonitoredTrainingSession(
-                config=session_config(), hooks=[hook], log_step_count_steps=None,
-                save_summaries_steps=None, save_summaries_secs=None) as sess:
+            config=session_config(),
+            hooks=[hook],
+            log_step_count_steps=None,
+            save_summaries_steps=None,
+            save_summaries_secs=None,
+        ) as sess:
             while not sess.should_stop():
                 n, w = sess.run([numbers, words])
                 rows += zip(n.tolist(), w.tolist())
     assert all(isinstance(r, qp.QueueRunner) for r in runners)
     assert isinstance(hook.coord, qp.Coordinator)
     assert collections.Counter(rows) == collections.Counter(
-        {(i, f"w{i}".encode()): 2 for i in range(10)})
+        {(i, f"w{i}".encode()): 2 for i in range(10)}
+    )
 
 
 def test_supervisor_runs_queue_pipeline_runners_and_looper(installed, text_files, tmp_path):
@@ -304,8 +341,9 @@ def test_supervisor_runs_queue_pipeline_runners_and_looper(installed, text_files
         numbers, words = _legacy_csv_pipeline(path)
         runners = tf.compat.v1.get_collection("queue_runners")
         assert runners and all(isinstance(r, qp.QueueRunner) for r in runners)
-        sv = tf.compat.v1.train.Supervisor(logdir=str(tmp_path / "sv"), save_model_secs=0,
-                                           save_summaries_secs=0)
+        sv = tf.compat.v1.train.Supervisor(
+            logdir=str(tmp_path / "sv"), save_model_secs=0, save_summaries_secs=0
+        )
         assert type(sv.coord) is ORIGINALS[("coordinator", "Coordinator")]
         with sv.managed_session(config=session_config()) as sess:
             looper = sv.loop(0.01, ticks.set)
@@ -319,10 +357,12 @@ def test_supervisor_runs_queue_pipeline_runners_and_looper(installed, text_files
                 rows += zip(n.tolist(), w.tolist())
     assert not looper.is_alive()
     assert collections.Counter(rows) == collections.Counter(
-        {(i, f"w{i}".encode()): 2 for i in range(10)})
+        {(i, f"w{i}".encode()): 2 for i in range(10)}
+    )
 
 
 # --- queue-pipeline run --------------------------------------------------------
+
 
 def _csv(tmp_path):
     path = tmp_path / "numbers.csv"
@@ -345,10 +385,16 @@ def test_run_subprocess_both_engines(tmp_path):
         "queue": ["run", str(SCRIPT), csv, "--epochs", "2"],
         "dataset": ["run", str(SCRIPT), "--engine", "dataset", csv, "--epochs", "2"],
     }
-    procs = {name: subprocess.Popen(python_argv("-m", "queue_pipeline", *argv),
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    text=True, env=env)
-             for name, argv in commands.items()}
+    procs = {
+        name: subprocess.Popen(
+            python_argv("-m", "queue_pipeline", *argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name, argv in commands.items()
+    }
     results = {}
     try:
         for name, proc in procs.items():
@@ -385,7 +431,8 @@ def test_run_in_process_exit_statuses_and_errors(tmp_path, capfd):
     assert "Traceback" in err and "legacy_csv_batch.py" in err
     assert "runpy" not in err  # the runner's own frames are cut
     assert err.rstrip().splitlines()[-1] == (
-        "queue-pipeline run: error: ValueError: bad row in numbers.csv")
+        "queue-pipeline run: error: ValueError: bad row in numbers.csv"
+    )
 
     assert cli.main(["run", str(tmp_path / "missing.py")]) == 2
     assert "no such script" in capfd.readouterr().err
@@ -404,7 +451,8 @@ def test_run_sets_main_argv_path_and_engine(tmp_path, capfd, monkeypatch):
         "print('engine', _settings.current().engine, os.environ.get('QUEUE_PIPELINE_ENGINE'))\n"
         "print('routed', type(tf.train.Coordinator()).__module__)\n"
         "if sys.argv[1:2] == ['--engine']:\n"
-        "    sys.exit(sys.argv[2])\n")
+        "    sys.exit(sys.argv[2])\n"
+    )
     argv, path0 = sys.argv[:], sys.path[0]
     assert cli.main(["run", str(script), "--engine", "dataset", "a", "--engine", "b"]) == 0
     out = capfd.readouterr().out

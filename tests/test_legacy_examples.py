@@ -34,8 +34,10 @@ def test_csv_reading_same_epoch_as_tf(tmp_path):
     files = csv_reading.write_csv_files(str(tmp_path), num_files=2, rows=25)
     out = {}
     for key, impl in (("tf", TF), ("qp", qp)):
-        g, fetch = build(impl, lambda m, key=key: csv_reading.build_legacy(
-            files, key, num_epochs=1, shuffle=False))
+        g, fetch = build(
+            impl,
+            lambda m, key=key: csv_reading.build_legacy(files, key, num_epochs=1, shuffle=False),
+        )
         out[key] = drain(impl, g, fetch)
     assert len(out["qp"]) == 50
     np.testing.assert_equal(out["qp"], out["tf"])
@@ -63,7 +65,9 @@ def test_csv_reading_shuffled_twin_matches_as_multiset(tmp_path):
     files = csv_reading.write_csv_files(str(tmp_path), num_files=3, rows=7)
     report = compare.compare(
         lambda: csv_reading.build_legacy(files, num_epochs=2),
-        lambda: csv_reading.build_twin(files, num_epochs=2, seed=5), timeout=20)
+        lambda: csv_reading.build_twin(files, num_epochs=2, seed=5),
+        timeout=20,
+    )
     assert report.matched, str(report)
 
 
@@ -91,8 +95,13 @@ def test_program_runs_from_the_command_line_in_the_suites_mode(name):
     # In TF1 mode the program gets --tf1: the suite's env variable alone would
     # leave the subprocess under TF 2.x defaults.
     argv = [sys.executable, "-m", f"legacy_examples.{name}", "--smoke"]
-    out = subprocess.run(argv + (["--tf1"] if tf1_mode() else []), capture_output=True,
-                         text=True, timeout=110, cwd=REPO)
+    out = subprocess.run(
+        argv + (["--tf1"] if tf1_mode() else []),
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=REPO,
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert PROGRAMS[name] in out.stdout
 

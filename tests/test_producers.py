@@ -16,24 +16,33 @@ from helpers import TF, build, drain, graph_nodes, new_session, session_config, 
 CASES = {
     "string": lambda m: m.string_input_producer(["a", "b", "c"], num_epochs=2, seed=3).dequeue(),
     "string_named_shared": lambda m: m.string_input_producer(
-        ["a", "b"], name="Q", shared_name="SN", capacity=7, shuffle=False).dequeue(),
+        ["a", "b"], name="Q", shared_name="SN", capacity=7, shuffle=False
+    ).dequeue(),
     "string_tensor": lambda m: m.string_input_producer(
-        tf.constant(["x", "y"]), num_epochs=1, shuffle=False).dequeue(),
+        tf.constant(["x", "y"]), num_epochs=1, shuffle=False
+    ).dequeue(),
     "range": lambda m: m.range_input_producer(5, num_epochs=1, shuffle=False).dequeue(),
     "range_named": lambda m: m.range_input_producer(
-        tf.constant(4, tf.int64), num_epochs=2, seed=1, name="R").dequeue(),
+        tf.constant(4, tf.int64), num_epochs=2, seed=1, name="R"
+    ).dequeue(),
     "input": lambda m: m.input_producer(
-        tf.constant([[1, 2], [3, 4]]), num_epochs=3, shuffle=False, summary_name="s").dequeue(),
+        tf.constant([[1, 2], [3, 4]]), num_epochs=3, shuffle=False, summary_name="s"
+    ).dequeue(),
     "input_named": lambda m: m.input_producer(
-        tf.constant([[1, 2], [3, 4]]), name="IP", num_epochs=1, seed=5).dequeue(),
+        tf.constant([[1, 2], [3, 4]]), name="IP", num_epochs=1, seed=5
+    ).dequeue(),
     "input_element_shape": lambda m: m.input_producer(
         tf.compat.v1.placeholder_with_default(np.arange(6.0).reshape(3, 2), [None, None]),
-        element_shape=[2], num_epochs=1, shuffle=False).dequeue(),
+        element_shape=[2],
+        num_epochs=1,
+        shuffle=False,
+    ).dequeue(),
     "slice": lambda m: m.slice_input_producer(
-        [tf.constant([1, 2, 3]), tf.constant([[1.0], [2.0], [3.0]])], num_epochs=2,
-        shuffle=False),
+        [tf.constant([1, 2, 3]), tf.constant([[1.0], [2.0], [3.0]])], num_epochs=2, shuffle=False
+    ),
     "slice_one_named": lambda m: m.slice_input_producer(
-        [tf.constant(["p", "q"])], num_epochs=1, seed=2, name="sip"),
+        [tf.constant(["p", "q"])], num_epochs=1, seed=2, name="sip"
+    ),
     "limit_epochs": lambda m: m.limit_epochs(tf.constant(7), 3),
     "limit_epochs_named": lambda m: m.limit_epochs(tf.constant([1, 2]), 1, name="L"),
 }
@@ -59,11 +68,17 @@ def test_collections_identical_to_tf(case):
     def names(graph, key):
         return [getattr(x, "name", x) for x in graph.get_collection(key)]
 
-    for key in ("queue_runners", "local_variables", "variables", "summaries",
-                "trainable_variables"):
+    for key in (
+        "queue_runners",
+        "local_variables",
+        "variables",
+        "summaries",
+        "trainable_variables",
+    ):
         assert names(g_qp, key) == names(g_tf, key), key
-    for qr_tf, qr_qp in zip(g_tf.get_collection("queue_runners"),
-                            g_qp.get_collection("queue_runners")):
+    for qr_tf, qr_qp in zip(
+        g_tf.get_collection("queue_runners"), g_qp.get_collection("queue_runners")
+    ):
         assert isinstance(qr_qp, qp.QueueRunner)
         assert [op.name for op in qr_qp.enqueue_ops] == [op.name for op in qr_tf.enqueue_ops]
         assert qr_qp.close_op.name == qr_tf.close_op.name
@@ -89,23 +104,28 @@ def test_every_element_once_per_epoch(num_epochs, shuffle):
     items = [f"f{i}" for i in range(7)]
     results = {}
     for impl in (TF, qp):
-        g, fetch = build(impl, lambda m: m.string_input_producer(
-            items, num_epochs=num_epochs, shuffle=shuffle, capacity=3).dequeue())
+        g, fetch = build(
+            impl,
+            lambda m: m.string_input_producer(
+                items, num_epochs=num_epochs, shuffle=shuffle, capacity=3
+            ).dequeue(),
+        )
         results[impl] = drain(impl, g, fetch)
     for out in results.values():
         assert len(out) == 7 * num_epochs
         for epoch in range(num_epochs):
-            chunk = out[epoch * 7:(epoch + 1) * 7]
+            chunk = out[epoch * 7 : (epoch + 1) * 7]
             assert sorted(chunk) == sorted(x.encode() for x in items)
     if not shuffle:
         assert results[qp] == results[TF]
 
 
 def test_reshuffles_every_epoch():
-    g, fetch = build(qp, lambda m: m.range_input_producer(20, num_epochs=6, seed=4).dequeue(),
-                     seed=1)
+    g, fetch = build(
+        qp, lambda m: m.range_input_producer(20, num_epochs=6, seed=4).dequeue(), seed=1
+    )
     out = drain(qp, g, fetch)
-    epochs = [tuple(out[i:i + 20]) for i in range(0, 120, 20)]
+    epochs = [tuple(out[i : i + 20]) for i in range(0, 120, 20)]
     assert all(sorted(e) == list(range(20)) for e in epochs)
     assert len(set(epochs)) > 1
 
@@ -181,32 +201,49 @@ def test_match_filenames_once(tmp_path):
         with new_session(g) as sess:
             sess.run(tf.compat.v1.local_variables_initializer())
             assert [f.decode() for f in sess.run(files)] == [
-                str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+                str(tmp_path / "a.txt"),
+                str(tmp_path / "b.txt"),
+            ]
             assert sess.run(none).tolist() == []
 
 
 # --- errors: same types as TF (and TF's text inside ours) --------------------
 
 ERROR_CASES = {
-    "empty_list": (lambda m: m.string_input_producer([]), ValueError,
-                   "requires a non-null input tensor"),
+    "empty_list": (
+        lambda m: m.string_input_producer([]),
+        ValueError,
+        "requires a non-null input tensor",
+    ),
     "none": (lambda m: m.string_input_producer(None), ValueError, "non-null"),
     "not_strings": (lambda m: m.string_input_producer([1, 2]), TypeError, "string"),
-    "matrix": (lambda m: m.string_input_producer([["a"], ["b"]]), ValueError,
-               "not compatible"),
-    "scalar": (lambda m: m.string_input_producer("abc"), ValueError,
-               "must have rank at least 1"),
-    "epochs_zero": (lambda m: m.string_input_producer(["a"], num_epochs=0), ValueError,
-                    "num_epochs must be > 0 not 0"),
-    "limit_negative": (lambda m: m.limit_epochs(tf.constant(1), -1), ValueError,
-                       "num_epochs must be > 0 not -1"),
-    "undefined_shape": (lambda m: m.input_producer(
-        tf.compat.v1.placeholder(tf.float32, [None, None])), ValueError,
-        "must have a fully defined shape"),
-    "element_shape_mismatch": (lambda m: m.input_producer(
-        tf.zeros([2, 3]), element_shape=[4]), ValueError, "not compatible"),
-    "slice_empty": (lambda m: m.slice_input_producer([]), ValueError,
-                    "Expected at least one tensor in slice_input_producer()"),
+    "matrix": (lambda m: m.string_input_producer([["a"], ["b"]]), ValueError, "not compatible"),
+    "scalar": (lambda m: m.string_input_producer("abc"), ValueError, "must have rank at least 1"),
+    "epochs_zero": (
+        lambda m: m.string_input_producer(["a"], num_epochs=0),
+        ValueError,
+        "num_epochs must be > 0 not 0",
+    ),
+    "limit_negative": (
+        lambda m: m.limit_epochs(tf.constant(1), -1),
+        ValueError,
+        "num_epochs must be > 0 not -1",
+    ),
+    "undefined_shape": (
+        lambda m: m.input_producer(tf.compat.v1.placeholder(tf.float32, [None, None])),
+        ValueError,
+        "must have a fully defined shape",
+    ),
+    "element_shape_mismatch": (
+        lambda m: m.input_producer(tf.zeros([2, 3]), element_shape=[4]),
+        ValueError,
+        "not compatible",
+    ),
+    "slice_empty": (
+        lambda m: m.slice_input_producer([]),
+        ValueError,
+        "Expected at least one tensor in slice_input_producer()",
+    ),
 }
 
 
@@ -224,8 +261,9 @@ def test_numpy_array_of_strings_is_accepted():
     files = np.array([b"a", b"b"])
     with tf.Graph().as_default(), pytest.raises(ValueError, match="ambiguous"):
         TF.string_input_producer(files)
-    g, fetch = build(qp, lambda m: m.string_input_producer(
-        files, num_epochs=1, shuffle=False).dequeue())
+    g, fetch = build(
+        qp, lambda m: m.string_input_producer(files, num_epochs=1, shuffle=False).dequeue()
+    )
     assert drain(qp, g, fetch) == [b"a", b"b"]
     with tf.Graph().as_default(), pytest.raises(ValueError, match="non-null"):
         qp.string_input_producer(np.array([], dtype=object))
@@ -234,8 +272,9 @@ def test_numpy_array_of_strings_is_accepted():
 def test_empty_tensor_fails_in_runner_and_reaches_join():
     """The runtime Assert fails in the runner; join re-raises it (as TF)."""
     for impl in (TF, qp):
-        g, fetch = build(impl, lambda m: m.string_input_producer(
-            tf.constant([], tf.string)).dequeue())
+        g, fetch = build(
+            impl, lambda m: m.string_input_producer(tf.constant([], tf.string)).dequeue()
+        )
         with pytest.raises(tf.errors.InvalidArgumentError, match="non-null input tensor"):
             drain(impl, g, fetch, max_steps=5)
 
@@ -245,8 +284,7 @@ def test_uninitialized_epochs_reported_like_tf():
     resource variable, FailedPreconditionError for TF1 mode's ref variable."""
     error = tf.errors.FailedPreconditionError if tf1_mode() else tf.errors.NotFoundError
     for impl in (TF, qp):
-        g, fetch = build(impl, lambda m: m.string_input_producer(
-            ["a"], num_epochs=1).dequeue())
+        g, fetch = build(impl, lambda m: m.string_input_producer(["a"], num_epochs=1).dequeue())
         with pytest.raises(error, match="limit_epochs/epochs"):
             drain(impl, g, fetch, init=False, max_steps=5)
 
@@ -264,8 +302,9 @@ EAGER_BUILDERS = {
 }
 
 
-@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
-                     "test_builds_with_no_eager_at_all")
+@pytest.mark.v2_only(
+    "eager execution exists only under TF 2.x defaults; TF1 mode: test_builds_with_no_eager_at_all"
+)
 @pytest.mark.parametrize("api", list(EAGER_BUILDERS))
 def test_eager_raises_graph_mode_required(api):
     assert tf.executing_eagerly()
@@ -277,8 +316,9 @@ def test_eager_raises_graph_mode_required(api):
     assert "tf.Graph().as_default()" in message and "tf.data" in message
 
 
-@pytest.mark.tf1_only("TF1 mode has no eager execution; TF 2.x: "
-                      "test_eager_raises_graph_mode_required")
+@pytest.mark.tf1_only(
+    "TF1 mode has no eager execution; TF 2.x: test_eager_raises_graph_mode_required"
+)
 @pytest.mark.parametrize("api", list(EAGER_BUILDERS))
 def test_builds_with_no_eager_at_all(api):
     """A TF1 script builds at the top level, in the default graph, no Graph block."""
@@ -286,8 +326,9 @@ def test_builds_with_no_eager_at_all(api):
     for m in (TF, qp):
         with tf.Graph().as_default() as g:  # a fresh "top level" per implementation
             result = EAGER_BUILDERS[api](m)
-            tensor = (result.queue_ref if hasattr(result, "queue_ref")
-                      else tf.nest.flatten(result)[0])
+            tensor = (
+                result.queue_ref if hasattr(result, "queue_ref") else tf.nest.flatten(result)[0]
+            )
             assert tensor.graph is tf.compat.v1.get_default_graph()
         nodes[m] = graph_nodes(g)
     assert nodes[qp] == nodes[TF]
@@ -299,8 +340,7 @@ def test_top_level_pipeline_runs_in_a_plain_session_like_tf():
     out = {}
     for m in (TF, qp):
         with tf.Graph().as_default():  # a fresh "top level" per implementation
-            value = m.string_input_producer(["a", "b", "c"], num_epochs=2,
-                                            shuffle=False).dequeue()
+            value = m.string_input_producer(["a", "b", "c"], num_epochs=2, shuffle=False).dequeue()
             with tf.compat.v1.Session(config=session_config()) as sess:
                 sess.run(tf.compat.v1.local_variables_initializer())
                 coord = m.Coordinator()
@@ -326,6 +366,7 @@ def test_eager_python_checks_come_first_as_in_tf():
 
 
 # --- plan nodes ---------------------------------------------------------------
+
 
 def test_plan_nodes_of_producers():
     with tf.Graph().as_default():
@@ -367,12 +408,18 @@ def test_string_input_producer_accepts_match_filenames_once_variable(tmp_path):
     (tmp_path / "a.txt").write_text("x")
     pattern = str(tmp_path / "*.txt")
     if tf1_mode():
-        g, fetch = build(TF, lambda m: m.string_input_producer(
-            m.match_filenames_once(pattern), num_epochs=1).dequeue())
+        g, fetch = build(
+            TF,
+            lambda m: m.string_input_producer(
+                m.match_filenames_once(pattern), num_epochs=1
+            ).dequeue(),
+        )
         assert drain(TF, g, fetch) == [str(tmp_path / "a.txt").encode()]
     else:
         with tf.Graph().as_default(), pytest.raises(TypeError):
             TF.string_input_producer(TF.match_filenames_once(pattern))
-    g, fetch = build(qp, lambda m: m.string_input_producer(
-        m.match_filenames_once(pattern), num_epochs=1).dequeue())
+    g, fetch = build(
+        qp,
+        lambda m: m.string_input_producer(m.match_filenames_once(pattern), num_epochs=1).dequeue(),
+    )
     assert drain(qp, g, fetch) == [str(tmp_path / "a.txt").encode()]

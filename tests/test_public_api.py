@@ -34,9 +34,19 @@ TF_NAMES = {
     "range_input_producer": tf.compat.v1.train.range_input_producer,
     "slice_input_producer": tf.compat.v1.train.slice_input_producer,
     "match_filenames_once": tf.compat.v1.train.match_filenames_once,
-    **{api: getattr(tf.compat.v1.train, api) for api in (
-        "batch", "batch_join", "maybe_batch", "maybe_batch_join", "shuffle_batch",
-        "maybe_shuffle_batch", "shuffle_batch_join", "maybe_shuffle_batch_join")},
+    **{
+        api: getattr(tf.compat.v1.train, api)
+        for api in (
+            "batch",
+            "batch_join",
+            "maybe_batch",
+            "maybe_batch_join",
+            "shuffle_batch",
+            "maybe_shuffle_batch",
+            "shuffle_batch_join",
+            "maybe_shuffle_batch_join",
+        )
+    },
     "ReaderBase": tf.compat.v1.ReaderBase,
     "TextLineReader": tf.compat.v1.TextLineReader,
     "FixedLengthRecordReader": tf.compat.v1.FixedLengthRecordReader,
@@ -99,9 +109,18 @@ def test_public_callables_are_documented(name):
         assert obj.__doc__
         return
     assert inspect.getdoc(obj), name
-    if name in TF_NAMES and not name.endswith("Base") and name not in (
-            "Coordinator", "LooperThread", "QueueRunner", "add_queue_runner",
-            "start_queue_runners"):
+    if (
+        name in TF_NAMES
+        and not name.endswith("Base")
+        and name
+        not in (
+            "Coordinator",
+            "LooperThread",
+            "QueueRunner",
+            "add_queue_runner",
+            "start_queue_runners",
+        )
+    ):
         assert "tf.data equivalent" in inspect.getdoc(obj), name
 
 
@@ -115,13 +134,33 @@ FORBIDDEN_MODULES = (
     "tensorflow.python.ops.io_ops",
 )
 FORBIDDEN_ATTRS = {
-    "input_producer", "string_input_producer", "range_input_producer",
-    "slice_input_producer", "limit_epochs", "batch", "batch_join", "shuffle_batch",
-    "shuffle_batch_join", "maybe_batch", "maybe_batch_join", "maybe_shuffle_batch",
-    "maybe_shuffle_batch_join", "QueueRunner", "add_queue_runner",
-    "start_queue_runners", "Coordinator", "LooperThread", "ReaderBase",
-    "TextLineReader", "FixedLengthRecordReader", "TFRecordReader", "WholeFileReader",
-    "IdentityReader", "LMDBReader", "queue_runner", "match_filenames_once",
+    "input_producer",
+    "string_input_producer",
+    "range_input_producer",
+    "slice_input_producer",
+    "limit_epochs",
+    "batch",
+    "batch_join",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "maybe_batch",
+    "maybe_batch_join",
+    "maybe_shuffle_batch",
+    "maybe_shuffle_batch_join",
+    "QueueRunner",
+    "add_queue_runner",
+    "start_queue_runners",
+    "Coordinator",
+    "LooperThread",
+    "ReaderBase",
+    "TextLineReader",
+    "FixedLengthRecordReader",
+    "TFRecordReader",
+    "WholeFileReader",
+    "IdentityReader",
+    "LMDBReader",
+    "queue_runner",
+    "match_filenames_once",
 }
 
 
@@ -145,9 +184,12 @@ def _violations(source: str):
             if node.module.startswith(FORBIDDEN_MODULES):
                 found.append(node.module)
             if node.module.startswith("tensorflow"):
-                found += [f"{node.module}.{a.name}" for a in node.names
-                          if a.name in FORBIDDEN_ATTRS
-                          or f"{node.module}.{a.name}".startswith(FORBIDDEN_MODULES)]
+                found += [
+                    f"{node.module}.{a.name}"
+                    for a in node.names
+                    if a.name in FORBIDDEN_ATTRS
+                    or f"{node.module}.{a.name}".startswith(FORBIDDEN_MODULES)
+                ]
         elif isinstance(node, ast.Attribute):
             dotted = _dotted(node)
             if dotted and dotted.startswith("tf.") and node.attr in FORBIDDEN_ATTRS:
@@ -156,12 +198,14 @@ def _violations(source: str):
 
 
 def test_checker_catches_input_layer_calls():
-    bad = ("import tensorflow as tf\n"
-           "from tensorflow.python.training import input as tf_input\n"
-           "from tensorflow.compat.v1.train import shuffle_batch\n"
-           "q = tf.compat.v1.train.string_input_producer(['a'])\n"
-           "r = tf.compat.v1.TextLineReader()\n"
-           "c = tf.train.Coordinator()\n")
+    bad = (
+        "import tensorflow as tf\n"
+        "from tensorflow.python.training import input as tf_input\n"
+        "from tensorflow.compat.v1.train import shuffle_batch\n"
+        "q = tf.compat.v1.train.string_input_producer(['a'])\n"
+        "r = tf.compat.v1.TextLineReader()\n"
+        "c = tf.train.Coordinator()\n"
+    )
     assert len(_violations(bad)) == 5
     assert _violations("import tensorflow as tf\nq = tf.queue.FIFOQueue(1, tf.int32)\n") == []
 
@@ -174,14 +218,17 @@ def test_no_module_names_tf_input_layer(path):
 def test_package_import_loads_no_input_layer_module():
     """Importing queue_pipeline alone pulls in none of TF's legacy input modules
     beyond what `import tensorflow` itself loads."""
-    code = ("import sys, tensorflow\n"
-            "before = set(sys.modules)\n"
-            "import queue_pipeline\n"
-            "new = set(sys.modules) - before\n"
-            f"bad = [m for m in new if m.startswith({FORBIDDEN_MODULES!r})]\n"
-            "print(bad)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+    code = (
+        "import sys, tensorflow\n"
+        "before = set(sys.modules)\n"
+        "import queue_pipeline\n"
+        "new = set(sys.modules) - before\n"
+        f"bad = [m for m in new if m.startswith({FORBIDDEN_MODULES!r})]\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
@@ -193,13 +240,24 @@ def test_pipeline_runs_with_tf_input_layer_trapped(monkeypatch, tmp_path):
     def trap(*args, **kwargs):
         raise AssertionError("queue_pipeline called TF's Python input layer")
 
-    for module in (tf_input, queue_runner_impl, coordinator, io_ops,
-                   tf.compat.v1.train, tf.compat.v1, tf.train):
+    for module in (
+        tf_input,
+        queue_runner_impl,
+        coordinator,
+        io_ops,
+        tf.compat.v1.train,
+        tf.compat.v1,
+        tf.train,
+    ):
         for attr in FORBIDDEN_ATTRS:
             if hasattr(module, attr):
                 monkeypatch.setattr(module, attr, trap)
-    for cls in (queue_runner_impl.QueueRunner, coordinator.Coordinator,
-                coordinator.LooperThread, io_ops.ReaderBase):
+    for cls in (
+        queue_runner_impl.QueueRunner,
+        coordinator.Coordinator,
+        coordinator.LooperThread,
+        io_ops.ReaderBase,
+    ):
         monkeypatch.setattr(cls, "__init__", trap)
 
     path = tmp_path / "data.txt"
@@ -207,7 +265,8 @@ def test_pipeline_runs_with_tf_input_layer_trapped(monkeypatch, tmp_path):
 
     def pipeline(m):
         files = m.string_input_producer(
-            m.match_filenames_once(str(tmp_path / "*.txt")), num_epochs=2, shuffle=False)
+            m.match_filenames_once(str(tmp_path / "*.txt")), num_epochs=2, shuffle=False
+        )
         _, line = m.TextLineReader().read(files)
         (index,) = m.slice_input_producer([tf.range(3)], shuffle=False)
         return m.limit_epochs(line, 6), index
@@ -233,7 +292,9 @@ def test_import_changes_no_global_tensorflow_state():
         "            len(tf.compat.v1.get_default_graph().get_operations()))\n"
         "before = state()\n"
         "import queue_pipeline\n"
-        "print(before == state())\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=120, check=True)
+        "print(before == state())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
     assert out.stdout.strip().splitlines()[-1] == "True"

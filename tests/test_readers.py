@@ -18,11 +18,18 @@ from helpers import new_session, session_config
 
 OURS = readers
 TF = tf.compat.v1
-READER_NAMES = ["ReaderBase", "TextLineReader", "FixedLengthRecordReader",
-                "TFRecordReader", "WholeFileReader", "IdentityReader"]
+READER_NAMES = [
+    "ReaderBase",
+    "TextLineReader",
+    "FixedLengthRecordReader",
+    "TFRecordReader",
+    "WholeFileReader",
+    "IdentityReader",
+]
 
 
 # --------------------------------------------------------------------------- helpers
+
 
 def _py(x):
     """Session output -> comparable Python value (bytes, or a tuple of bytes)."""
@@ -34,12 +41,10 @@ def _kernel_message(error: tf.errors.OpError) -> str:
     and without the "Recent warning and error logs" TF appends (they depend on
     what ran earlier in the process)."""
     message = error.message.split("\nRecent warning and error logs:")[0]
-    return "\n".join(line for line in message.splitlines()
-                     if not line.startswith("    File "))
+    return "\n".join(line for line in message.splitlines() if not line.startswith("    File "))
 
 
-def drain(make_reader, work, *, up_to=None, max_steps=40, as_handle=False,
-          dtype=tf.string):
+def drain(make_reader, work, *, up_to=None, max_steps=40, as_handle=False, dtype=tf.string):
     """Reads `work` through a fresh reader until OutOfRangeError (or max_steps).
 
     Returns the list of (key, value) pairs, error (type, message) entries and
@@ -147,21 +152,32 @@ def test_non_string_work_queue_fails_like_tf():
 
 # ------------------------------------------------------------------- FixedLengthRecordReader
 
-@pytest.mark.parametrize("record,header,footer,hop", [
-    (4, None, None, None),
-    (4, 0, 0, 0),
-    (4, None, None, 3),   # overlapping: 0123 3456 6789
-    (3, 2, 1, None),      # header and footer, partial tail dropped
-    (2, 1, 2, 3),
-    (5, 7, 7, None),      # header + footer swallow the file
-    (20, None, None, None),  # no complete record at all
-], ids=lambda v: str(v))
+
+@pytest.mark.parametrize(
+    "record,header,footer,hop",
+    [
+        (4, None, None, None),
+        (4, 0, 0, 0),
+        (4, None, None, 3),  # overlapping: 0123 3456 6789
+        (3, 2, 1, None),  # header and footer, partial tail dropped
+        (2, 1, 2, 3),
+        (5, 7, 7, None),  # header + footer swallow the file
+        (20, None, None, None),  # no complete record at all
+    ],
+    ids=lambda v: str(v),
+)
 def test_fixed_length_reader_matches_tf(tmp_path, record, header, footer, hop):
-    work = [write(tmp_path, "d1.bin", b"0123456789"),
-            write(tmp_path, "d2.bin", b"abcdefghijklm"),
-            write(tmp_path, "d3.bin", b"")]
-    out = assert_same(lambda ns: ns.FixedLengthRecordReader(
-        record, header_bytes=header, footer_bytes=footer, hop_bytes=hop), work)
+    work = [
+        write(tmp_path, "d1.bin", b"0123456789"),
+        write(tmp_path, "d2.bin", b"abcdefghijklm"),
+        write(tmp_path, "d3.bin", b""),
+    ]
+    out = assert_same(
+        lambda ns: ns.FixedLengthRecordReader(
+            record, header_bytes=header, footer_bytes=footer, hop_bytes=hop
+        ),
+        work,
+    )
     assert out[-2] == "EOF"
     if (record, hop) == (4, 3):
         assert [v for _, v in records(out)][:3] == [b"0123", b"3456", b"6789"]
@@ -173,16 +189,20 @@ def test_fixed_length_reader_encoding_matches_tf(tmp_path, encoding):
     raw = b"0123456789abcdefg"  # 17 bytes: partial tail after 4 records of 4
     data = {"GZIP": gzip.compress, "ZLIB": zlib.compress}.get(encoding, bytes)(raw)
     work = [write(tmp_path, "a.bin", data), write(tmp_path, "b.bin", data)]
-    out = assert_same(lambda ns: ns.FixedLengthRecordReader(
-        4, header_bytes=1, hop_bytes=3, encoding=encoding), work)
+    out = assert_same(
+        lambda ns: ns.FixedLengthRecordReader(4, header_bytes=1, hop_bytes=3, encoding=encoding),
+        work,
+    )
     assert [v for _, v in records(out)][:4] == [b"1234", b"4567", b"789a", b"abcd"]
     assert out[-1] == (10, 2)
 
 
 def test_fixed_length_reader_truncated_file_drops_tail_like_tf(tmp_path):
-    work = [write(tmp_path, "full.bin", b"AAAABBBB"),
-            write(tmp_path, "trunc.bin", b"CCCCDD"),
-            write(tmp_path, "after.bin", b"EEEE")]
+    work = [
+        write(tmp_path, "full.bin", b"AAAABBBB"),
+        write(tmp_path, "trunc.bin", b"CCCCDD"),
+        write(tmp_path, "after.bin", b"EEEE"),
+    ]
     out = assert_same(lambda ns: ns.FixedLengthRecordReader(4), work)
     assert [v for _, v in records(out)] == [b"AAAA", b"BBBB", b"CCCC", b"EEEE"]
 
@@ -198,15 +218,26 @@ def test_fixed_length_reader_zero_record_bytes_is_endless_like_tf(tmp_path):
 C = tf.compat.v1.python_io.TFRecordCompressionType
 
 
-@pytest.mark.parametrize("options,written", [
-    (None, None), ("", None), ("ZLIB", "ZLIB"), ("GZIP", "GZIP"),
-    (tf.io.TFRecordOptions("GZIP"), "GZIP"), (tf.io.TFRecordOptions(), None),
-    (C.ZLIB, "ZLIB"), (C.NONE, None),
-], ids=["None", "empty", "ZLIB", "GZIP", "options-GZIP", "options-none", "type-ZLIB", "type-NONE"])
+@pytest.mark.parametrize(
+    "options,written",
+    [
+        (None, None),
+        ("", None),
+        ("ZLIB", "ZLIB"),
+        ("GZIP", "GZIP"),
+        (tf.io.TFRecordOptions("GZIP"), "GZIP"),
+        (tf.io.TFRecordOptions(), None),
+        (C.ZLIB, "ZLIB"),
+        (C.NONE, None),
+    ],
+    ids=["None", "empty", "ZLIB", "GZIP", "options-GZIP", "options-none", "type-ZLIB", "type-NONE"],
+)
 def test_tfrecord_reader_matches_tf(tmp_path, options, written):
-    work = [write_tfrecords(tmp_path, "a.tfr", [b"a1", b"a2", b"a3"], written),
-            write_tfrecords(tmp_path, "b.tfr", [], written),
-            write_tfrecords(tmp_path, "c.tfr", [b"c1", b""], written)]
+    work = [
+        write_tfrecords(tmp_path, "a.tfr", [b"a1", b"a2", b"a3"], written),
+        write_tfrecords(tmp_path, "b.tfr", [], written),
+        write_tfrecords(tmp_path, "c.tfr", [b"c1", b""], written),
+    ]
     out = assert_same(lambda ns: ns.TFRecordReader(options=options), work)
     assert [v for _, v in records(out)] == [b"a1", b"a2", b"a3", b"c1", b""]
     assert records(out)[1][0] == f"{work[0]}:18".encode()
@@ -223,9 +254,13 @@ def test_tfrecord_reader_invalid_options_raise_like_tf():
 
 # --------------------------------------------------------------------------- WholeFile / Identity
 
+
 def test_whole_file_reader_matches_tf(tmp_path):
-    work = [write(tmp_path, "a", b"alpha\nbeta"), write(tmp_path, "e", b""),
-            write(tmp_path, "b", bytes(range(256)))]
+    work = [
+        write(tmp_path, "a", b"alpha\nbeta"),
+        write(tmp_path, "e", b""),
+        write(tmp_path, "b", bytes(range(256))),
+    ]
     out = assert_same(lambda ns: ns.WholeFileReader(), work)
     assert records(out) == [(w.encode(), open(w, "rb").read()) for w in work]
 
@@ -238,6 +273,7 @@ def test_identity_reader_matches_tf():
 
 
 # --------------------------------------------------------------------------- read_up_to
+
 
 @pytest.mark.parametrize("reader", ["TextLineReader", "TFRecordReader", "FixedLengthRecordReader"])
 def test_read_up_to_never_spans_work_units_like_tf(tmp_path, reader):
@@ -260,6 +296,7 @@ def test_read_up_to_one_record_per_unit_for_identity_like_tf():
 
 
 # --------------------------------------------------------------------------- state
+
 
 def _state_trace(build, work, corrupt=b"\xff garbage"):
     """Reads 2 units, then serializes, resets, restores, restores garbage; traces all."""
@@ -312,7 +349,7 @@ def test_serialize_restore_reset_match_tf(tmp_path, reader):
     else:
         assert ours[0] is True
         # work_started 2, work_finished 2, produced 2, current_work = 2nd unit.
-        assert ours[3] == b"\x08\x02\x10\x02\x18\x02\"" + bytes([len(work[1])]) + work[1].encode()
+        assert ours[3] == b'\x08\x02\x10\x02\x18\x02"' + bytes([len(work[1])]) + work[1].encode()
         assert ours[5:8] == [None, (0, 0), None]  # reset, then restore
         assert ours[8] == (2, 2)
         assert ours[9][0] is tf.errors.InvalidArgumentError
@@ -333,9 +370,13 @@ def test_restore_state_rejects_non_scalar_like_tf(reader):
 
 # --------------------------------------------------------------------------- bad input
 
+
 def test_missing_file_not_found_then_continues_like_tf(tmp_path):
-    work = [write(tmp_path, "a.txt", b"a1\na2\n"), str(tmp_path / "missing.txt"),
-            write(tmp_path, "b.txt", b"b1\n")]
+    work = [
+        write(tmp_path, "a.txt", b"a1\na2\n"),
+        str(tmp_path / "missing.txt"),
+        write(tmp_path, "b.txt", b"b1\n"),
+    ]
     out = assert_same(lambda ns: ns.TextLineReader(), work)
     assert [v for _, v in records(out)] == [b"a1", b"a2", b"b1"]  # each exactly once
     [(kind, message)] = errors(out)
@@ -357,8 +398,11 @@ def test_corrupt_tfrecord_crc_data_loss_like_tf(tmp_path):
     data = bytearray(open(bad, "rb").read())
     data[18 + 8] ^= 0xFF  # the length CRC of the second record
     open(bad, "wb").write(bytes(data))
-    work = [write_tfrecords(tmp_path, "a.tfr", [b"a1"]), bad,
-            write_tfrecords(tmp_path, "c.tfr", [b"c1"])]
+    work = [
+        write_tfrecords(tmp_path, "a.tfr", [b"a1"]),
+        bad,
+        write_tfrecords(tmp_path, "c.tfr", [b"c1"]),
+    ]
     out = assert_same(lambda ns: ns.TFRecordReader(), work, max_steps=6)
     # Records before the corruption come once; the kernel then stays stuck on
     # the bad record, so later files are never reached (TF's behaviour too).
@@ -368,8 +412,10 @@ def test_corrupt_tfrecord_crc_data_loss_like_tf(tmp_path):
 
 
 def test_gzip_tfrecord_read_uncompressed_data_loss_like_tf(tmp_path):
-    work = [write_tfrecords(tmp_path, "a.tfr", [b"a1"]),
-            write_tfrecords(tmp_path, "z.tfr", [b"z1"], "GZIP")]
+    work = [
+        write_tfrecords(tmp_path, "a.tfr", [b"a1"]),
+        write_tfrecords(tmp_path, "z.tfr", [b"z1"], "GZIP"),
+    ]
     out = assert_same(lambda ns: ns.TFRecordReader(), work, max_steps=3)
     assert records(out) == [(f"{work[0]}:0".encode(), b"a1")]
     assert errors(out)[0][0] is tf.errors.DataLossError
@@ -378,20 +424,28 @@ def test_gzip_tfrecord_read_uncompressed_data_loss_like_tf(tmp_path):
 
 # --------------------------------------------------------------------------- graph shape and API
 
+
 def _graph_nodes(build):
     g = tf.Graph()
     with g.as_default():
         build()
-    return [(n.name, n.op, list(n.input), sorted((k, str(v)) for k, v in n.attr.items()))
-            for n in g.as_graph_def().node]
+    return [
+        (n.name, n.op, list(n.input), sorted((k, str(v)) for k, v in n.attr.items()))
+        for n in g.as_graph_def().node
+    ]
 
 
 def _all_ops(ns):
     q = tf.queue.FIFOQueue(4, tf.string, shapes=[[]], name="work")
-    made = [ns.TextLineReader(), ns.TextLineReader(2, name="csv"),
-            ns.FixedLengthRecordReader(4, 1, 2, 3, encoding="GZIP"),
-            ns.TFRecordReader(options="ZLIB"), ns.TFRecordReader(name="rec"),
-            ns.WholeFileReader(), ns.IdentityReader(name="ident")]
+    made = [
+        ns.TextLineReader(),
+        ns.TextLineReader(2, name="csv"),
+        ns.FixedLengthRecordReader(4, 1, 2, 3, encoding="GZIP"),
+        ns.TFRecordReader(options="ZLIB"),
+        ns.TFRecordReader(name="rec"),
+        ns.WholeFileReader(),
+        ns.IdentityReader(name="ident"),
+    ]
     for r in made:
         r.read(q)
         r.read(q.queue_ref, name="named_read")
@@ -430,8 +484,15 @@ def _params(fn):
 def test_signatures_equal_tf(name):
     ours, theirs = getattr(OURS, name), getattr(TF, name)
     assert _params(ours.__init__) == _params(theirs.__init__)
-    for method in ["read", "read_up_to", "num_records_produced", "num_work_units_completed",
-                   "serialize_state", "restore_state", "reset"]:
+    for method in [
+        "read",
+        "read_up_to",
+        "num_records_produced",
+        "num_work_units_completed",
+        "serialize_state",
+        "restore_state",
+        "reset",
+    ]:
         assert _params(getattr(ours, method)) == _params(getattr(theirs, method)), method
     for prop in ["reader_ref", "supports_serialize"]:
         assert isinstance(getattr(ours, prop), property)
@@ -442,13 +503,22 @@ def test_all_is_sorted_and_complete():
     assert set(readers.__all__) == set(READER_NAMES)
 
 
-@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
-                     "test_readers_build_with_no_eager_at_all")
-@pytest.mark.parametrize("build", [
-    lambda ns: ns.TextLineReader(), lambda ns: ns.FixedLengthRecordReader(4),
-    lambda ns: ns.TFRecordReader(), lambda ns: ns.WholeFileReader(),
-    lambda ns: ns.IdentityReader(), lambda ns: ns.ReaderBase(None),
-], ids=READER_NAMES[1:] + READER_NAMES[:1])
+@pytest.mark.v2_only(
+    "eager execution exists only under TF 2.x defaults; TF1 mode: "
+    "test_readers_build_with_no_eager_at_all"
+)
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda ns: ns.TextLineReader(),
+        lambda ns: ns.FixedLengthRecordReader(4),
+        lambda ns: ns.TFRecordReader(),
+        lambda ns: ns.WholeFileReader(),
+        lambda ns: ns.IdentityReader(),
+        lambda ns: ns.ReaderBase(None),
+    ],
+    ids=READER_NAMES[1:] + READER_NAMES[:1],
+)
 def test_eager_mode_raises(build):
     assert tf.executing_eagerly()
     with pytest.raises(GraphModeRequiredError, match="graph mode") as err:
@@ -491,6 +561,7 @@ def test_supports_serialize_and_reader_ref_like_tf():
 
 # --------------------------------------------------------------------------- plan nodes
 
+
 def test_read_records_plan_node(graph):
     q = tf.queue.FIFOQueue(4, tf.string, shapes=[[]])
     reader = readers.TextLineReader(skip_header_lines=1, name="csv")
@@ -509,9 +580,16 @@ def test_read_up_to_records_plan_node(graph):
     [node] = plan_for(keys).nodes
     assert node.kind == "FixedLengthRecordReader.read_up_to"
     assert node.reads is q.queue_ref and node.outputs == (keys, values)
-    assert node.args == {"record_bytes": 8, "header_bytes": None, "footer_bytes": None,
-                         "hop_bytes": 2, "encoding": "GZIP", "reader_name": None,
-                         "num_records": 3, "name": None}
+    assert node.args == {
+        "record_bytes": 8,
+        "header_bytes": None,
+        "footer_bytes": None,
+        "hop_bytes": 2,
+        "encoding": "GZIP",
+        "reader_name": None,
+        "num_records": 3,
+        "name": None,
+    }
 
 
 def test_plan_node_kind_per_class(graph):

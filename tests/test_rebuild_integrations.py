@@ -37,13 +37,16 @@ def _legacy_csv_batches(files, num_epochs=1):
     queue = qp.string_input_producer(files, num_epochs=num_epochs, seed=1)
     _, line = qp.TextLineReader().read(queue)
     *columns, label = tf.io.decode_csv(line, [[0.0]] * 4 + [[0]])
-    return qp.shuffle_batch([tf.stack(columns), label], batch_size=8, capacity=40,
-                            min_after_dequeue=10, seed=2)
+    return qp.shuffle_batch(
+        [tf.stack(columns), label], batch_size=8, capacity=40, min_after_dequeue=10, seed=2
+    )
 
 
 # Keras warns about any Dataset of unknown length (the first epoch ends when it runs out).
-@pytest.mark.v2_only("Keras 3 `fit` needs TF 2.x behaviour; TF1 mode: "
-                     "test_a_session_training_loop_on_a_rebuilt_pipeline")
+@pytest.mark.v2_only(
+    "Keras 3 `fit` needs TF 2.x behaviour; TF1 mode: "
+    "test_a_session_training_loop_on_a_rebuilt_pipeline"
+)
 @pytest.mark.filterwarnings("ignore:Your input ran out of data")
 @pytest.mark.filterwarnings("ignore:`shuffle=True` was passed")
 def test_keras_fit_trains_one_epoch_on_a_rebuilt_pipeline(csv_files):
@@ -52,13 +55,15 @@ def test_keras_fit_trains_one_epoch_on_a_rebuilt_pipeline(csv_files):
     with tf.Graph().as_default():
         features, labels = _legacy_csv_batches(csv_files)
     dataset = qp.to_dataset((features, labels))
-    assert dataset.element_spec == (tf.TensorSpec([8, 4], tf.float32),
-                                    tf.TensorSpec([8], tf.int32))
+    assert dataset.element_spec == (tf.TensorSpec([8, 4], tf.float32), tf.TensorSpec([8], tf.int32))
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                              keras.layers.Dense(2)])
-    model.compile(optimizer=keras.optimizers.SGD(0.1),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(8, activation="relu"), keras.layers.Dense(2)]
+    )
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    )
     before = [w.copy() for w in model.get_weights()]
     history = model.fit(dataset, epochs=1, verbose=0)
     assert len(history.history["loss"]) == 1 and np.isfinite(history.history["loss"][0])
@@ -75,13 +80,15 @@ def test_a_session_training_loop_on_a_rebuilt_pipeline(csv_files):
     with graph.as_default():
         tf.compat.v1.set_random_seed(0)
         dataset = qp.to_dataset((features, labels))
-        assert dataset.element_spec == (tf.TensorSpec([8, 4], tf.float32),
-                                        tf.TensorSpec([8], tf.int32))
+        assert dataset.element_spec == (
+            tf.TensorSpec([8, 4], tf.float32),
+            tf.TensorSpec([8], tf.int32),
+        )
         x, y = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+
         def dense(name, inputs, units):  # tf.compat.v1.layers needs Keras 2
             w = tf.compat.v1.get_variable(f"{name}/w", [inputs.shape.as_list()[-1], units])
-            b = tf.compat.v1.get_variable(f"{name}/b", [units],
-                                          initializer=tf.zeros_initializer())
+            b = tf.compat.v1.get_variable(f"{name}/b", [units], initializer=tf.zeros_initializer())
             return tf.matmul(inputs, w) + b
 
         logits = dense("out", tf.nn.relu(dense("hidden", x, 8)), 2)
@@ -114,8 +121,7 @@ def service():
     workers = []
     try:
         for _ in range(2):
-            workers.append(svc.WorkerServer(svc.WorkerConfig(dispatcher_address=address,
-                                                             port=0)))
+            workers.append(svc.WorkerServer(svc.WorkerConfig(dispatcher_address=address, port=0)))
         yield dispatcher
     finally:
         for worker in workers:
@@ -125,8 +131,7 @@ def service():
 
 def _rebuilt_slices(num_epochs=1):
     with tf.Graph().as_default():
-        (row,) = qp.slice_input_producer([tf.range(30)], num_epochs=num_epochs,
-                                         shuffle=False)
+        (row,) = qp.slice_input_producer([tf.range(30)], num_epochs=num_epochs, shuffle=False)
         batch = qp.batch([row, row * 2], 4, allow_smaller_final_batch=True)
     return qp.to_dataset(batch)
 
@@ -144,11 +149,13 @@ def test_service_with_a_rebuilt_reader_pipeline_and_an_address(service, csv_file
         queue = qp.string_input_producer(csv_files, num_epochs=2, seed=3)
         _, line = qp.TextLineReader().read(queue)
         batch = qp.batch([line], 5, allow_smaller_final_batch=True)
-    dataset = data.distribute(qp.to_dataset(batch), service.target,
-                              processing_mode="distributed_epoch", job_name="lines")
+    dataset = data.distribute(
+        qp.to_dataset(batch), service.target, processing_mode="distributed_epoch", job_name="lines"
+    )
     lines = sorted(v for b in dataset_values(dataset) for v in b.tolist())
-    expected = sorted(line.encode() for path in csv_files
-                      for line in open(path).read().splitlines()) * 2
+    expected = (
+        sorted(line.encode() for path in csv_files for line in open(path).read().splitlines()) * 2
+    )
     assert lines == sorted(expected)
 
 

@@ -35,15 +35,20 @@ TIMEOUT_S = 180  # for one subprocess
 PARALLEL = 3  # subprocesses at a time (2 cores; each holds a TensorFlow)
 SLOW = pytest.mark.timeout(6 * TIMEOUT_S)  # a fixture runs up to 7 of them
 RUN_TF1 = ("-m", "queue_pipeline", "run", "--tf1")
-SLIM_ERROR = ("queue-pipeline run --tf1: error: RemovedAttributeError: `tf.contrib.slim` "
-              "was removed in TensorFlow 2.x; use the `tf-slim` package "
-              "(`import tf_slim as slim`).")
+SLIM_ERROR = (
+    "queue-pipeline run --tf1: error: RemovedAttributeError: `tf.contrib.slim` "
+    "was removed in TensorFlow 2.x; use the `tf-slim` package "
+    "(`import tf_slim as slim`)."
+)
 
 
 def _env(**extra: str) -> dict[str, str]:
     """This environment without the switches under test, plus `extra`."""
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("QUEUE_PIPELINE_TF1", "QUEUE_PIPELINE_ENGINE")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("QUEUE_PIPELINE_TF1", "QUEUE_PIPELINE_ENGINE")
+    }
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env.update(extra)
     return env
@@ -57,9 +62,13 @@ def _run_all(commands: dict, envs: dict | None = None) -> dict:
     """
 
     def run(key):
-        done = subprocess.run([sys.executable, *commands[key]], capture_output=True,
-                              text=True, env=(envs or {}).get(key, _env()),
-                              timeout=TIMEOUT_S)
+        done = subprocess.run(
+            [sys.executable, *commands[key]],
+            capture_output=True,
+            text=True,
+            env=(envs or {}).get(key, _env()),
+            timeout=TIMEOUT_S,
+        )
         return done.returncode, done.stdout, done.stderr
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=PARALLEL) as pool:
@@ -81,7 +90,7 @@ ENGINES = {
 }
 IMPL = {
     "native": "impl: tensorflow.python.training.coordinator "
-              "tensorflow.python.training.queue_runner_impl",
+    "tensorflow.python.training.queue_runner_impl",
     "queue": "impl: queue_pipeline.coordinator queue_pipeline.runner",
     "dataset": "impl: queue_pipeline.coordinator queue_pipeline._engine",
 }
@@ -94,8 +103,12 @@ def reader_runs(tmp_path_factory):
     for order in ("fifo", "shuffle"):
         for engine, argv in ENGINES.items():
             train_dir = tmp_path_factory.mktemp(f"{order}-{engine}")
-            commands[order, engine] = [*argv, "--train_dir", str(train_dir),
-                                       *(["--shuffle"] if order == "shuffle" else [])]
+            commands[order, engine] = [
+                *argv,
+                "--train_dir",
+                str(train_dir),
+                *(["--shuffle"] if order == "shuffle" else []),
+            ]
     return _run_all(commands)
 
 
@@ -123,6 +136,7 @@ def test_reader_script_prints_what_native_tf1_prints(reader_runs, order, engine)
 
 # --- the alias, errors and the environment, in subprocesses ------------------
 
+
 def _csv(tmp_path) -> str:
     path = tmp_path / "numbers.csv"
     path.write_text("".join(f"{i},w{i}\n" for i in range(5)))
@@ -137,8 +151,15 @@ def other_runs(tmp_path_factory):
     child = str(SCRIPTS / "tf1_env_child.py")
     commands = {
         "probe": (*RUN_TF1, str(PROBE)),
-        "probe-dataset": ("-m", "queue_pipeline", "run", str(PROBE), "--engine", "dataset",
-                          "--tf1"),
+        "probe-dataset": (
+            "-m",
+            "queue_pipeline",
+            "run",
+            str(PROBE),
+            "--engine",
+            "dataset",
+            "--tf1",
+        ),
         "slim": (*RUN_TF1, str(SCRIPTS / "tf1_slim_model.py")),
         "env-parent": (*RUN_TF1, str(SCRIPTS / "tf1_env_parent.py")),
         "env-only": ("-m", "queue_pipeline", "run", child),
@@ -190,6 +211,7 @@ def test_compat_v1_scripts_run_unchanged_under_tf1(other_runs, engine):
 
 # --- the alias in-process (either TF mode: alias() switches no mode) ---------
 
+
 def _exec_as(source: str, name: str, file: str) -> dict:
     namespace = {"__name__": name, "__file__": file}
     exec(compile(source, file, "exec"), namespace)
@@ -202,18 +224,22 @@ def test_alias_answers_script_code_only_and_is_undone(tmp_path):
     script = str(tmp_path / "train.py")
     with _tf1_script.alias():
         with _tf1_script.alias():  # nests
-            ns = _exec_as("import tensorflow as tf\nimport tensorflow.compat.v1 as v1\n"
-                          "from tensorflow import train\nimport tensorflow\n",
-                          "__main__", script)
+            ns = _exec_as(
+                "import tensorflow as tf\nimport tensorflow.compat.v1 as v1\n"
+                "from tensorflow import train\nimport tensorflow\n",
+                "__main__",
+                script,
+            )
         assert ns["tf"] is ns["tensorflow"] is not real
         assert ns["tf"].placeholder is tf.compat.v1.placeholder
         assert ns["v1"] is tf.compat.v1 and ns["train"] is tf.compat.v1.train
         assert builtins.__import__ is not original  # still the outer alias
         for name, file in [
-                ("queue_pipeline.probe", queue_pipeline.__file__),
-                ("tensorflow.python.probe", tf.__file__),
-                ("probe", os.__file__),  # the standard library
-                ("pytest.probe", pytest.__file__)]:  # an installed package
+            ("queue_pipeline.probe", queue_pipeline.__file__),
+            ("tensorflow.python.probe", tf.__file__),
+            ("probe", os.__file__),  # the standard library
+            ("pytest.probe", pytest.__file__),
+        ]:  # an installed package
             assert _exec_as("import tensorflow as tf\n", name, file)["tf"] is real, name
     assert builtins.__import__ is original
     assert _exec_as("import tensorflow as tf\n", "__main__", script)["tf"] is real
@@ -243,67 +269,121 @@ def test_alias_passes_through_when_wrapped_after_it(tmp_path):
         builtins.__import__ = original
     with _tf1_script.alias():  # the wrapper is gone: wraps the original again
         assert builtins.__import__ is not original
-        assert _exec_as("import tensorflow as tf\n", "__main__", script)["tf"] is not (
-            sys.modules["tensorflow"])
+        assert (
+            _exec_as("import tensorflow as tf\n", "__main__", script)["tf"]
+            is not (sys.modules["tensorflow"])
+        )
     assert builtins.__import__ is original
 
 
 SLIM = "use the `tf-slim` package (`import tf_slim as slim`)."
 REPORTS = [
-    ("attribute", "import tensorflow as tf\nslim = tf.contrib.slim\n",
-     f"RemovedAttributeError: `tf.contrib.slim` was removed in TensorFlow 2.x; {SLIM}"),
-    ("method", "import tensorflow as tf\ntf.contrib.layers.xavier_initializer()\n",
-     "RemovedAttributeError: `tf.contrib.layers.xavier_initializer` was removed in "
-     "TensorFlow 2.x; use `tf.glorot_uniform_initializer()`."),
-    ("tf_upgrade_v2-rename", "import tensorflow as tf\ntf.contrib.data.parallel_interleave\n",
-     "RemovedAttributeError: `tf.contrib.data.parallel_interleave` was removed in "
-     "TensorFlow 2.x; use `tf.data.experimental.parallel_interleave`."),
-    ("no-replacement",
-     "import tensorflow as tf\ntf.contrib.training.batch_sequences_with_states\n",
-     "RemovedAttributeError: `tf.contrib.training.batch_sequences_with_states` was "
-     "removed in TensorFlow 2.x; there is no replacement"),
-    ("unknown-contrib-module", "import tensorflow as tf\ntf.contrib.foo.bar\n",
-     "RemovedAttributeError: `tf.contrib.foo` was removed in TensorFlow 2.x with "
-     "`tf.contrib`; its modules moved into TensorFlow"),
-    ("global-step", "import tensorflow as tf\n"
-                    "tf.contrib.framework.get_or_create_global_step()\n",  # cifar10_train.py
-     "RemovedAttributeError: `tf.contrib.framework.get_or_create_global_step` was removed "
-     "in TensorFlow 2.x; use `tf.train.get_or_create_global_step()`."),
-    ("getattr", "import tensorflow as tf\ngetattr(tf, 'contrib')\n",
-     "RemovedAttributeError: `tf.contrib` was removed in TensorFlow 2.x; its modules"),
-    ("estimator", "import tensorflow as tf\ntf.estimator.Estimator\n",
-     "RemovedAttributeError: `tf.estimator.Estimator` was removed in TensorFlow 2.x with "
-     "`tf.estimator`; rewrite the model with Keras"),
-    ("learn", "import tensorflow as tf\ntf.contrib.learn.DNNClassifier\n",
-     "RemovedAttributeError: `tf.contrib.learn` was removed in TensorFlow 2.x; rewrite "
-     "the model with Keras"),
-    ("missing", "import tensorflow as tf\ntf.no_such_thing.x\n",
-     "RemovedAttributeError: `tf.no_such_thing` does not exist in TensorFlow 2.x, whose "
-     "`tf.compat.v1` is what `import tensorflow` gives under --tf1"),
-    ("missing-in-submodule", "import tensorflow as tf\ntf.train.NoSuchThing\n",
-     "RemovedAttributeError: `tf.train.NoSuchThing` does not exist in TensorFlow 2.x"),
-    ("compat-v1-contrib", "import tensorflow.compat.v1 as tf\ntf.contrib.data.Dataset\n",
-     "RemovedAttributeError: `tf.contrib.data` was removed in TensorFlow 2.x; use "
-     "`tf.data` and `tf.data.experimental`."),
-    ("keras2-layers", "import tensorflow as tf\ntf.layers.dense\n",
-     "RemovedAttributeError: `tf.layers.dense` is a Keras 2 API, and TensorFlow 2.x ships "
-     "Keras 3, which has none of TensorFlow 1.x's layers; install the `tf_keras` package"),
-    ("import", "import tensorflow.contrib.slim as slim\n",
-     f"RemovedModuleError: `tensorflow.contrib.slim` was removed in TensorFlow 2.x; {SLIM}"),
-    ("from-import", "from tensorflow.contrib import slim\n",
-     f"RemovedModuleError: `tensorflow.contrib.slim` was removed in TensorFlow 2.x; {SLIM}"),
-    ("from-tensorflow-import", "from tensorflow import contrib\n",
-     "RemovedModuleError: `tensorflow.contrib` was removed in TensorFlow 2.x; its modules"),
-    ("examples", "from tensorflow.examples.tutorials.mnist import input_data\n",
-     "RemovedModuleError: `tensorflow.examples.tutorials.mnist` was removed in TensorFlow "
-     "2.x; load the arrays with `tf.keras.datasets.mnist.load_data()`"),
-    ("from-compat-v1-import", "from tensorflow.compat.v1 import contrib\n",
-     "RemovedModuleError: `tf.contrib` was removed in TensorFlow 2.x; its modules"),
+    (
+        "attribute",
+        "import tensorflow as tf\nslim = tf.contrib.slim\n",
+        f"RemovedAttributeError: `tf.contrib.slim` was removed in TensorFlow 2.x; {SLIM}",
+    ),
+    (
+        "method",
+        "import tensorflow as tf\ntf.contrib.layers.xavier_initializer()\n",
+        "RemovedAttributeError: `tf.contrib.layers.xavier_initializer` was removed in "
+        "TensorFlow 2.x; use `tf.glorot_uniform_initializer()`.",
+    ),
+    (
+        "tf_upgrade_v2-rename",
+        "import tensorflow as tf\ntf.contrib.data.parallel_interleave\n",
+        "RemovedAttributeError: `tf.contrib.data.parallel_interleave` was removed in "
+        "TensorFlow 2.x; use `tf.data.experimental.parallel_interleave`.",
+    ),
+    (
+        "no-replacement",
+        "import tensorflow as tf\ntf.contrib.training.batch_sequences_with_states\n",
+        "RemovedAttributeError: `tf.contrib.training.batch_sequences_with_states` was "
+        "removed in TensorFlow 2.x; there is no replacement",
+    ),
+    (
+        "unknown-contrib-module",
+        "import tensorflow as tf\ntf.contrib.foo.bar\n",
+        "RemovedAttributeError: `tf.contrib.foo` was removed in TensorFlow 2.x with "
+        "`tf.contrib`; its modules moved into TensorFlow",
+    ),
+    (
+        "global-step",
+        "import tensorflow as tf\n"
+        "tf.contrib.framework.get_or_create_global_step()\n",  # cifar10_train.py
+        "RemovedAttributeError: `tf.contrib.framework.get_or_create_global_step` was removed "
+        "in TensorFlow 2.x; use `tf.train.get_or_create_global_step()`.",
+    ),
+    (
+        "getattr",
+        "import tensorflow as tf\ngetattr(tf, 'contrib')\n",
+        "RemovedAttributeError: `tf.contrib` was removed in TensorFlow 2.x; its modules",
+    ),
+    (
+        "estimator",
+        "import tensorflow as tf\ntf.estimator.Estimator\n",
+        "RemovedAttributeError: `tf.estimator.Estimator` was removed in TensorFlow 2.x with "
+        "`tf.estimator`; rewrite the model with Keras",
+    ),
+    (
+        "learn",
+        "import tensorflow as tf\ntf.contrib.learn.DNNClassifier\n",
+        "RemovedAttributeError: `tf.contrib.learn` was removed in TensorFlow 2.x; rewrite "
+        "the model with Keras",
+    ),
+    (
+        "missing",
+        "import tensorflow as tf\ntf.no_such_thing.x\n",
+        "RemovedAttributeError: `tf.no_such_thing` does not exist in TensorFlow 2.x, whose "
+        "`tf.compat.v1` is what `import tensorflow` gives under --tf1",
+    ),
+    (
+        "missing-in-submodule",
+        "import tensorflow as tf\ntf.train.NoSuchThing\n",
+        "RemovedAttributeError: `tf.train.NoSuchThing` does not exist in TensorFlow 2.x",
+    ),
+    (
+        "compat-v1-contrib",
+        "import tensorflow.compat.v1 as tf\ntf.contrib.data.Dataset\n",
+        "RemovedAttributeError: `tf.contrib.data` was removed in TensorFlow 2.x; use "
+        "`tf.data` and `tf.data.experimental`.",
+    ),
+    (
+        "keras2-layers",
+        "import tensorflow as tf\ntf.layers.dense\n",
+        "RemovedAttributeError: `tf.layers.dense` is a Keras 2 API, and TensorFlow 2.x ships "
+        "Keras 3, which has none of TensorFlow 1.x's layers; install the `tf_keras` package",
+    ),
+    (
+        "import",
+        "import tensorflow.contrib.slim as slim\n",
+        f"RemovedModuleError: `tensorflow.contrib.slim` was removed in TensorFlow 2.x; {SLIM}",
+    ),
+    (
+        "from-import",
+        "from tensorflow.contrib import slim\n",
+        f"RemovedModuleError: `tensorflow.contrib.slim` was removed in TensorFlow 2.x; {SLIM}",
+    ),
+    (
+        "from-tensorflow-import",
+        "from tensorflow import contrib\n",
+        "RemovedModuleError: `tensorflow.contrib` was removed in TensorFlow 2.x; its modules",
+    ),
+    (
+        "examples",
+        "from tensorflow.examples.tutorials.mnist import input_data\n",
+        "RemovedModuleError: `tensorflow.examples.tutorials.mnist` was removed in TensorFlow "
+        "2.x; load the arrays with `tf.keras.datasets.mnist.load_data()`",
+    ),
+    (
+        "from-compat-v1-import",
+        "from tensorflow.compat.v1 import contrib\n",
+        "RemovedModuleError: `tf.contrib` was removed in TensorFlow 2.x; its modules",
+    ),
 ]
 
 
-@pytest.mark.parametrize("source, expected", [r[1:] for r in REPORTS],
-                         ids=[r[0] for r in REPORTS])
+@pytest.mark.parametrize("source, expected", [r[1:] for r in REPORTS], ids=[r[0] for r in REPORTS])
 def test_removed_apis_are_named_with_their_replacement(tmp_path, source, expected):
     script = tmp_path / "train.py"
     script.write_text(source)
@@ -317,10 +397,12 @@ def test_removed_apis_are_named_with_their_replacement(tmp_path, source, expecte
 
 
 def test_removed_names_keep_hasattr_and_except_working(tmp_path):
-    source = ("import tensorflow as tf\n"
-              "has_contrib = hasattr(tf, 'contrib')\n"
-              "try:\n    import tensorflow.contrib.slim as slim\n"
-              "except ImportError:\n    slim = None\n")
+    source = (
+        "import tensorflow as tf\n"
+        "has_contrib = hasattr(tf, 'contrib')\n"
+        "try:\n    import tensorflow.contrib.slim as slim\n"
+        "except ImportError:\n    slim = None\n"
+    )
     with _tf1_script.alias():
         ns = _exec_as(source, "__main__", str(tmp_path / "s.py"))
     assert ns["has_contrib"] is False and ns["slim"] is None
@@ -359,8 +441,10 @@ def test_every_replacement_named_in_the_table_exists(key):
         assert _resolves(name), (key, name)
 
 
-@pytest.mark.parametrize("value, on", [("", False), ("0", False), ("off", False),
-                                       ("1", True), ("true", True), ("YES", True)])
+@pytest.mark.parametrize(
+    "value, on",
+    [("", False), ("0", False), ("off", False), ("1", True), ("true", True), ("YES", True)],
+)
 def test_the_variable_is_a_switch(monkeypatch, value, on):
     monkeypatch.setenv("QUEUE_PIPELINE_TF1", value)
     assert _tf1_script.from_environment() is on
@@ -375,6 +459,7 @@ def test_a_bad_variable_stops_the_run_before_it_starts(monkeypatch, capsys, tmp_
 
 
 # --- a whole --tf1 run in-process (TF1 mode only) ----------------------------
+
 
 @pytest.mark.tf1_only("a --tf1 run disables v2 behaviour for the rest of the process")
 def test_run_tf1_in_process(capfd, monkeypatch):
@@ -396,4 +481,5 @@ def test_run_tf1_in_process_reports_a_removed_import(capfd, tmp_path):
     assert "Traceback" in err and 'train.py", line 2' in err
     assert err.rstrip().splitlines()[-1] == (
         "queue-pipeline run --tf1: error: RemovedModuleError: `tensorflow.contrib.slim` "
-        f"was removed in TensorFlow 2.x; {SLIM}")
+        f"was removed in TensorFlow 2.x; {SLIM}"
+    )

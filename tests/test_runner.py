@@ -13,7 +13,6 @@ import queue_pipeline as qp
 from helpers import TF, build, drain, graph_nodes, new_session, session_config
 
 
-
 def _counter_runner(m, limit=3, n_ops=1, **kwargs):
     """A queue fed by a counter that raises OutOfRangeError after `limit` runs."""
     var = tf.compat.v1.Variable(0, name="count", use_resource=True)
@@ -30,6 +29,7 @@ def _stop_and_join(coord, threads):
 
 
 # --- construction -------------------------------------------------------------
+
 
 def test_default_close_and_cancel_ops_identical_to_tf():
     graphs = {}
@@ -55,17 +55,24 @@ def test_custom_ops_and_types_kept():
         runner = qp.QueueRunner(queue, [queue.enqueue(1)], close, cancel, types)
         assert runner.close_op is close and runner.cancel_op is cancel
         assert runner.queue_closed_exception_types == types
-        assert not [op for op in tf.compat.v1.get_default_graph().get_operations()
-                    if "Close" in op.name]
+        assert not [
+            op for op in tf.compat.v1.get_default_graph().get_operations() if "Close" in op.name
+        ]
 
 
 CONSTRUCTOR_ERRORS = {
     "no_queue": (dict(enqueue_ops=["x"]), ValueError, "Must provide queue and enqueue_ops"),
     "empty_ops": (dict(enqueue_ops=[]), ValueError, "Must provide queue and enqueue_ops"),
-    "types_list": (dict(queue_closed_exception_types=[tf.errors.OutOfRangeError]),
-                   TypeError, "queue_closed_exception_types"),
-    "types_not_op_error": (dict(queue_closed_exception_types=(ValueError,)), TypeError,
-                           "queue_closed_exception_types"),
+    "types_list": (
+        dict(queue_closed_exception_types=[tf.errors.OutOfRangeError]),
+        TypeError,
+        "queue_closed_exception_types",
+    ),
+    "types_not_op_error": (
+        dict(queue_closed_exception_types=(ValueError,)),
+        TypeError,
+        "queue_closed_exception_types",
+    ),
     "types_empty": (dict(queue_closed_exception_types=()), TypeError, None),
     "types_not_class": (dict(queue_closed_exception_types=("x",)), TypeError, None),
 }
@@ -100,6 +107,7 @@ def test_proto_and_queue_are_exclusive():
 
 
 # --- threads ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("use_coord", [False, True])
 def test_threads_names_flags_and_counting(impl, use_coord):
@@ -140,8 +148,9 @@ def test_last_thread_closes_queue(impl):
         up1 = tf.queue.FIFOQueue(5, tf.int32, shapes=[[]])
         up2 = tf.queue.FIFOQueue(5, tf.int32, shapes=[[]])
         queue = tf.queue.FIFOQueue(10, tf.int32, shapes=[[]])
-        runner = impl.QueueRunner(queue, [queue.enqueue(up1.dequeue()),
-                                          queue.enqueue(up2.dequeue())])
+        runner = impl.QueueRunner(
+            queue, [queue.enqueue(up1.dequeue()), queue.enqueue(up2.dequeue())]
+        )
         with new_session(g) as sess:
             threads = runner.create_threads(sess, start=True)
             sess.run(up1.close())
@@ -193,13 +202,14 @@ def test_error_without_coordinator_is_kept_and_logged(caplog):
 
 def test_closed_by_someone_else_is_an_error_unless_typed(impl):
     """P10: enqueue into a closed queue is CancelledError, not a clean stop."""
-    for types, clean in ((None, False),
-                         ((tf.errors.OutOfRangeError, tf.errors.CancelledError), True)):
+    for types, clean in (
+        (None, False),
+        ((tf.errors.OutOfRangeError, tf.errors.CancelledError), True),
+    ):
         g = tf.Graph()
         with g.as_default():
             queue = tf.queue.FIFOQueue(10, tf.int32, shapes=[[]])
-            runner = impl.QueueRunner(queue, [queue.enqueue(1)],
-                                      queue_closed_exception_types=types)
+            runner = impl.QueueRunner(queue, [queue.enqueue(1)], queue_closed_exception_types=types)
             with new_session(g) as sess:
                 sess.run(queue.close())
                 coord = impl.Coordinator()
@@ -243,6 +253,7 @@ def test_runs_independently_per_session():
 
 # --- start_queue_runners -------------------------------------------------------
 
+
 def test_start_queue_runners_defaults_and_second_call(impl):
     g = tf.Graph()
     with g.as_default():
@@ -265,8 +276,7 @@ def test_start_queue_runners_collection_and_start_false(impl):
         impl.add_queue_runner(runner, collection="mine")
         with new_session(g) as sess:
             assert impl.start_queue_runners(sess, collection="queue_runners") == []
-            threads = impl.start_queue_runners(sess, start=False, daemon=False,
-                                               collection="mine")
+            threads = impl.start_queue_runners(sess, start=False, daemon=False, collection="mine")
             assert len(threads) == 1
             assert not threads[0].is_alive() and not threads[0].daemon
 
@@ -308,8 +318,8 @@ def test_monitored_session_instance_returns_empty():
     with tf.Graph().as_default():
         qp.string_input_producer(["a"])
         with tf.compat.v1.train.MonitoredSession(
-                session_creator=tf.compat.v1.train.ChiefSessionCreator(
-                    config=session_config())) as mon:
+            session_creator=tf.compat.v1.train.ChiefSessionCreator(config=session_config())
+        ) as mon:
             assert qp.start_queue_runners(sess=mon) == []
 
 
@@ -320,8 +330,10 @@ def test_add_queue_runner_has_no_guard_as_in_tf():
         assert g.get_collection("c") == ["anything"]
 
 
-@pytest.mark.v2_only("eager execution exists only under TF 2.x defaults; TF1 mode: "
-                     "test_no_eager_at_all_gives_tfs_argument_errors")
+@pytest.mark.v2_only(
+    "eager execution exists only under TF 2.x defaults; TF1 mode: "
+    "test_no_eager_at_all_gives_tfs_argument_errors"
+)
 @pytest.mark.parametrize("api", ["QueueRunner", "start_queue_runners"])
 def test_eager_raises_graph_mode_required(api):
     with pytest.raises(qp.GraphModeRequiredError, match=api) as info:
@@ -329,10 +341,13 @@ def test_eager_raises_graph_mode_required(api):
     assert isinstance(info.value, RuntimeError)
 
 
-@pytest.mark.tf1_only("TF1 mode has no eager execution; TF 2.x: "
-                      "test_eager_raises_graph_mode_required")
-@pytest.mark.parametrize("api, match", [("QueueRunner", "queue and enqueue_ops"),
-                                        ("start_queue_runners", "No default session")])
+@pytest.mark.tf1_only(
+    "TF1 mode has no eager execution; TF 2.x: test_eager_raises_graph_mode_required"
+)
+@pytest.mark.parametrize(
+    "api, match",
+    [("QueueRunner", "queue and enqueue_ops"), ("start_queue_runners", "No default session")],
+)
 def test_no_eager_at_all_gives_tfs_argument_errors(api, match):
     """At a TF1 script's top level the calls build; missing arguments fail as in TF."""
     for m in (TF, qp):
@@ -342,6 +357,7 @@ def test_no_eager_at_all_gives_tfs_argument_errors(api, match):
 
 # --- protos and meta graphs ----------------------------------------------------
 
+
 def test_to_proto_equals_tf_and_respects_export_scope():
     protos = {}
     for m in (TF, qp):
@@ -349,10 +365,10 @@ def test_to_proto_equals_tf_and_respects_export_scope():
             with tf.name_scope("outer"):
                 queue = tf.queue.FIFOQueue(3, tf.int32, name="q")
                 types = (tf.errors.OutOfRangeError, tf.errors.CancelledError)
-                runner = m.QueueRunner(queue, [queue.enqueue(1), queue.enqueue(2)],
-                                       queue_closed_exception_types=types)
-            protos[m] = [runner.to_proto(), runner.to_proto("outer"),
-                         runner.to_proto("other")]
+                runner = m.QueueRunner(
+                    queue, [queue.enqueue(1), queue.enqueue(2)], queue_closed_exception_types=types
+                )
+            protos[m] = [runner.to_proto(), runner.to_proto("outer"), runner.to_proto("other")]
     assert protos[qp] == protos[TF]
     full, scoped, outside = protos[qp]
     assert full.queue_name == "outer/q" and scoped.queue_name == "q"
@@ -412,6 +428,7 @@ def test_meta_graph_round_trip_runs():
 
 # --- interop with TF's own machinery --------------------------------------------
 
+
 def _producer_fetch(m):
     return m.string_input_producer(["a", "b", "c"], num_epochs=2, shuffle=False).dequeue()
 
@@ -450,8 +467,8 @@ def test_monitored_session_reraises_runner_root_cause(tmp_path):
         _, line = qp.TextLineReader().read(files)
         with pytest.raises(tf.errors.NotFoundError, match="missing.txt"):
             with tf.compat.v1.train.MonitoredSession(
-                    session_creator=tf.compat.v1.train.ChiefSessionCreator(
-                        config=session_config())) as sess:
+                session_creator=tf.compat.v1.train.ChiefSessionCreator(config=session_config())
+            ) as sess:
                 sess.run(line)
 
 
@@ -459,8 +476,12 @@ def test_supervisor_starts_our_runners(tmp_path):
     g = tf.Graph()
     with g.as_default():
         value = _producer_fetch(qp)
-        sv = tf.compat.v1.train.Supervisor(logdir=None, summary_op=None, saver=None,
-                                          local_init_op=tf.compat.v1.local_variables_initializer())
+        sv = tf.compat.v1.train.Supervisor(
+            logdir=None,
+            summary_op=None,
+            saver=None,
+            local_init_op=tf.compat.v1.local_variables_initializer(),
+        )
         with sv.managed_session(config=session_config()) as sess:
             got = [sess.run(value) for _ in range(6)]
             with pytest.raises(tf.errors.OutOfRangeError):

@@ -50,18 +50,23 @@ def _rss_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _shuffle_join_pipeline(files, *, num_epochs, readers=READERS, batch=BATCH,
-                           capacity=200, min_after_dequeue=50, seed=7):
+def _shuffle_join_pipeline(
+    files, *, num_epochs, readers=READERS, batch=BATCH, capacity=200, min_after_dequeue=50, seed=7
+):
     """One filename queue shared by `readers` readers -> shuffle_batch_join."""
-    filenames = qp.string_input_producer(files, num_epochs=num_epochs, shuffle=True,
-                                         seed=seed)
+    filenames = qp.string_input_producer(files, num_epochs=num_epochs, shuffle=True, seed=seed)
     examples = []
     for _ in range(readers):
         _, line = qp.TextLineReader().read(filenames)
         examples.append(list(tf.io.decode_csv(line, [[0], [0]])))
-    return qp.shuffle_batch_join(examples, batch, capacity=capacity,
-                                 min_after_dequeue=min_after_dequeue, seed=seed,
-                                 allow_smaller_final_batch=True)
+    return qp.shuffle_batch_join(
+        examples,
+        batch,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        allow_smaller_final_batch=True,
+    )
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
@@ -121,8 +126,9 @@ def _one_pipeline(files, how):
     """Builds, runs and tears down one pipeline; returns weak refs to its graph and session."""
     g = tf.Graph()
     with g.as_default():
-        batch = _shuffle_join_pipeline(files, num_epochs=2, readers=2, batch=4,
-                                       capacity=16, min_after_dequeue=4)
+        batch = _shuffle_join_pipeline(
+            files, num_epochs=2, readers=2, batch=4, capacity=16, min_after_dequeue=4
+        )
         sess = new_session(g)
         sess.run(tf.compat.v1.local_variables_initializer())
         coord = qp.Coordinator() if how != "close_without_coord" else None

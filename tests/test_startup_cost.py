@@ -26,10 +26,13 @@ _HEAVY = ("tensorflow", "keras", "pytest", "numpy")
 
 def _imported_after(code: str) -> list[str]:
     """Top-level packages among _HEAVY that `code` leaves in sys.modules (fresh process)."""
-    probe = (f"{code}\nimport sys\n"
-             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(_HEAVY)!r}))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    probe = (
+        f"{code}\nimport sys\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {set(_HEAVY)!r}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
     return eval(out.strip().splitlines()[-1])  # a printed list of names
 
 
@@ -55,31 +58,42 @@ def test_loading_the_plugin_module_imports_no_tensorflow():
 
 
 def test_pytest_start_up_with_the_plugin_installed_imports_no_tensorflow(pytester):
-    pytester.makepyfile(test_probe=textwrap.dedent("""
+    pytester.makepyfile(
+        test_probe=textwrap.dedent("""
         import sys
 
         def test_plugin_loaded_without_tensorflow(request):
             assert request.config.pluginmanager.has_plugin("queue_pipeline")
             assert "tensorflow" not in sys.modules
-    """))
+    """)
+    )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", timeout=120)
     result.assert_outcomes(passed=1)
 
 
 def test_help_imports_no_tensorflow():
-    code = ("from queue_pipeline import cli\n"
-            "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass")
+    code = (
+        "from queue_pipeline import cli\n"
+        "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass"
+    )
     assert "tensorflow" not in _imported_after(code)
 
 
 def _command(tmp_path, *flags: str) -> subprocess.CompletedProcess:
     script = tmp_path / "script.py"
-    script.write_text("import sys\nimport tensorflow as tf\n"
-                      "sys.stderr.write('the script speaks\\n')\nprint('ran')\n")
+    script.write_text(
+        "import sys\nimport tensorflow as tf\n"
+        "sys.stderr.write('the script speaks\\n')\nprint('ran')\n"
+    )
     run = ["run", "--tf1", str(script)] if tf1_mode() else ["run", str(script)]
     env = {k: v for k, v in os.environ.items() if k != _cli_support.TF_LOGS_ENV}
-    return subprocess.run([sys.executable, "-m", "queue_pipeline", *flags, *run],
-                          capture_output=True, text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "queue_pipeline", *flags, *run],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def test_commands_hide_tensorflow_start_up_lines(tmp_path):
@@ -97,12 +111,16 @@ def test_tf_logs_shows_them(tmp_path):
 
 
 def test_quiet_start_up_writes_back_every_other_line(capfd):
-    noise = ("WARNING: All log messages before absl::InitializeLog() is called are written "
-             "to STDERR\n"
-             "I0000 00:00:1796127257.618371   19378 port.cc:153] oneDNN custom operations\n"
-             "E0000 00:00:1796127260.916639   19378 cuda_platform.cc:52] failed call to cuInit\n")
-    kept = ("W0000 00:00:1796127260.916639   19378 loader.cc:1] a real warning\n"
-            "UserWarning: something the user must see\n")
+    noise = (
+        "WARNING: All log messages before absl::InitializeLog() is called are written "
+        "to STDERR\n"
+        "I0000 00:00:1796127257.618371   19378 port.cc:153] oneDNN custom operations\n"
+        "E0000 00:00:1796127260.916639   19378 cuda_platform.cc:52] failed call to cuInit\n"
+    )
+    kept = (
+        "W0000 00:00:1796127260.916639   19378 loader.cc:1] a real warning\n"
+        "UserWarning: something the user must see\n"
+    )
     with _cli_support.quiet_tf_startup():
         os.write(2, (noise.splitlines(True)[0] + kept.splitlines(True)[0]).encode())
         os.write(2, ("".join(noise.splitlines(True)[1:]) + kept.splitlines(True)[1]).encode())

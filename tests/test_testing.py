@@ -38,6 +38,7 @@ def _no_ci_no_update(monkeypatch):
 
 # ---------------------------------------------------------------- run_pipeline
 
+
 def test_run_pipeline_returns_numpy_batches(graph):
     batches = run_pipeline(_range_batches(), 2, timeout=10)
     assert len(batches) == 2
@@ -87,10 +88,13 @@ def test_run_pipeline_rejects_bad_arguments(graph):
 
 # ------------------------------------------------------------------- snapshots
 
+
 def test_snapshot_create_compare_diff_update(tmp_path, monkeypatch):
     golden = tmp_path / "snap" / "range.json"
-    batches = [(np.array([0, 1], np.int32), np.array([b"a", b"b"], dtype=object)),
-               (np.array([2, 3], np.int32), np.array([b"c", b"\xff"], dtype=object))]
+    batches = [
+        (np.array([0, 1], np.int32), np.array([b"a", b"b"], dtype=object)),
+        (np.array([2, 3], np.int32), np.array([b"c", b"\xff"], dtype=object)),
+    ]
     assert_snapshot(batches, golden)  # created
     data = json.loads(golden.read_text())
     assert data["format"] == testing.SNAPSHOT_FORMAT and data["num_batches"] == 2
@@ -102,8 +106,9 @@ def test_snapshot_create_compare_diff_update(tmp_path, monkeypatch):
     with pytest.raises(SnapshotMismatchError) as info:
         assert_snapshot(changed, golden)
     message = str(info.value)
-    assert ("First difference: batch 1, component [0]: values differ at flat index 1: "
-            "golden 3, now 4") in message
+    assert (
+        "First difference: batch 1, component [0]: values differ at flat index 1: golden 3, now 4"
+    ) in message
     assert '-      "[0]": {"dtype": "int32", "shape": [2], "values": [2, 3]},' in message
     assert '+      "[0]": {"dtype": "int32", "shape": [2], "values": [2, 4]},' in message
     assert testing.UPDATE_SNAPSHOTS_ENV in message
@@ -153,11 +158,14 @@ def test_snapshot_pipeline_refuses_nondeterministic_pipelines(tmp_path, graph):
 
 # --------------------------------------------------------------- pytest plugin
 
+
 def test_plugin_is_registered_by_entry_point():
     points = importlib.metadata.entry_points(group="pytest11")
     ours = [p for p in points if p.value == "queue_pipeline.testing"]
-    assert ours, ("the pytest11 entry point is missing: run `pip install -e .` so that "
-                  "setup.py's entry points are installed")
+    assert ours, (
+        "the pytest11 entry point is missing: run `pip install -e .` so that "
+        "setup.py's entry points are installed"
+    )
     assert ours[0].load() is testing
 
 

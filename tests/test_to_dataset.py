@@ -47,11 +47,15 @@ def files(tmp_path_factory):
             for j in range(5):
                 feature = {
                     "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i * 10 + j])),
-                    "tags": tf.train.Feature(float_list=tf.train.FloatList(
-                        value=[float(k) for k in range(j % 3)])),
+                    "tags": tf.train.Feature(
+                        float_list=tf.train.FloatList(value=[float(k) for k in range(j % 3)])
+                    ),
                 }
-                writer.write(tf.train.Example(features=tf.train.Features(
-                    feature=feature)).SerializeToString())
+                writer.write(
+                    tf.train.Example(
+                        features=tf.train.Features(feature=feature)
+                    ).SerializeToString()
+                )
         out["tfrecord"].append(str(path))
         path = d / f"whole{i}.txt"
         path.write_text("x" * (i + 1))
@@ -120,8 +124,9 @@ def assert_rebuild_matches(build, **kwargs):
 def _slices(num_epochs=2, shuffle=False, seed=None):
     images = tf.constant(np.arange(40, dtype=np.float32).reshape(10, 4))
     labels = tf.constant(np.arange(10, dtype=np.int64))
-    image, label = qp.slice_input_producer([images, labels], num_epochs=num_epochs,
-                                           shuffle=shuffle, seed=seed)
+    image, label = qp.slice_input_producer(
+        [images, labels], num_epochs=num_epochs, shuffle=shuffle, seed=seed
+    )
     return image, tf.cast(label, tf.int32) * 3
 
 
@@ -132,24 +137,31 @@ def test_slice_input_producer_over_constants_in_order():
 
 def test_slice_input_producer_shuffled_gives_each_epoch_once():
     report = assert_rebuild_matches(
-        lambda: qp.batch(list(_slices(num_epochs=3, shuffle=True, seed=3)), 5))
+        lambda: qp.batch(list(_slices(num_epochs=3, shuffle=True, seed=3)), 5)
+    )
     assert report.twin.examples == 30 and len(report.epochs) == 3
 
 
 def test_slice_input_producer_list_itself():
-    report = assert_rebuild_matches(lambda: qp.slice_input_producer(
-        [tf.constant([[1, 2], [3, 4], [5, 6]]), tf.constant(["a", "b", "c"])],
-        num_epochs=1, shuffle=False))
+    report = assert_rebuild_matches(
+        lambda: qp.slice_input_producer(
+            [tf.constant([[1, 2], [3, 4], [5, 6]]), tf.constant(["a", "b", "c"])],
+            num_epochs=1,
+            shuffle=False,
+        )
+    )
     assert report.twin.examples == 3
-    _, dataset = rebuild(lambda: qp.slice_input_producer(
-        [tf.constant([1, 2, 3])], num_epochs=1, shuffle=False))
+    _, dataset = rebuild(
+        lambda: qp.slice_input_producer([tf.constant([1, 2, 3])], num_epochs=1, shuffle=False)
+    )
     assert dataset.element_spec == (tf.TensorSpec([], tf.int32),)  # a list of one
     assert [x[0] for x in dataset_values(dataset)] == [1, 2, 3]
 
 
 def _over_variable():
-    data = tf.compat.v1.Variable(np.arange(12, dtype=np.int32).reshape(6, 2),
-                                 trainable=False, name="preloaded")
+    data = tf.compat.v1.Variable(
+        np.arange(12, dtype=np.int32).reshape(6, 2), trainable=False, name="preloaded"
+    )
     (row,) = qp.slice_input_producer([data], num_epochs=2, shuffle=False)
     return qp.batch([row, tf.reduce_sum(row)], 3)
 
@@ -167,8 +179,9 @@ def test_preloaded_variable_program_needs_its_session(tmp_path):
     labels = np.arange(15, dtype=np.uint8) % 10
     graph = tf.Graph()
     with graph.as_default():
-        batch = preloaded_data.preloaded_variable(images, labels, num_epochs=1,
-                                                  shuffle=False, batch_size=5)
+        batch = preloaded_data.preloaded_variable(
+            images, labels, num_epochs=1, shuffle=False, batch_size=5
+        )
         outputs, load = list(batch[:2]), batch[2]
     with pytest.raises(NotRebuildableError, match="input/Variable") as info:
         qp.to_dataset(outputs)
@@ -194,16 +207,18 @@ def test_range_producer_dequeue_many_and_enqueue_many():
 
 
 def test_a_producer_queue_itself():
-    queue_outputs, dataset = rebuild(lambda: qp.string_input_producer(
-        ["a", "b", "c"], num_epochs=2, shuffle=False))
+    queue_outputs, dataset = rebuild(
+        lambda: qp.string_input_producer(["a", "b", "c"], num_epochs=2, shuffle=False)
+    )
     assert dataset.element_spec == tf.TensorSpec([], tf.string)
     assert list(dataset_values(dataset)) == [b"a", b"b", b"c"] * 2
 
 
 def test_input_producer_dequeue():
     def build():
-        rows = qp.input_producer(tf.constant([[1, 2], [3, 4], [5, 6]]), num_epochs=2,
-                                 shuffle=False).dequeue()
+        rows = qp.input_producer(
+            tf.constant([[1, 2], [3, 4], [5, 6]]), num_epochs=2, shuffle=False
+        ).dequeue()
         return qp.batch([rows], 2)
 
     assert assert_rebuild_matches(build).twin.examples == 6
@@ -274,9 +289,10 @@ def _fixed_length(files):
 def _tfrecord(files):
     queue = qp.string_input_producer(files["tfrecord"], num_epochs=2, shuffle=False)
     _, serialized = qp.TFRecordReader().read(queue)
-    features = tf.io.parse_single_example(serialized, {
-        "id": tf.io.FixedLenFeature([], tf.int64),
-        "tags": tf.io.VarLenFeature(tf.float32)})
+    features = tf.io.parse_single_example(
+        serialized,
+        {"id": tf.io.FixedLenFeature([], tf.int64), "tags": tf.io.VarLenFeature(tf.float32)},
+    )
     return qp.batch({"id": features["id"], "tags": features["tags"]}, 5)
 
 
@@ -318,8 +334,11 @@ def test_graphs_without_diagnostics_rebuild_alike(files, kind):
 
 
 def test_reader_key_and_value_themselves(files):
-    report = assert_rebuild_matches(lambda: qp.TextLineReader().read(
-        qp.string_input_producer(files["csv"][:2], num_epochs=1, shuffle=False)))
+    report = assert_rebuild_matches(
+        lambda: qp.TextLineReader().read(
+            qp.string_input_producer(files["csv"][:2], num_epochs=1, shuffle=False)
+        )
+    )
     assert report.twin.examples == 16
 
 
@@ -331,7 +350,7 @@ def test_unused_keys_are_not_built(files):
     rebuilder = Rebuilder(graph)
     stream = rebuilder.rebuild(batch)
     assert stream.dataset.element_spec == (tf.TensorSpec([4], tf.int32),) * 2
-    (role, region), = [r for r in rebuilder.regions if r[0].startswith("batch")]
+    ((role, region),) = [r for r in rebuilder.regions if r[0].startswith("batch")]
     assert [s.name for s in region.sources] == [_csv_value_name(graph)]
 
 
@@ -344,16 +363,27 @@ def _csv_value_name(graph):
 
 
 def test_shuffle_batch_with_num_epochs_delivers_each_epoch(files):
-    report = assert_rebuild_matches(lambda: qp.shuffle_batch(
-        list(_csv(files, num_epochs=2)[1:]), 3, capacity=20, min_after_dequeue=5, seed=1,
-        num_threads=2, allow_smaller_final_batch=True))
+    report = assert_rebuild_matches(
+        lambda: qp.shuffle_batch(
+            list(_csv(files, num_epochs=2)[1:]),
+            3,
+            capacity=20,
+            min_after_dequeue=5,
+            seed=1,
+            num_threads=2,
+            allow_smaller_final_batch=True,
+        )
+    )
     assert report.mode.startswith("multiset") and report.twin.examples == 42
 
 
 @pytest.mark.parametrize("allow_smaller", [False, True])
 def test_allow_smaller_final_batch(files, allow_smaller):
-    report = assert_rebuild_matches(lambda: qp.batch(
-        list(_csv(files, num_epochs=1)[1:]), 4, allow_smaller_final_batch=allow_smaller))
+    report = assert_rebuild_matches(
+        lambda: qp.batch(
+            list(_csv(files, num_epochs=1)[1:]), 4, allow_smaller_final_batch=allow_smaller
+        )
+    )
     assert report.twin.examples == (21 if allow_smaller else 20)
 
 
@@ -362,8 +392,12 @@ def test_dynamic_pad(files):
         queue = qp.string_input_producer(files["csv"], num_epochs=1, shuffle=False)
         _, line = qp.TextLineReader(skip_header_lines=1).read(queue)
         digits = tf.strings.bytes_split(tf.strings.regex_replace(line, ",", ""))
-        return qp.batch([tf.strings.to_number(digits, tf.int32), line], 4,
-                        dynamic_pad=True, allow_smaller_final_batch=True)
+        return qp.batch(
+            [tf.strings.to_number(digits, tf.int32), line],
+            4,
+            dynamic_pad=True,
+            allow_smaller_final_batch=True,
+        )
 
     assert assert_rebuild_matches(build).twin.examples == 21
 
@@ -380,8 +414,13 @@ def test_maybe_batch_with_a_per_record_keep_input(files):
 def test_maybe_batch_enqueue_many_with_a_keep_vector():
     def build():
         numbers = qp.range_input_producer(10, num_epochs=1, shuffle=False).dequeue_many(5)
-        return qp.maybe_batch([numbers], tf.equal(numbers % 2, 0), 2, enqueue_many=True,
-                              allow_smaller_final_batch=True)
+        return qp.maybe_batch(
+            [numbers],
+            tf.equal(numbers % 2, 0),
+            2,
+            enqueue_many=True,
+            allow_smaller_final_batch=True,
+        )
 
     _, dataset = rebuild(build)
     assert [x.tolist() for x in dataset_values(dataset)] == [[0, 2], [4, 6], [8]]
@@ -389,17 +428,23 @@ def test_maybe_batch_enqueue_many_with_a_keep_vector():
 
 
 def test_maybe_shuffle_batch_with_a_constant_keep_input(files):
-    assert_rebuild_matches(lambda: qp.maybe_shuffle_batch(
-        list(_csv(files, num_epochs=1)[1:]), 3, 30, 5, keep_input=True,
-        allow_smaller_final_batch=True))
+    assert_rebuild_matches(
+        lambda: qp.maybe_shuffle_batch(
+            list(_csv(files, num_epochs=1)[1:]),
+            3,
+            30,
+            5,
+            keep_input=True,
+            allow_smaller_final_batch=True,
+        )
+    )
 
 
 def test_batch_join_lifts_each_list_separately(files):
     def build():
         lists = []
         for i, offset in enumerate((0, 1000)):
-            queue = qp.string_input_producer(files["csv"][i:i + 1], num_epochs=1,
-                                             shuffle=False)
+            queue = qp.string_input_producer(files["csv"][i : i + 1], num_epochs=1, shuffle=False)
             _, line = qp.TextLineReader(skip_header_lines=1).read(queue)
             a, b = tf.io.decode_csv(line, [[0], [0]])
             lists.append([a + offset, b])
@@ -419,8 +464,9 @@ def test_readers_sharing_one_filename_queue_read_each_file_once(files, readers):
         for _ in range(readers):  # 4 readers, 3 files: one reader gets none
             _, line = qp.TextLineReader(skip_header_lines=1).read(queue)
             lists.append(list(tf.io.decode_csv(line, [[0], [0]])))
-        return qp.shuffle_batch_join(lists, 3, capacity=30, min_after_dequeue=5,
-                                     allow_smaller_final_batch=True)
+        return qp.shuffle_batch_join(
+            lists, 3, capacity=30, min_after_dequeue=5, allow_smaller_final_batch=True
+        )
 
     report = assert_rebuild_matches(build)
     assert report.twin.examples == 42
@@ -433,8 +479,10 @@ def test_dict_structure_and_a_downstream_op_on_the_batch(files):
         return {"a": batch["a"], "sum": tf.reduce_sum(batch["b"])}
 
     outputs, dataset = rebuild(build)
-    assert dataset.element_spec == {"a": tf.TensorSpec([4], tf.int32),
-                                    "sum": tf.TensorSpec([], tf.int32)}
+    assert dataset.element_spec == {
+        "a": tf.TensorSpec([4], tf.int32),
+        "sum": tf.TensorSpec([], tf.int32),
+    }
     assert_rebuild_matches(build)
 
 
@@ -479,8 +527,7 @@ def test_py_func_is_not_rebuildable(files):
         doubled = tf.compat.v1.py_func(lambda x: x * 2, [a], tf.int32, name="twice")
         return qp.batch([doubled, b], 2, shapes=[[], []])
 
-    with pytest.raises(NotRebuildableError, match=r"'twice' \(type PyFunc\).*Python func") \
-            as info:
+    with pytest.raises(NotRebuildableError, match=r"'twice' \(type PyFunc\).*Python func") as info:
         rebuild(build)
     assert info.value.op_type == "PyFunc" and isinstance(info.value, ValueError)
 
@@ -521,8 +568,12 @@ def test_a_fixed_variable_in_a_per_record_op_is_read_once(files):
 def test_ref_variables_are_read_once_too():
     graph = tf.Graph()
     with graph.as_default():
-        data = tf.compat.v1.Variable(np.arange(6, dtype=np.int32).reshape(3, 2),
-                                     trainable=False, use_resource=False, name="rows")
+        data = tf.compat.v1.Variable(
+            np.arange(6, dtype=np.int32).reshape(3, 2),
+            trainable=False,
+            use_resource=False,
+            name="rows",
+        )
         scale = tf.compat.v1.Variable(10, trainable=False, use_resource=False, name="k")
         (row,) = qp.slice_input_producer([data], num_epochs=1, shuffle=False)
         batch = qp.batch([row * scale], 3)
@@ -543,8 +594,11 @@ def test_a_queue_the_plan_does_not_know():
         qp.add_queue_runner(qp.QueueRunner(queue, [queue.enqueue_many([[1, 2, 3]])]))
         return qp.batch([queue.dequeue() * 2], 2)
 
-    with pytest.raises(NotRebuildableError, match=r"'handmade' \(type FIFOQueueV2\).*"
-                       r"QueueEnqueueManyV2"):
+    with pytest.raises(
+        NotRebuildableError,
+        match=r"'handmade' \(type FIFOQueueV2\).*"
+        r"QueueEnqueueManyV2",
+    ):
         rebuild(build)
 
 
@@ -634,15 +688,23 @@ def test_cli_names_the_op_that_cannot_be_rebuilt(capsys):
 
 def test_rebuilt_twin_is_a_twin_callable():
     twin = rebuilt_twin(lambda: qp.batch(list(_slices(num_epochs=1)), 5))
-    assert [b[1].tolist() for b in dataset_values(twin())] == [[0, 3, 6, 9, 12],
-                                                                   [15, 18, 21, 24, 27]]
+    assert [b[1].tolist() for b in dataset_values(twin())] == [
+        [0, 3, 6, 9, 12],
+        [15, 18, 21, 24, 27],
+    ]
 
 
 # ------------------------------------------------------------------ legacy_examples
 
 
-EXAMPLES = ["csv_reading", "mnist_tfrecords", "preloaded_data", "multi_reader_join",
-            "detection_dynamic_pad", "cifar10_binary"]
+EXAMPLES = [
+    "csv_reading",
+    "mnist_tfrecords",
+    "preloaded_data",
+    "multi_reader_join",
+    "detection_dynamic_pad",
+    "cifar10_binary",
+]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -658,7 +720,8 @@ def test_mnist_training_input_shuffle_batch_num_epochs(tmp_path):
 
     paths = mnist_tfrecords._compare_files()  # noqa: SLF001 - the bundled files
     report = assert_rebuild_matches(
-        lambda: mnist_tfrecords.inputs(paths["t10k"], 40, num_epochs=2, seed=1))
+        lambda: mnist_tfrecords.inputs(paths["t10k"], 40, num_epochs=2, seed=1)
+    )
     assert report.mode.startswith("multiset") and report.twin.examples == 720
 
 
@@ -666,10 +729,11 @@ def test_cifar10_distorted_training_input_structure():
     from legacy_examples import cifar10_binary
 
     data_dir = cifar10_binary._compare_dir()  # noqa: SLF001 - the bundled files
-    outputs, dataset = rebuild(lambda: cifar10_binary.distorted_inputs(
-        data_dir, 8, num_threads=2, verbose=False))
+    outputs, dataset = rebuild(
+        lambda: cifar10_binary.distorted_inputs(data_dir, 8, num_threads=2, verbose=False)
+    )
     assert dataset.element_spec == _spec_of(outputs)
-    (images, labels), = dataset_values(dataset, limit=1)
+    ((images, labels),) = dataset_values(dataset, limit=1)
     assert images.shape == (8, 24, 24, 3) and set(labels.tolist()) <= set(range(10))
     # per_image_standardization was lifted with the random distortions.
     np.testing.assert_allclose(images.mean(axis=(1, 2, 3)), 0, atol=1e-3)

@@ -37,8 +37,10 @@ NO_AUTOGRAPH = tf.autograph.experimental.do_not_convert
 def region_of(fn, *specs) -> _lift.LiftedRegion:
     """Lifts fn(*sources) from a fresh graph; each spec is (dtype, per-record shape)."""
     with tf.Graph().as_default():
-        sources = [tf.compat.v1.placeholder(dtype, shape, name=f"source{i}")
-                   for i, (dtype, shape) in enumerate(specs)]
+        sources = [
+            tf.compat.v1.placeholder(dtype, shape, name=f"source{i}")
+            for i, (dtype, shape) in enumerate(specs)
+        ]
         outputs = tf.nest.flatten(fn(*sources))
         return _lift.lift(outputs, sources)
 
@@ -58,8 +60,7 @@ def _datasets(region, vectorized, records):
     return per_record, batched
 
 
-def assert_vectorizes(region, records, *, records_shapes=True,
-                      **options) -> VectorizedRegion:
+def assert_vectorizes(region, records, *, records_shapes=True, **options) -> VectorizedRegion:
     """Vectorizes `region` and checks it against the per-record region, eagerly.
 
     The batched static shapes must be at least as specific as the per-record
@@ -69,8 +70,7 @@ def assert_vectorizes(region, records, *, records_shapes=True,
     vectorized = vectorize(region, **options)
     assert isinstance(vectorized, VectorizedRegion), vectorized.describe()
     per_record, batched = _datasets(region, vectorized, records)
-    for sink, want, got in zip(region.sinks, per_record.element_spec,
-                               batched.element_spec):
+    for sink, want, got in zip(region.sinks, per_record.element_spec, batched.element_spec):
         assert want.dtype == got.dtype
         if not records_shapes:
             want = tf.TensorSpec([None] + sink.shape.as_list(), sink.dtype)
@@ -112,15 +112,19 @@ def example(**features) -> bytes:
         text = len(value) and isinstance(value[0], (bytes, str))
         value = np.asarray(value, dtype=object if text else None)
         if value.dtype.kind in "iu":
-            feature[key] = tf.train.Feature(int64_list=tf.train.Int64List(
-                value=value.ravel().tolist()))
+            feature[key] = tf.train.Feature(
+                int64_list=tf.train.Int64List(value=value.ravel().tolist())
+            )
         elif value.dtype.kind == "f":
-            feature[key] = tf.train.Feature(float_list=tf.train.FloatList(
-                value=value.ravel().tolist()))
+            feature[key] = tf.train.Feature(
+                float_list=tf.train.FloatList(value=value.ravel().tolist())
+            )
         else:
-            feature[key] = tf.train.Feature(bytes_list=tf.train.BytesList(
-                value=[v if isinstance(v, bytes) else str(v).encode()
-                       for v in value.ravel()]))
+            feature[key] = tf.train.Feature(
+                bytes_list=tf.train.BytesList(
+                    value=[v if isinstance(v, bytes) else str(v).encode() for v in value.ravel()]
+                )
+            )
     return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
@@ -130,11 +134,13 @@ STR = (tf.string, [])
 
 # ---------------------------------------------------------------- parse rules
 
-DENSE = {"i": tf.io.FixedLenFeature([], tf.int64, default_value=-1),
-         "f": tf.io.FixedLenFeature([3], tf.float32, default_value=[0.5, 1.5, 2.5]),
-         "s": tf.io.FixedLenFeature([], tf.string, default_value="none"),
-         "m": tf.io.FixedLenFeature([2, 2], tf.int64, default_value=[[1, 2], [3, 4]]),
-         "r": tf.io.FixedLenFeature([], tf.string)}
+DENSE = {
+    "i": tf.io.FixedLenFeature([], tf.int64, default_value=-1),
+    "f": tf.io.FixedLenFeature([3], tf.float32, default_value=[0.5, 1.5, 2.5]),
+    "s": tf.io.FixedLenFeature([], tf.string, default_value="none"),
+    "m": tf.io.FixedLenFeature([2, 2], tf.int64, default_value=[[1, 2], [3, 4]]),
+    "r": tf.io.FixedLenFeature([], tf.string),
+}
 
 
 def _examples(n=N, *, required_only=False):
@@ -142,8 +148,12 @@ def _examples(n=N, *, required_only=False):
     for j in range(n):
         features = {"r": f"req{j}"}
         if required_only or j % 3:
-            features.update(i=[j * 7], f=RNG.random(3).astype(np.float32),
-                            s=[f"s{j}".encode()], m=np.arange(4) * j)
+            features.update(
+                i=[j * 7],
+                f=RNG.random(3).astype(np.float32),
+                s=[f"s{j}".encode()],
+                m=np.arange(4) * j,
+            )
         elif j % 2:
             features.update(i=[j])  # the others take their defaults
         out.append(example(**features))
@@ -153,8 +163,9 @@ def _examples(n=N, *, required_only=False):
 def test_parse_single_example_dense_features_with_defaults():
     region = region_of(lambda s: tf.io.parse_single_example(s, DENSE), STR)
     vectorized = assert_vectorizes(region, [_examples()])
-    assert any(op_type == "ParseExampleV2" and "batch" in rule
-               for _, op_type, rule in vectorized.rules)
+    assert any(
+        op_type == "ParseExampleV2" and "batch" in rule for _, op_type, rule in vectorized.rules
+    )
 
 
 def test_parse_single_example_missing_required_feature_raises_in_both():
@@ -167,18 +178,17 @@ def test_parse_single_example_missing_required_feature_raises_in_both():
 
 
 def test_parse_single_example_unused_sparse_feature_is_parsed_and_dropped():
-    features = {"i": tf.io.FixedLenFeature([], tf.int64),
-                "v": tf.io.VarLenFeature(tf.int64)}
+    features = {"i": tf.io.FixedLenFeature([], tf.int64), "v": tf.io.VarLenFeature(tf.int64)}
     region = region_of(lambda s: tf.io.parse_single_example(s, features)["i"], STR)
-    records = [np.array([example(i=[j], v=np.arange(j % 4)) for j in range(N)],
-                        dtype=object)]
+    records = [np.array([example(i=[j], v=np.arange(j % 4)) for j in range(N)], dtype=object)]
     assert_vectorizes(region, records)
 
 
 def test_parse_single_example_used_sparse_feature_is_refused():
     features = {"v": tf.io.VarLenFeature(tf.int64)}
-    region = region_of(lambda s: tf.sparse.to_dense(
-        tf.io.parse_single_example(s, features)["v"]), STR)
+    region = region_of(
+        lambda s: tf.sparse.to_dense(tf.io.parse_single_example(s, features)["v"]), STR
+    )
     assert_refused(region, "ParseExampleV2", "sparse or ragged feature 'v'")
 
 
@@ -191,12 +201,17 @@ def test_parse_single_example_sequence_feature_is_refused():
 def test_raw_parse_single_example_op_becomes_parse_example_v2():
     def parse(s):
         return tf.raw_ops.ParseSingleExample(
-            serialized=s, dense_defaults=[tf.constant(-1, tf.int64), tf.constant(
-                [0.5, 1.5, 2.5])], num_sparse=0, sparse_keys=[], dense_keys=["i", "f"],
-            sparse_types=[], dense_shapes=[[], [3]]).dense_values
+            serialized=s,
+            dense_defaults=[tf.constant(-1, tf.int64), tf.constant([0.5, 1.5, 2.5])],
+            num_sparse=0,
+            sparse_keys=[],
+            dense_keys=["i", "f"],
+            sparse_types=[],
+            dense_shapes=[[], [3]],
+        ).dense_values
 
     vectorized = assert_vectorizes(region_of(parse, STR), [_examples()])
-    assert ("ParseSingleExample" in dict((t, r) for _, t, r in vectorized.rules))
+    assert "ParseSingleExample" in dict((t, r) for _, t, r in vectorized.rules)
 
 
 def test_parse_example_of_a_per_record_vector():
@@ -228,8 +243,9 @@ def test_decode_csv_int_float_string_columns_with_defaults():
 
 
 def test_decode_csv_select_cols_and_per_record_vectors():
-    region = region_of(lambda lines: tf.io.decode_csv(
-        lines, [[0], ["?"]], select_cols=[0, 2]), (tf.string, [2]))
+    region = region_of(
+        lambda lines: tf.io.decode_csv(lines, [[0], ["?"]], select_cols=[0, 2]), (tf.string, [2])
+    )
     assert_vectorizes(region, [_csv_lines(N * 2).reshape(N, 2)])
 
 
@@ -249,9 +265,15 @@ def _mnist(s):
 
 
 def _mnist_records(n=N, size=784):
-    return np.array([example(image_raw=[RNG.integers(0, 256, size, dtype=np.uint8)
-                                        .tobytes()], label=[j % 10]) for j in range(n)],
-                    dtype=object)
+    return np.array(
+        [
+            example(
+                image_raw=[RNG.integers(0, 256, size, dtype=np.uint8).tobytes()], label=[j % 10]
+            )
+            for j in range(n)
+        ],
+        dtype=object,
+    )
 
 
 def test_decode_raw_reshape_cast_scale_mnist_style():
@@ -292,8 +314,11 @@ def test_decode_raw_of_unknown_length_is_refused():
 def test_decode_raw_of_a_fixed_length_source_cifar_style():
     region = region_of(workloads.decode_cifar, STR)
     assert_refused(region, "DecodeRaw", "byte length")
-    records = [np.array([RNG.integers(0, 256, 3073, dtype=np.uint8).tobytes()
-                         for _ in range(N)], dtype=object)]
+    records = [
+        np.array(
+            [RNG.integers(0, 256, 3073, dtype=np.uint8).tobytes() for _ in range(N)], dtype=object
+        )
+    ]
     assert_vectorizes(region, records, fixed_lengths={0: 3073})
     assert_vectorizes(region, records, fixed_lengths={"source0:0": 3073})
     with pytest.raises(ValueError, match="fixed_lengths"):
@@ -301,23 +326,58 @@ def test_decode_raw_of_a_fixed_length_source_cifar_style():
 
 
 def test_decode_raw_wider_types():
-    region = region_of(lambda s: tf.reshape(tf.io.decode_raw(
-        s, tf.int16, little_endian=False) + 1, [3]), STR)
+    region = region_of(
+        lambda s: tf.reshape(tf.io.decode_raw(s, tf.int16, little_endian=False) + 1, [3]), STR
+    )
     assert_vectorizes(region, [np.array([RNG.bytes(6) for _ in range(N)], dtype=object)])
 
 
 # --------------------------------------------------------------- element-wise
 
 
-@pytest.mark.parametrize("fn", [
-    tf.negative, tf.abs, lambda x: tf.sqrt(tf.abs(x)), tf.floor, tf.math.ceil, tf.round,
-    tf.math.rint, tf.sign, tf.square, tf.math.is_nan,
-    lambda x: tf.cast(x, tf.int32), lambda x: tf.cast(x, tf.float16),
-    lambda x: tf.cast(x, tf.bfloat16), lambda x: tf.cast(x, tf.float64), tf.identity,
-    tf.stop_gradient, tf.zeros_like, tf.ones_like,
-], ids=["neg", "abs", "sqrt", "floor", "ceil", "round", "rint", "sign", "square",
-        "isnan", "cast_i32", "cast_f16", "cast_bf16", "cast_f64", "identity",
-        "stop_gradient", "zeros_like", "ones_like"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        tf.negative,
+        tf.abs,
+        lambda x: tf.sqrt(tf.abs(x)),
+        tf.floor,
+        tf.math.ceil,
+        tf.round,
+        tf.math.rint,
+        tf.sign,
+        tf.square,
+        tf.math.is_nan,
+        lambda x: tf.cast(x, tf.int32),
+        lambda x: tf.cast(x, tf.float16),
+        lambda x: tf.cast(x, tf.bfloat16),
+        lambda x: tf.cast(x, tf.float64),
+        tf.identity,
+        tf.stop_gradient,
+        tf.zeros_like,
+        tf.ones_like,
+    ],
+    ids=[
+        "neg",
+        "abs",
+        "sqrt",
+        "floor",
+        "ceil",
+        "round",
+        "rint",
+        "sign",
+        "square",
+        "isnan",
+        "cast_i32",
+        "cast_f16",
+        "cast_bf16",
+        "cast_f64",
+        "identity",
+        "stop_gradient",
+        "zeros_like",
+        "ones_like",
+    ],
+)
 def test_unary_float_ops_are_exact(fn):
     x = floats(7)
     x[::5, 3] = np.nan
@@ -325,9 +385,17 @@ def test_unary_float_ops_are_exact(fn):
     assert_vectorizes(region_of(NO_AUTOGRAPH(fn), (tf.float32, [7])), [x])
 
 
-@pytest.mark.parametrize("fn", [tf.exp, lambda x: tf.math.log(tf.abs(x)), tf.sigmoid,
-                                lambda x: tf.pow(x, 1.5), tf.math.reciprocal],
-                         ids=["exp", "log", "sigmoid", "pow", "reciprocal"])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        tf.exp,
+        lambda x: tf.math.log(tf.abs(x)),
+        tf.sigmoid,
+        lambda x: tf.pow(x, 1.5),
+        tf.math.reciprocal,
+    ],
+    ids=["exp", "log", "sigmoid", "pow", "reciprocal"],
+)
 def test_transcendental_float_ops_only_when_inexact_is_allowed(fn):
     region = region_of(NO_AUTOGRAPH(fn), (tf.float32, [7]))
     result = vectorize(region)
@@ -339,16 +407,24 @@ def test_transcendental_float_ops_only_when_inexact_is_allowed(fn):
         np.testing.assert_allclose(want, got, rtol=1e-6)
 
 
-@pytest.mark.parametrize("case", [
-    ("add chain", lambda x: (x + tf.constant([1.1, 2.3, 3.7, 4.9])) + 0.3, "AddV2",
-     "chain of float additions"),
-    ("sub after add", lambda x: (x + 1.5) - 0.25, "Sub", "chain of float additions"),
-    ("mul chain", lambda x: (x / 1.1) * 2.3, "Mul", "multiplications or divisions"),
-    ("sum of products", lambda x: x * 1.3 + x * 0.7, "AddV2", "sum of products"),
-    ("divide by sqrt", lambda x: x / tf.sqrt(tf.abs(x) + 1), "RealDiv", "square root"),
-    ("add zero", lambda x: x + tf.zeros([4]), "AddV2", "constant zero"),
-    ("add_n", lambda x: tf.math.add_n([x, x, tf.ones([4])]), "AddN", "AddN"),
-], ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            "add chain",
+            lambda x: (x + tf.constant([1.1, 2.3, 3.7, 4.9])) + 0.3,
+            "AddV2",
+            "chain of float additions",
+        ),
+        ("sub after add", lambda x: (x + 1.5) - 0.25, "Sub", "chain of float additions"),
+        ("mul chain", lambda x: (x / 1.1) * 2.3, "Mul", "multiplications or divisions"),
+        ("sum of products", lambda x: x * 1.3 + x * 0.7, "AddV2", "sum of products"),
+        ("divide by sqrt", lambda x: x / tf.sqrt(tf.abs(x) + 1), "RealDiv", "square root"),
+        ("add zero", lambda x: x + tf.zeros([4]), "AddV2", "constant zero"),
+        ("add_n", lambda x: tf.math.add_n([x, x, tf.ones([4])]), "AddN", "AddN"),
+    ],
+    ids=lambda c: c[0],
+)
 def test_float_arithmetic_grappler_may_regroup_is_refused(case):
     _, fn, op_type, reason = case
     region = region_of(NO_AUTOGRAPH(fn), (tf.float32, [4]))
@@ -358,8 +434,12 @@ def test_float_arithmetic_grappler_may_regroup_is_refused(case):
 
 def test_alternating_float_arithmetic_is_exact():
     def fn(x):
-        return (x * (1 / 255) - 0.5, (x - 3.25) / 1.7, x * 1.7 + 0.5,
-                (x - tf.constant([0.5, 1, 2, 4])) / tf.constant([1.5, 3, 7, 9]))
+        return (
+            x * (1 / 255) - 0.5,
+            (x - 3.25) / 1.7,
+            x * 1.7 + 0.5,
+            (x - tf.constant([0.5, 1, 2, 4])) / tf.constant([1.5, 3, 7, 9]),
+        )
 
     assert_vectorizes(region_of(fn, (tf.float32, [4])), [floats(4)])
 
@@ -375,37 +455,46 @@ def test_integer_pow_is_exact():
     assert_vectorizes(region_of(lambda x: tf.pow(x, 3), (tf.int32, [4])), [ints(4)])
 
 
-@pytest.mark.parametrize("case", [
-    ("batched[3] + scalar", lambda x: x + 2.5, [3]),
-    ("batched[3] * const[3]", lambda x: x * tf.constant([1.0, -2.0, 0.5]), [3]),
-    ("batched[] + const[4] (rank expanded)", lambda x: x - tf.constant([1., 2, 3, 4]), []),
-    ("batched[2,3] / const[3]", lambda x: x / tf.constant([1.0, 3.0, 7.0]), [2, 3]),
-    ("const[2,1] max batched[3]", lambda x: tf.maximum(tf.constant([[0.0], [1.0]]), x),
-     [3]),
-    ("floormod", lambda x: tf.math.floormod(x, 3.0), [4]),
-    ("floordiv", lambda x: tf.math.floordiv(x, 0.7), [4]),
-    ("squared difference", lambda x: tf.math.squared_difference(x, 1.25), [4]),
-    ("less", lambda x: tf.less(x, 0.0), [4]),
-    ("equal", lambda x: tf.equal(tf.round(x), 1.0), [4]),
-    ("logical and/or", lambda x: tf.logical_or(tf.logical_and(x > 0, x < 2), x < -3), [4]),
-    ("minimum clip", lambda x: tf.clip_by_value(x, -1.0, 1.0), [4]),
-    ("select_v2", lambda x: tf.where(x > 0, x, tf.constant([0.0, 1, 2, 3])), [4]),
-], ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("batched[3] + scalar", lambda x: x + 2.5, [3]),
+        ("batched[3] * const[3]", lambda x: x * tf.constant([1.0, -2.0, 0.5]), [3]),
+        ("batched[] + const[4] (rank expanded)", lambda x: x - tf.constant([1.0, 2, 3, 4]), []),
+        ("batched[2,3] / const[3]", lambda x: x / tf.constant([1.0, 3.0, 7.0]), [2, 3]),
+        ("const[2,1] max batched[3]", lambda x: tf.maximum(tf.constant([[0.0], [1.0]]), x), [3]),
+        ("floormod", lambda x: tf.math.floormod(x, 3.0), [4]),
+        ("floordiv", lambda x: tf.math.floordiv(x, 0.7), [4]),
+        ("squared difference", lambda x: tf.math.squared_difference(x, 1.25), [4]),
+        ("less", lambda x: tf.less(x, 0.0), [4]),
+        ("equal", lambda x: tf.equal(tf.round(x), 1.0), [4]),
+        ("logical and/or", lambda x: tf.logical_or(tf.logical_and(x > 0, x < 2), x < -3), [4]),
+        ("minimum clip", lambda x: tf.clip_by_value(x, -1.0, 1.0), [4]),
+        ("select_v2", lambda x: tf.where(x > 0, x, tf.constant([0.0, 1, 2, 3])), [4]),
+    ],
+    ids=lambda c: c[0],
+)
 def test_binary_broadcasting(case):
     _, fn, shape = case
     assert_vectorizes(region_of(NO_AUTOGRAPH(fn), (tf.float32, shape)), [floats(*shape)])
 
 
 def test_two_batched_operands_of_different_ranks():
-    region = region_of(lambda a, b: (a * b, tf.where(a > 0, b, a)),
-                       (tf.float32, [2, 3]), (tf.float32, [3]))
+    region = region_of(
+        lambda a, b: (a * b, tf.where(a > 0, b, a)), (tf.float32, [2, 3]), (tf.float32, [3])
+    )
     assert_vectorizes(region, [floats(2, 3), floats(3)])
 
 
 def test_select_v1_and_integer_ops():
     def fn(x, c):
-        return (tf.raw_ops.Select(condition=c, x=x, y=-x), tf.bitwise.bitwise_and(x, 6),
-                x // 3, x % 4, tf.truncatediv(x, 3))
+        return (
+            tf.raw_ops.Select(condition=c, x=x, y=-x),
+            tf.bitwise.bitwise_and(x, 6),
+            x // 3,
+            x % 4,
+            tf.truncatediv(x, 3),
+        )
 
     region = region_of(fn, (tf.int32, [3]), (tf.bool, []))
     assert_vectorizes(region, [ints(3), RNG.random(N) > 0.5])
@@ -414,40 +503,45 @@ def test_select_v1_and_integer_ops():
 # ------------------------------------------------------------------- shapes
 
 
-@pytest.mark.parametrize("case", [
-    ("reshape", lambda x: tf.reshape(x, [3, 4]), [12]),
-    ("reshape -1", lambda x: tf.reshape(x, [-1, 2]), [2, 6]),
-    ("reshape to scalar", lambda x: tf.reshape(x, []), [1, 1]),
-    ("reshape by shape", lambda x: tf.reshape(x, tf.concat([[4], tf.shape(x)[:1]], 0)),
-     [3, 4]),
-    ("strided slice", lambda x: x[1:5:2], [12]),
-    ("strided slice negative stride", lambda x: x[::-2, 1], [6, 2]),
-    ("strided slice shrink", lambda x: x[3], [12]),
-    ("strided slice ellipsis newaxis", lambda x: x[..., tf.newaxis, 1:], [2, 3, 4]),
-    ("strided slice begin/end masks", lambda x: x[:, 2:], [3, 4]),
-    ("slice", lambda x: tf.slice(x, [1, 0], [2, -1]), [3, 4]),
-    ("transpose", lambda x: tf.transpose(x, [2, 0, 1]), [2, 3, 4]),
-    ("expand dims", lambda x: tf.expand_dims(x, 1), [3, 4]),
-    ("expand dims negative", lambda x: tf.expand_dims(x, -1), [3, 4]),
-    ("squeeze axes", lambda x: tf.squeeze(x, [0, -1]), [1, 3, 1]),
-    ("squeeze all", lambda x: tf.squeeze(x), [1, 3, 1]),
-    ("stack with a constant", lambda x: tf.stack([x, tf.ones([3], tf.int32)], axis=1),
-     [3]),
-    ("stack negative axis", lambda x: tf.stack([x, x], axis=-1), [3]),
-    ("unstack", lambda x: tf.unstack(x, axis=1), [2, 3]),
-    ("concat with a constant", lambda x: tf.concat([x, tf.zeros([2, 1], tf.int32)], -1),
-     [2, 3]),
-    ("split", lambda x: tf.split(x, 2, axis=1), [2, 4]),
-    ("split v", lambda x: tf.split(x, [1, 3], axis=0), [4, 2]),
-    ("tile", lambda x: tf.tile(x, [2, 3]), [2, 2]),
-    ("pad", lambda x: tf.pad(x, [[1, 0], [0, 2]], constant_values=9), [2, 2]),
-    ("mirror pad", lambda x: tf.pad(x, [[1, 1], [1, 1]], mode="REFLECT"), [3, 3]),
-    ("reverse", lambda x: tf.reverse(x, [0, -1]), [2, 3]),
-    ("flip image", lambda x: tf.image.flip_left_right(x), [4, 5, 3]),
-    ("crop or pad image", lambda x: tf.image.resize_with_crop_or_pad(x, 3, 6), [4, 5, 3]),
-    ("shape, size, rank", lambda x: (tf.shape(x), tf.size(x), tf.rank(x)), [2, 3]),
-    ("ensure shape", lambda x: tf.ensure_shape(tf.reshape(x, [-1]), [6]), [2, 3]),
-], ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("reshape", lambda x: tf.reshape(x, [3, 4]), [12]),
+        ("reshape -1", lambda x: tf.reshape(x, [-1, 2]), [2, 6]),
+        ("reshape to scalar", lambda x: tf.reshape(x, []), [1, 1]),
+        ("reshape by shape", lambda x: tf.reshape(x, tf.concat([[4], tf.shape(x)[:1]], 0)), [3, 4]),
+        ("strided slice", lambda x: x[1:5:2], [12]),
+        ("strided slice negative stride", lambda x: x[::-2, 1], [6, 2]),
+        ("strided slice shrink", lambda x: x[3], [12]),
+        ("strided slice ellipsis newaxis", lambda x: x[..., tf.newaxis, 1:], [2, 3, 4]),
+        ("strided slice begin/end masks", lambda x: x[:, 2:], [3, 4]),
+        ("slice", lambda x: tf.slice(x, [1, 0], [2, -1]), [3, 4]),
+        ("transpose", lambda x: tf.transpose(x, [2, 0, 1]), [2, 3, 4]),
+        ("expand dims", lambda x: tf.expand_dims(x, 1), [3, 4]),
+        ("expand dims negative", lambda x: tf.expand_dims(x, -1), [3, 4]),
+        ("squeeze axes", lambda x: tf.squeeze(x, [0, -1]), [1, 3, 1]),
+        ("squeeze all", lambda x: tf.squeeze(x), [1, 3, 1]),
+        ("stack with a constant", lambda x: tf.stack([x, tf.ones([3], tf.int32)], axis=1), [3]),
+        ("stack negative axis", lambda x: tf.stack([x, x], axis=-1), [3]),
+        ("unstack", lambda x: tf.unstack(x, axis=1), [2, 3]),
+        (
+            "concat with a constant",
+            lambda x: tf.concat([x, tf.zeros([2, 1], tf.int32)], -1),
+            [2, 3],
+        ),
+        ("split", lambda x: tf.split(x, 2, axis=1), [2, 4]),
+        ("split v", lambda x: tf.split(x, [1, 3], axis=0), [4, 2]),
+        ("tile", lambda x: tf.tile(x, [2, 3]), [2, 2]),
+        ("pad", lambda x: tf.pad(x, [[1, 0], [0, 2]], constant_values=9), [2, 2]),
+        ("mirror pad", lambda x: tf.pad(x, [[1, 1], [1, 1]], mode="REFLECT"), [3, 3]),
+        ("reverse", lambda x: tf.reverse(x, [0, -1]), [2, 3]),
+        ("flip image", lambda x: tf.image.flip_left_right(x), [4, 5, 3]),
+        ("crop or pad image", lambda x: tf.image.resize_with_crop_or_pad(x, 3, 6), [4, 5, 3]),
+        ("shape, size, rank", lambda x: (tf.shape(x), tf.size(x), tf.rank(x)), [2, 3]),
+        ("ensure shape", lambda x: tf.ensure_shape(tf.reshape(x, [-1]), [6]), [2, 3]),
+    ],
+    ids=lambda c: c[0],
+)
 def test_shape_ops(case):
     _, fn, shape = case
     assert_vectorizes(region_of(NO_AUTOGRAPH(fn), (tf.int32, shape)), [ints(*shape)])
@@ -455,20 +549,23 @@ def test_shape_ops(case):
 
 def test_unknown_per_record_sizes():
     def fn(x):
-        return (tf.reshape(x * 2, [-1, 2]), tf.shape(x), tf.size(x) + x[0],
-                tf.reverse(x, [0])[1:])
+        return (tf.reshape(x * 2, [-1, 2]), tf.shape(x), tf.size(x) + x[0], tf.reverse(x, [0])[1:])
 
     region = region_of(fn, (tf.int32, [None]))
     assert_vectorizes(region, [ints(6)], records_shapes=False)
 
 
-@pytest.mark.parametrize("case", [
-    ("sum", lambda x: tf.reduce_sum(x, axis=1), [3, 4]),
-    ("prod keepdims", lambda x: tf.reduce_prod(x, axis=-1, keepdims=True), [3, 4]),
-    ("max all", lambda x: tf.reduce_max(x), [3, 4]),
-    ("mean", lambda x: tf.reduce_mean(x, axis=0), [3, 4]),
-    ("all/any", lambda x: (tf.reduce_all(x > 0, 1), tf.reduce_any(x > 5)), [3, 4]),
-], ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("sum", lambda x: tf.reduce_sum(x, axis=1), [3, 4]),
+        ("prod keepdims", lambda x: tf.reduce_prod(x, axis=-1, keepdims=True), [3, 4]),
+        ("max all", lambda x: tf.reduce_max(x), [3, 4]),
+        ("mean", lambda x: tf.reduce_mean(x, axis=0), [3, 4]),
+        ("all/any", lambda x: (tf.reduce_all(x > 0, 1), tf.reduce_any(x > 5)), [3, 4]),
+    ],
+    ids=lambda c: c[0],
+)
 def test_integer_and_boolean_reductions(case):
     _, fn, shape = case
     assert_vectorizes(region_of(NO_AUTOGRAPH(fn), (tf.int32, shape)), [ints(*shape)])
@@ -481,14 +578,24 @@ def test_float_reductions_are_refused():
     assert isinstance(vectorize(region), NotVectorizable)
 
 
-@pytest.mark.parametrize("case", [
-    ("constant table, batched indices", lambda i: tf.gather(tf.constant(
-        np.arange(40.0).reshape(10, 4)), i), (tf.int32, [3])),
-    ("constant table, scalar index", lambda i: tf.gather(tf.constant(["a", "b", "c", "d"]),
-                                                        tf.abs(i) % 4), (tf.int32, [])),
-    ("one hot", lambda i: tf.one_hot(tf.abs(i) % 5, 5), (tf.int32, [2])),
-    ("one hot axis 0", lambda i: tf.one_hot(tf.abs(i) % 5, 5, axis=0), (tf.int32, [2])),
-], ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            "constant table, batched indices",
+            lambda i: tf.gather(tf.constant(np.arange(40.0).reshape(10, 4)), i),
+            (tf.int32, [3]),
+        ),
+        (
+            "constant table, scalar index",
+            lambda i: tf.gather(tf.constant(["a", "b", "c", "d"]), tf.abs(i) % 4),
+            (tf.int32, []),
+        ),
+        ("one hot", lambda i: tf.one_hot(tf.abs(i) % 5, 5), (tf.int32, [2])),
+        ("one hot axis 0", lambda i: tf.one_hot(tf.abs(i) % 5, 5, axis=0), (tf.int32, [2])),
+    ],
+    ids=lambda c: c[0],
+)
 def test_gather_and_one_hot(case):
     _, fn, spec = case
     indices = np.abs(ints(*spec[1])) % 10
@@ -497,16 +604,20 @@ def test_gather_and_one_hot(case):
 
 def test_gather_from_batched_params():
     def fn(x, i):
-        return (tf.gather(x, [2, 0], axis=1), tf.gather(x, i, axis=1, batch_dims=1),
-                tf.gather(x, i[0], axis=0))
+        return (
+            tf.gather(x, [2, 0], axis=1),
+            tf.gather(x, i, axis=1, batch_dims=1),
+            tf.gather(x, i[0], axis=0),
+        )
 
     region = region_of(fn, (tf.float32, [2, 3]), (tf.int32, [2, 2]))
     assert_vectorizes(region, [floats(2, 3), np.abs(ints(2, 2)) % 2])
 
 
 def test_gather_on_another_axis_of_a_constant_table_is_refused():
-    region = region_of(lambda i: tf.gather(tf.constant(np.arange(12).reshape(3, 4)), i,
-                                           axis=1), (tf.int32, [2]))
+    region = region_of(
+        lambda i: tf.gather(tf.constant(np.arange(12).reshape(3, 4)), i, axis=1), (tf.int32, [2])
+    )
     assert_refused(region, "GatherV2", "batch axis inside")
 
 
@@ -517,11 +628,16 @@ def test_string_ops():
     def fn(s, n):
         upper = tf.strings.upper(tf.strings.strip(s))
         joined = tf.strings.join([upper, "-", tf.strings.as_string(n)])
-        return (joined, tf.strings.lower(s), tf.strings.length(s),
-                tf.strings.substr(s, 1, 3), tf.strings.regex_replace(s, "[aeiou]", "_"),
-                tf.strings.to_number(tf.strings.as_string(n), tf.int64),
-                tf.strings.to_hash_bucket_fast(s, 100),
-                tf.io.decode_base64(tf.io.encode_base64(s)))
+        return (
+            joined,
+            tf.strings.lower(s),
+            tf.strings.length(s),
+            tf.strings.substr(s, 1, 3),
+            tf.strings.regex_replace(s, "[aeiou]", "_"),
+            tf.strings.to_number(tf.strings.as_string(n), tf.int64),
+            tf.strings.to_hash_bucket_fast(s, 100),
+            tf.io.decode_base64(tf.io.encode_base64(s)),
+        )
 
     words = np.array([f"  Word{j} text " for j in range(N)], dtype=object)
     assert_vectorizes(region_of(fn, STR, (tf.int32, [])), [words, ints()])
@@ -542,8 +658,10 @@ def test_variable_read_once_is_an_unbatched_input():
         table = tf.compat.v1.Variable(np.arange(40).reshape(10, 4), trainable=False)
         index = tf.compat.v1.placeholder(tf.int32, [], name="index")
         scale = tf.compat.v1.Variable(3, trainable=False)
-        outputs = [tf.gather(table.read_value(), index) * tf.cast(scale, tf.int64),
-                   tf.identity(scale)]
+        outputs = [
+            tf.gather(table.read_value(), index) * tf.cast(scale, tf.int64),
+            tf.identity(scale),
+        ]
         with new_session(graph) as sess:
             sess.run(tf.compat.v1.global_variables_initializer())
             region = _lift.lift(outputs, [index], session=sess)
@@ -570,13 +688,20 @@ def _asserted(x):
 # ----------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize("case", [
-    ("random crop", lambda x: tf.image.random_crop(x, [2, 2, 3]), "RandomUniform"),
-    ("random flip", lambda x: tf.image.random_flip_left_right(x, seed=1), "RandomUniform"),
-    ("random uniform", lambda x: x + tf.random.uniform([]), "RandomUniform"),
-    ("stateless random seeded per record", lambda x: x + tf.random.stateless_uniform(
-        [], tf.cast(x[0, 0, :2], tf.int32)), "StatelessRandom"),
-], ids=lambda c: c[0])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("random crop", lambda x: tf.image.random_crop(x, [2, 2, 3]), "RandomUniform"),
+        ("random flip", lambda x: tf.image.random_flip_left_right(x, seed=1), "RandomUniform"),
+        ("random uniform", lambda x: x + tf.random.uniform([]), "RandomUniform"),
+        (
+            "stateless random seeded per record",
+            lambda x: x + tf.random.stateless_uniform([], tf.cast(x[0, 0, :2], tf.int32)),
+            "StatelessRandom",
+        ),
+    ],
+    ids=lambda c: c[0],
+)
 def test_per_example_random_ops_are_refused(case):
     _, fn, op_type = case
     region = region_of(NO_AUTOGRAPH(fn), (tf.float32, [4, 4, 3]))
@@ -586,8 +711,7 @@ def test_per_example_random_ops_are_refused(case):
 
 
 def test_stateless_random_op_with_constant_seeds_is_the_same_for_every_record():
-    region = region_of(lambda x: x * tf.random.stateless_uniform([3], [1, 2]),
-                       (tf.float32, [3]))
+    region = region_of(lambda x: x * tf.random.stateless_uniform([3], [1, 2]), (tf.float32, [3]))
     assert_vectorizes(region, [floats(3)])
 
 
@@ -628,8 +752,9 @@ def test_wrong_arguments():
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    sizes = workloads.Sizes(csv_files=2, csv_lines=20, tfrecords=30, cifar_files=1,
-                            cifar_records=12, preloaded=20)
+    sizes = workloads.Sizes(
+        csv_files=2, csv_lines=20, tfrecords=30, cifar_files=1, cifar_records=12, preloaded=20
+    )
     return workloads.write_data(str(tmp_path_factory.mktemp("vectorize")), sizes)
 
 
@@ -652,8 +777,9 @@ def _legacy_region(workload, files):
 @pytest.mark.parametrize("workload", ["W1", "W2", "W3"])
 def test_workload_regions_from_legacy_graphs(workload, data):
     region = _legacy_region(workload, data[workload])
-    records = [np.array(dataset_values(workloads.raw_dataset(workload, data[workload])),
-                        dtype=object)]
+    records = [
+        np.array(dataset_values(workloads.raw_dataset(workload, data[workload])), dtype=object)
+    ]
     fixed = {0: 3073} if workload == "W3" else None
     assert_vectorizes(region, records, fixed_lengths=fixed)
 
@@ -661,8 +787,9 @@ def test_workload_regions_from_legacy_graphs(workload, data):
 def test_w4_slice_input_producer_region(data):
     images, labels = data["W4"]
     with tf.Graph().as_default():
-        image, label = qp.slice_input_producer([tf.constant(images), tf.constant(labels)],
-                                               num_epochs=1, shuffle=False)
+        image, label = qp.slice_input_producer(
+            [tf.constant(images), tf.constant(labels)], num_epochs=1, shuffle=False
+        )
         region = _lift.lift([image, tf.cast(label, tf.int32)], [image, label])
     assert_vectorizes(region, [images, labels])
 
@@ -676,8 +803,9 @@ def test_in_a_users_graph_dataset_map_and_session():
         data = tf.data.Dataset.from_tensor_slices(records)
         per_record = data.map(NO_AUTOGRAPH(lambda r: tuple(region(r)))).batch(BATCH)
         batched = data.batch(BATCH).map(NO_AUTOGRAPH(lambda r: tuple(vectorized(r))))
-        fetches = [tf.compat.v1.data.make_one_shot_iterator(ds).get_next()
-                   for ds in (per_record, batched)]
+        fetches = [
+            tf.compat.v1.data.make_one_shot_iterator(ds).get_next() for ds in (per_record, batched)
+        ]
         direct = vectorized(tf.constant(records))  # straight in the graph, no Dataset
         assert direct[0].shape.as_list() == [12, 28, 28, 1]
     with new_session(graph) as sess:
@@ -691,8 +819,7 @@ def test_in_a_users_graph_dataset_map_and_session():
 
 def test_static_batch_size_is_kept():
     vectorized = vectorize(region_of(_mnist, STR))
-    data = tf.data.Dataset.from_tensor_slices(_mnist_records(10)).batch(
-        BATCH, drop_remainder=True)
+    data = tf.data.Dataset.from_tensor_slices(_mnist_records(10)).batch(BATCH, drop_remainder=True)
     spec = data.map(NO_AUTOGRAPH(lambda r: tuple(vectorized(r)))).element_spec
     assert [s.shape.as_list() for s in spec] == [[BATCH, 28, 28, 1], [BATCH]]
 

@@ -6,6 +6,7 @@ import warnings
 
 import tensorflow as tf
 
+
 def warn_inert(api: str, **args) -> None:
     """Warns once per call for each legacy argument that has no tf.data meaning.
 
@@ -21,7 +22,9 @@ def warn_inert(api: str, **args) -> None:
             warnings.warn(
                 f"{api}: the `{arg}` argument ({value!r}) has no effect on tf.data "
                 "pipelines; it is accepted so that legacy calls keep working.",
-                UserWarning, stacklevel=3)
+                UserWarning,
+                stacklevel=3,
+            )
 
 
 def as_dataset(api: str, arg: str, value) -> tf.data.Dataset:
@@ -37,7 +40,8 @@ def as_dataset(api: str, arg: str, value) -> tf.data.Dataset:
     except (TypeError, ValueError) as e:
         raise TypeError(
             f"{api}: `{arg}` must be a tf.data.Dataset (or a list, array or tensor "
-            f"to slice into one); got {type(value).__name__}: {e}") from e
+            f"to slice into one); got {type(value).__name__}: {e}"
+        ) from e
 
 
 def round_robin(datasets: list[tf.data.Dataset]) -> tf.data.Dataset:
@@ -47,5 +51,4 @@ def round_robin(datasets: list[tf.data.Dataset]) -> tf.data.Dataset:
     (several enqueue threads into one queue).
     """
     choice = tf.data.Dataset.range(len(datasets)).repeat()
-    return tf.data.Dataset.choose_from_datasets(datasets, choice,
-                                                stop_on_empty_dataset=False)
+    return tf.data.Dataset.choose_from_datasets(datasets, choice, stop_on_empty_dataset=False)

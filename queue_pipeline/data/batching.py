@@ -106,10 +106,20 @@ _MAYBE_SHUFFLE_JOIN = _Kind("maybe_shuffle_batch_join", join=True, shuffle=True)
 # depends on thread timing (see spec P23), the twin's only on the seed.
 
 
-def batch(tensors: tf.data.Dataset, batch_size, num_threads=1, capacity=32,
-          enqueue_many=False, shapes=None, dynamic_pad=False,
-          allow_smaller_final_batch=False, shared_name=None, name=None, *,
-          decode: _Decoder | None = None) -> tf.data.Dataset:
+def batch(
+    tensors: tf.data.Dataset,
+    batch_size,
+    num_threads=1,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """Batches the examples of a Dataset, as the legacy FIFO queue did.
 
     Mirrors `queue_pipeline.batch`: each element of `tensors` is one example of
@@ -171,16 +181,35 @@ def batch(tensors: tf.data.Dataset, batch_size, num_threads=1, capacity=32,
         list(batching.batch(ds, 3))  # [0 1 2], [3 4 5]: the tail is dropped
     """
     _common.warn_inert(_BATCH.api, shared_name=shared_name, name=name)
-    return _build(_BATCH, tensors, batch_size=batch_size, num_threads=num_threads,
-                  capacity=capacity, enqueue_many=enqueue_many, shapes=shapes,
-                  dynamic_pad=dynamic_pad,
-                  allow_smaller_final_batch=allow_smaller_final_batch, decode=decode)
+    return _build(
+        _BATCH,
+        tensors,
+        batch_size=batch_size,
+        num_threads=num_threads,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
-def maybe_batch(tensors: tf.data.Dataset, keep_input, batch_size, num_threads=1,
-                capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,
-                allow_smaller_final_batch=False, shared_name=None, name=None, *,
-                decode: _Decoder | None = None) -> tf.data.Dataset:
+def maybe_batch(
+    tensors: tf.data.Dataset,
+    keep_input,
+    batch_size,
+    num_threads=1,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """:func:`batch` of the examples that `keep_input` keeps.
 
     Mirrors `queue_pipeline.maybe_batch`: ``filter`` before ``batch``. The
@@ -208,15 +237,34 @@ def maybe_batch(tensors: tf.data.Dataset, keep_input, batch_size, num_threads=1,
         :func:`batch`.
     """
     _common.warn_inert(_MAYBE_BATCH.api, shared_name=shared_name, name=name)
-    return _build(_MAYBE_BATCH, tensors, keep_input=keep_input, batch_size=batch_size,
-                  num_threads=num_threads, capacity=capacity, enqueue_many=enqueue_many,
-                  shapes=shapes, dynamic_pad=dynamic_pad,
-                  allow_smaller_final_batch=allow_smaller_final_batch, decode=decode)
+    return _build(
+        _MAYBE_BATCH,
+        tensors,
+        keep_input=keep_input,
+        batch_size=batch_size,
+        num_threads=num_threads,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
-def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None,
-               dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None,
-               name=None, *, decode: _Decoder | None = None) -> tf.data.Dataset:
+def batch_join(
+    tensors_list,
+    batch_size,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """Batches the examples of several Datasets, interleaved round-robin.
 
     Mirrors `queue_pipeline.batch_join`: ``Dataset.choose_from_datasets(
@@ -243,15 +291,33 @@ def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes
         components, SparseTensor vs dense) or shapes are incompatible.
     """
     _common.warn_inert(_BATCH_JOIN.api, shared_name=shared_name, name=name)
-    return _build(_BATCH_JOIN, tensors_list, batch_size=batch_size, capacity=capacity,
-                  enqueue_many=enqueue_many, shapes=shapes, dynamic_pad=dynamic_pad,
-                  allow_smaller_final_batch=allow_smaller_final_batch, decode=decode)
+    return _build(
+        _BATCH_JOIN,
+        tensors_list,
+        batch_size=batch_size,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
-def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32,
-                     enqueue_many=False, shapes=None, dynamic_pad=False,
-                     allow_smaller_final_batch=False, shared_name=None, name=None, *,
-                     decode: _Decoder | None = None) -> tf.data.Dataset:
+def maybe_batch_join(
+    tensors_list,
+    keep_input,
+    batch_size,
+    capacity=32,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """:func:`batch_join` of the examples that `keep_input` keeps.
 
     Mirrors `queue_pipeline.maybe_batch_join`: interleave, then filter as
@@ -259,16 +325,35 @@ def maybe_batch_join(tensors_list, keep_input, batch_size, capacity=32,
     then batch.
     """
     _common.warn_inert(_MAYBE_BATCH_JOIN.api, shared_name=shared_name, name=name)
-    return _build(_MAYBE_BATCH_JOIN, tensors_list, keep_input=keep_input,
-                  batch_size=batch_size, capacity=capacity, enqueue_many=enqueue_many,
-                  shapes=shapes, dynamic_pad=dynamic_pad,
-                  allow_smaller_final_batch=allow_smaller_final_batch, decode=decode)
+    return _build(
+        _MAYBE_BATCH_JOIN,
+        tensors_list,
+        keep_input=keep_input,
+        batch_size=batch_size,
+        capacity=capacity,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        dynamic_pad=dynamic_pad,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
-def shuffle_batch(tensors: tf.data.Dataset, batch_size, capacity, min_after_dequeue,
-                  num_threads=1, seed=None, enqueue_many=False, shapes=None,
-                  allow_smaller_final_batch=False, shared_name=None, name=None, *,
-                  decode: _Decoder | None = None) -> tf.data.Dataset:
+def shuffle_batch(
+    tensors: tf.data.Dataset,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    num_threads=1,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """Batches the examples of a Dataset in random order.
 
     Mirrors `queue_pipeline.shuffle_batch`: ``shuffle(capacity, seed,
@@ -293,16 +378,37 @@ def shuffle_batch(tensors: tf.data.Dataset, batch_size, capacity, min_after_dequ
       ValueError: ``capacity <= min_after_dequeue``; and as :func:`batch`.
     """
     _common.warn_inert(_SHUFFLE.api, shared_name=shared_name, name=name)
-    return _build(_SHUFFLE, tensors, batch_size=batch_size, capacity=capacity,
-                  min_after_dequeue=min_after_dequeue, num_threads=num_threads, seed=seed,
-                  enqueue_many=enqueue_many, shapes=shapes,
-                  allow_smaller_final_batch=allow_smaller_final_batch, decode=decode)
+    return _build(
+        _SHUFFLE,
+        tensors,
+        batch_size=batch_size,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        num_threads=num_threads,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
-def maybe_shuffle_batch(tensors: tf.data.Dataset, batch_size, capacity, min_after_dequeue,
-                        keep_input, num_threads=1, seed=None, enqueue_many=False,
-                        shapes=None, allow_smaller_final_batch=False, shared_name=None,
-                        name=None, *, decode: _Decoder | None = None) -> tf.data.Dataset:
+def maybe_shuffle_batch(
+    tensors: tf.data.Dataset,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    num_threads=1,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """:func:`shuffle_batch` of the examples that `keep_input` keeps.
 
     Mirrors `queue_pipeline.maybe_shuffle_batch`: filter (see
@@ -310,17 +416,36 @@ def maybe_shuffle_batch(tensors: tf.data.Dataset, batch_size, capacity, min_afte
     batch.
     """
     _common.warn_inert(_MAYBE_SHUFFLE.api, shared_name=shared_name, name=name)
-    return _build(_MAYBE_SHUFFLE, tensors, keep_input=keep_input, batch_size=batch_size,
-                  capacity=capacity, min_after_dequeue=min_after_dequeue,
-                  num_threads=num_threads, seed=seed, enqueue_many=enqueue_many,
-                  shapes=shapes, allow_smaller_final_batch=allow_smaller_final_batch,
-                  decode=decode)
+    return _build(
+        _MAYBE_SHUFFLE,
+        tensors,
+        keep_input=keep_input,
+        batch_size=batch_size,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        num_threads=num_threads,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
-def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None,
-                       enqueue_many=False, shapes=None, allow_smaller_final_batch=False,
-                       shared_name=None, name=None, *,
-                       decode: _Decoder | None = None) -> tf.data.Dataset:
+def shuffle_batch_join(
+    tensors_list,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """Batches several Datasets' examples, interleaved and then shuffled.
 
     Mirrors `queue_pipeline.shuffle_batch_join`: the round-robin interleave
@@ -333,44 +458,83 @@ def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, se
         and as :func:`batch_join`.
     """
     _common.warn_inert(_SHUFFLE_JOIN.api, shared_name=shared_name, name=name)
-    return _build(_SHUFFLE_JOIN, tensors_list, batch_size=batch_size, capacity=capacity,
-                  min_after_dequeue=min_after_dequeue, seed=seed,
-                  enqueue_many=enqueue_many, shapes=shapes,
-                  allow_smaller_final_batch=allow_smaller_final_batch, decode=decode)
+    return _build(
+        _SHUFFLE_JOIN,
+        tensors_list,
+        batch_size=batch_size,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
-def maybe_shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue,
-                             keep_input, seed=None, enqueue_many=False, shapes=None,
-                             allow_smaller_final_batch=False, shared_name=None,
-                             name=None, *,
-                             decode: _Decoder | None = None) -> tf.data.Dataset:
+def maybe_shuffle_batch_join(
+    tensors_list,
+    batch_size,
+    capacity,
+    min_after_dequeue,
+    keep_input,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    allow_smaller_final_batch=False,
+    shared_name=None,
+    name=None,
+    *,
+    decode: _Decoder | None = None,
+) -> tf.data.Dataset:
     """:func:`shuffle_batch_join` of the examples that `keep_input` keeps.
 
     Mirrors `queue_pipeline.maybe_shuffle_batch_join`: interleave, filter
     (see :func:`maybe_batch`), shuffle, batch.
     """
     _common.warn_inert(_MAYBE_SHUFFLE_JOIN.api, shared_name=shared_name, name=name)
-    return _build(_MAYBE_SHUFFLE_JOIN, tensors_list, keep_input=keep_input,
-                  batch_size=batch_size, capacity=capacity,
-                  min_after_dequeue=min_after_dequeue, seed=seed,
-                  enqueue_many=enqueue_many, shapes=shapes,
-                  allow_smaller_final_batch=allow_smaller_final_batch, decode=decode)
+    return _build(
+        _MAYBE_SHUFFLE_JOIN,
+        tensors_list,
+        keep_input=keep_input,
+        batch_size=batch_size,
+        capacity=capacity,
+        min_after_dequeue=min_after_dequeue,
+        seed=seed,
+        enqueue_many=enqueue_many,
+        shapes=shapes,
+        allow_smaller_final_batch=allow_smaller_final_batch,
+        decode=decode,
+    )
 
 
 # --- the engine ----------------------------------------------------------------
 
 
-def _build(kind: _Kind, tensors, *, batch_size, capacity, keep_input=True, num_threads=1,
-           min_after_dequeue=None, seed=None, enqueue_many=False, shapes=None,
-           dynamic_pad=False, allow_smaller_final_batch=False,
-           decode=None) -> tf.data.Dataset:
+def _build(
+    kind: _Kind,
+    tensors,
+    *,
+    batch_size,
+    capacity,
+    keep_input=True,
+    num_threads=1,
+    min_after_dequeue=None,
+    seed=None,
+    enqueue_many=False,
+    shapes=None,
+    dynamic_pad=False,
+    allow_smaller_final_batch=False,
+    decode=None,
+) -> tf.data.Dataset:
     """Builds one twin: inputs -> examples -> shuffle -> batch -> decode -> prefetch."""
     api = kind.api
     if kind.shuffle and capacity <= min_after_dequeue:
         raise ValueError(
             f"{api}: `capacity` ({capacity}) must be greater than `min_after_dequeue` "
             f"({min_after_dequeue}); raise `capacity` (typically min_after_dequeue + "
-            "a few batches).")
+            "a few batches)."
+        )
     if kind.join:
         datasets = _join_inputs(api, tensors)
         threads = len(datasets)
@@ -403,28 +567,34 @@ def _require_dataset(api: str, arg: str, value) -> tf.data.Dataset:
         f"{api}: `{arg}` must be a tf.data.Dataset of examples; got "
         f"{type(value).__name__}. Build one with tf.data.Dataset.from_tensor_slices"
         "(...) or a producer twin from queue_pipeline.data (legacy lists of tensors "
-        "have no per-example meaning in tf.data).")
+        "have no per-example meaning in tf.data)."
+    )
 
 
 def _check_num_threads(api: str, num_threads) -> int:
-    if (isinstance(num_threads, bool) or not isinstance(num_threads, numbers.Integral)
-            or num_threads < 1):
-        raise ValueError(f"{api}: `num_threads` must be a positive int; got "
-                         f"{num_threads!r}.")
+    if (
+        isinstance(num_threads, bool)
+        or not isinstance(num_threads, numbers.Integral)
+        or num_threads < 1
+    ):
+        raise ValueError(f"{api}: `num_threads` must be a positive int; got {num_threads!r}.")
     return int(num_threads)
 
 
 def _join_inputs(api: str, tensors_list) -> list[tf.data.Dataset]:
     """The joins' Datasets, checked like legacy's lists: same structure and dtypes."""
-    if isinstance(tensors_list, tf.data.Dataset) or not isinstance(tensors_list,
-                                                                   (list, tuple)):
-        raise TypeError(f"{api}: `tensors_list` must be a list of tf.data.Datasets; got "
-                        f"{type(tensors_list).__name__}.")
+    if isinstance(tensors_list, tf.data.Dataset) or not isinstance(tensors_list, (list, tuple)):
+        raise TypeError(
+            f"{api}: `tensors_list` must be a list of tf.data.Datasets; got "
+            f"{type(tensors_list).__name__}."
+        )
     if not tensors_list:
-        raise ValueError(f"{api}: Expected at least one set of tensors in "
-                         "`tensors_list`; got an empty list.")
-    datasets = [_require_dataset(api, f"tensors_list[{i}]", ds)
-                for i, ds in enumerate(tensors_list)]
+        raise ValueError(
+            f"{api}: Expected at least one set of tensors in `tensors_list`; got an empty list."
+        )
+    datasets = [
+        _require_dataset(api, f"tensors_list[{i}]", ds) for i, ds in enumerate(tensors_list)
+    ]
     first = datasets[0].element_spec
     for i, ds in enumerate(datasets[1:], start=1):
         _check_same_spec(api, first, ds.element_spec, i)
@@ -437,21 +607,26 @@ def _check_same_spec(api: str, first, other, index: int) -> None:
     except (ValueError, TypeError) as e:
         raise ValueError(
             f"{api}: every Dataset in `tensors_list` must have the same element "
-            f"structure; Dataset 0 has {first} and Dataset {index} has {other}.") from e
+            f"structure; Dataset 0 has {first} and Dataset {index} has {other}."
+        ) from e
     specs, others = tf.nest.flatten(first), tf.nest.flatten(other)
     if [s.dtype for s in specs] != [s.dtype for s in others]:
         raise TypeError(
             f"{api}: Expected types to be consistent: "
             f"{', '.join(s.dtype.name for s in specs)} vs. "
-            f"{', '.join(s.dtype.name for s in others)} (Dataset 0 vs. Dataset {index}).")
+            f"{', '.join(s.dtype.name for s in others)} (Dataset 0 vs. Dataset {index})."
+        )
     for a, b in zip(specs, others):
         if type(a) is not type(b):
             raise ValueError(
                 f"{api}: Inconsistent SparseTensors list: Dataset 0 has {first} and "
-                f"Dataset {index} has {other}.")
+                f"Dataset {index} has {other}."
+            )
         if not a.shape.is_compatible_with(b.shape):
-            raise ValueError(f"{api}: Shapes {a.shape} and {b.shape} are not compatible "
-                             f"(Dataset 0 vs. Dataset {index}).")
+            raise ValueError(
+                f"{api}: Shapes {a.shape} and {b.shape} are not compatible "
+                f"(Dataset 0 vs. Dataset {index})."
+            )
 
 
 def _static_bool(value):
@@ -478,8 +653,10 @@ def _select_examples(api: str, ds: tf.data.Dataset, keep_input, enqueue_many: bo
     if keep is False:
         warnings.warn(
             f"{api}: `keep_input` is False, so the result is empty (the legacy "
-            "pipeline would block forever on its first batch).", UserWarning,
-            stacklevel=4)
+            "pipeline would block forever on its first batch).",
+            UserWarning,
+            stacklevel=4,
+        )
         return unbatch(ds.take(0)), None
     if callable(keep_input):
         return unbatch(ds).filter(keep_input), None
@@ -496,29 +673,37 @@ def _select_examples(api: str, ds: tf.data.Dataset, keep_input, enqueue_many: bo
         f"{api}: `keep_input` must be a Python bool, a predicate on one example, or "
         f"the key or index of a bool component of each element; got {keep_input!r}. "
         "A tensor computed outside the Dataset cannot select its examples: add it "
-        "to each element and pass its key.")
+        "to each element and pass its key."
+    )
 
 
 def _keep_component(api: str, spec, key):
     """(normalized key, spec) of the bool component that `key` names."""
     if isinstance(spec, Mapping):
         if key not in spec:
-            raise ValueError(f"{api}: `keep_input` {key!r} is not a key of the elements; "
-                             f"keys are {sorted(spec, key=str)}.")
+            raise ValueError(
+                f"{api}: `keep_input` {key!r} is not a key of the elements; "
+                f"keys are {sorted(spec, key=str)}."
+            )
     elif isinstance(spec, tuple) and isinstance(key, numbers.Integral):
         if not -len(spec) <= key < len(spec):
-            raise ValueError(f"{api}: `keep_input` index {key} is out of range for "
-                             f"elements of {len(spec)} components.")
+            raise ValueError(
+                f"{api}: `keep_input` index {key} is out of range for "
+                f"elements of {len(spec)} components."
+            )
         key = int(key) % len(spec)
     else:
-        raise ValueError(f"{api}: `keep_input` {key!r} names a component, but the "
-                         f"elements are {spec}.")
+        raise ValueError(
+            f"{api}: `keep_input` {key!r} names a component, but the elements are {spec}."
+        )
     if len(spec) < 2:
-        raise ValueError(f"{api}: `keep_input` {key!r} names the only component; "
-                         "nothing would be left to batch.")
+        raise ValueError(
+            f"{api}: `keep_input` {key!r} names the only component; nothing would be left to batch."
+        )
     if not isinstance(spec[key], tf.TensorSpec) or spec[key].dtype != tf.bool:
-        raise TypeError(f"{api}: the `keep_input` component {key!r} must be a bool "
-                        f"tensor; got {spec[key]}.")
+        raise TypeError(
+            f"{api}: the `keep_input` component {key!r} must be a bool tensor; got {spec[key]}."
+        )
     return key, spec[key]
 
 
@@ -572,15 +757,19 @@ def _shapes_by_key(api: str, spec, keys: list, shapes) -> dict:
         return {}
     if isinstance(shapes, Mapping):
         if not isinstance(spec, Mapping) or set(shapes) - set(keys):
-            raise ValueError(f"{api}: `shapes` as a dict needs dict elements with those "
-                             f"keys; got keys {sorted(shapes, key=str)} for elements "
-                             f"{spec}.")
+            raise ValueError(
+                f"{api}: `shapes` as a dict needs dict elements with those "
+                f"keys; got keys {sorted(shapes, key=str)} for elements "
+                f"{spec}."
+            )
         by_key = dict(shapes)
     else:
         shapes = list(shapes)
         if len(shapes) != len(keys):
-            raise ValueError(f"{api}: `shapes` must give one shape per component "
-                             f"({len(keys)}); got {len(shapes)}: {shapes!r}.")
+            raise ValueError(
+                f"{api}: `shapes` must give one shape per component "
+                f"({len(keys)}); got {len(shapes)}: {shapes!r}."
+            )
         by_key = dict(zip(keys, shapes))
     return {key: tf.TensorShape(shape) for key, shape in by_key.items()}
 
@@ -591,8 +780,9 @@ def _ensure_shape(value, shape):
     return tf.ensure_shape(value, shape)
 
 
-def _batched(api: str, ds: tf.data.Dataset, batch_size, dynamic_pad: bool,
-             allow_smaller_final_batch: bool) -> tf.data.Dataset:
+def _batched(
+    api: str, ds: tf.data.Dataset, batch_size, dynamic_pad: bool, allow_smaller_final_batch: bool
+) -> tf.data.Dataset:
     drop_remainder = not allow_smaller_final_batch
     if isinstance(batch_size, (tf.Tensor, tf.Variable)):
         batch_size = as_int64(batch_size)
@@ -604,8 +794,8 @@ def _batched(api: str, ds: tf.data.Dataset, batch_size, dynamic_pad: bool,
             f"{api}: `dynamic_pad=True` cannot batch {ds.element_spec}: tf.data's "
             "padded_batch takes dense tensors only. SparseTensors of different dense "
             "shapes batch without dynamic_pad; or densify them first "
-            "(tf.sparse.to_dense).")
+            "(tf.sparse.to_dense)."
+        )
     # The padded shapes are the examples' static shapes, which `shapes` set.
     padded_shapes = tf.nest.map_structure(lambda s: s.shape, ds.element_spec)
-    return ds.padded_batch(batch_size, padded_shapes=padded_shapes,
-                           drop_remainder=drop_remainder)
+    return ds.padded_batch(batch_size, padded_shapes=padded_shapes, drop_remainder=drop_remainder)

@@ -68,8 +68,8 @@ def _check_num_epochs(api: str, num_epochs: Any) -> None:
         return
     if num_epochs <= 0:
         raise ValueError(
-            f"{api}: `num_epochs` must be > 0 (or None to repeat forever); "
-            f"got {num_epochs!r}.")
+            f"{api}: `num_epochs` must be > 0 (or None to repeat forever); got {num_epochs!r}."
+        )
 
 
 def _epochs(rows: tf.data.Dataset, count, num_epochs, shuffle: bool, seed):
@@ -84,8 +84,9 @@ def _epochs(rows: tf.data.Dataset, count, num_epochs, shuffle: bool, seed):
     return rows.repeat(num_epochs)
 
 
-def _collected_epochs(api: str, rows: tf.data.Dataset, num_epochs, shuffle: bool,
-                      seed, require_rows: bool) -> tf.data.Dataset:
+def _collected_epochs(
+    api: str, rows: tf.data.Dataset, num_epochs, shuffle: bool, seed, require_rows: bool
+) -> tf.data.Dataset:
     """`rows` of unknown length as epochs, each collected and permuted whole.
 
     See NOTE [ Epochs as a Dataset ].
@@ -94,9 +95,9 @@ def _collected_epochs(api: str, rows: tf.data.Dataset, num_epochs, shuffle: bool
     empty = tf.data.Dataset.from_tensors(tf.zeros([0] + spec.shape.as_list(), spec.dtype))
     epoch = rows.batch(_WHOLE_EPOCH).concatenate(empty).take(1)
     if require_rows:
+
         def check(vector):
-            not_null = tf.debugging.Assert(
-                tf.size(vector) > 0, [f"{api} {_NON_NULL}"])
+            not_null = tf.debugging.Assert(tf.size(vector) > 0, [f"{api} {_NON_NULL}"])
             with tf.control_dependencies([not_null]):
                 return tf.identity(vector)
 
@@ -105,11 +106,12 @@ def _collected_epochs(api: str, rows: tf.data.Dataset, num_epochs, shuffle: bool
     if shuffle:
         # A re-drawn key stream needs a seed-generator resource, which a graph
         # one-shot iterator cannot capture: there the keys repeat per iterator.
-        keys = tf.data.Dataset.random(
-            seed=seed, rerandomize_each_iteration=tf.executing_eagerly())
+        keys = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=tf.executing_eagerly())
         epochs = tf.data.Dataset.zip((epochs, keys)).map(
             lambda vector, key: tf.random.experimental.stateless_shuffle(
-                vector, seed=tf.stack([key, tf.constant(0, tf.int64)])))
+                vector, seed=tf.stack([key, tf.constant(0, tf.int64)])
+            )
+        )
     return epochs.unbatch()
 
 
@@ -122,20 +124,25 @@ def _rows(api: str, arg: str, value):
     if isinstance(value, tf.data.Dataset):
         spec = value.element_spec
         if not isinstance(spec, tf.TensorSpec):
-            raise TypeError(f"{api}: `{arg}` must be a Dataset of single tensors; got "
-                            f"elements {spec}.")
+            raise TypeError(
+                f"{api}: `{arg}` must be a Dataset of single tensors; got elements {spec}."
+            )
         shape = spec.shape
         count = tf.get_static_value(value.cardinality())
         if count == tf.data.INFINITE_CARDINALITY:
-            raise ValueError(f"{api}: `{arg}` must be a finite Dataset (one pass is one "
-                             "epoch); got an infinite one. Remove its repeat().")
+            raise ValueError(
+                f"{api}: `{arg}` must be a finite Dataset (one pass is one "
+                "epoch); got an infinite one. Remove its repeat()."
+            )
         if count is None or count == tf.data.UNKNOWN_CARDINALITY:
             return _checked_finite(api, arg, value), None, shape
         return value, int(count), shape
     tensor = tf.convert_to_tensor(value)
     if tensor.shape.rank == 0:
-        raise ValueError(f"{api}: `{arg}` must have rank at least 1 (its rows are the "
-                         f"elements); got a scalar {value!r}.")
+        raise ValueError(
+            f"{api}: `{arg}` must have rank at least 1 (its rows are the "
+            f"elements); got a scalar {value!r}."
+        )
     count = static_dim(tensor, 0)
     if count is None:
         count = tf.shape(tensor, out_type=tf.int64)[0]
@@ -153,13 +160,16 @@ def _checked_finite(api: str, arg: str, rows: tf.data.Dataset) -> tf.data.Datase
     whose infinity tf.data cannot tell (``repeat().filter(...)``: unknown
     cardinality) still collects forever.
     """
-    message = (f"{api}: `{arg}` must be a finite Dataset (one pass is one epoch); got "
-               "an infinite one. Remove its repeat().")
+    message = (
+        f"{api}: `{arg}` must be a finite Dataset (one pass is one epoch); got "
+        "an infinite one. Remove its repeat()."
+    )
 
     def check(_):
         cardinality = rows.cardinality()
         finite = tf.debugging.Assert(
-            tf.not_equal(cardinality, tf.data.INFINITE_CARDINALITY), [message])
+            tf.not_equal(cardinality, tf.data.INFINITE_CARDINALITY), [message]
+        )
         with tf.control_dependencies([finite]):
             return tf.identity(cardinality)
 
@@ -182,8 +192,16 @@ def _is_null(value) -> bool:
     return not value
 
 
-def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None,
-                          capacity=32, shared_name=None, name=None, cancel_op=None):
+def string_input_producer(
+    string_tensor,
+    num_epochs=None,
+    shuffle=True,
+    seed=None,
+    capacity=32,
+    shared_name=None,
+    name=None,
+    cancel_op=None,
+):
     """Returns a Dataset of the strings (typically file names), an epoch at a time.
 
     Mirrors `queue_pipeline.string_input_producer`. Each epoch is every string
@@ -218,31 +236,40 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     """
     api = _API + "string_input_producer"
     if _is_null(string_tensor):
-        raise ValueError(f"{api} {_NON_NULL}: `string_tensor` must hold at least one "
-                         f"string; got {string_tensor!r}.")
+        raise ValueError(
+            f"{api} {_NON_NULL}: `string_tensor` must hold at least one "
+            f"string; got {string_tensor!r}."
+        )
     warn_inert(api, shared_name=shared_name, name=name, cancel_op=cancel_op)
     _check_num_epochs(api, num_epochs)
     if isinstance(string_tensor, tf.data.Dataset):
         spec = string_tensor.element_spec
-        if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
-                and spec.shape.rank == 0):
-            raise TypeError(f"{api}: `string_tensor` must be a Dataset of scalar strings; "
-                            f"got elements {spec}.")
+        if not (
+            isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string and spec.shape.rank == 0
+        ):
+            raise TypeError(
+                f"{api}: `string_tensor` must be a Dataset of scalar strings; got elements {spec}."
+            )
         rows, count, _ = _rows(api, "string_tensor", string_tensor)
         if count == 0:
             raise ValueError(f"{api} {_NON_NULL}: `string_tensor` is an empty Dataset.")
         return _produce(api, rows, count, num_epochs, shuffle, seed, require_rows=True)
     strings = tf.convert_to_tensor(string_tensor, dtype=tf.string)
     if strings.shape.rank == 0:
-        raise ValueError(f"{api}: `string_tensor` must have rank at least 1 (a 1-D "
-                         f"list of strings); got the scalar {string_tensor!r}.")
+        raise ValueError(
+            f"{api}: `string_tensor` must have rank at least 1 (a 1-D "
+            f"list of strings); got the scalar {string_tensor!r}."
+        )
     if strings.shape.rank is not None and strings.shape.rank != 1:
-        raise ValueError(f"{api}: `string_tensor` must be 1-D; its shape {strings.shape} "
-                         "is not compatible with [None].")
+        raise ValueError(
+            f"{api}: `string_tensor` must be 1-D; its shape {strings.shape} "
+            "is not compatible with [None]."
+        )
     size = strings.shape.num_elements()
     if size == 0:
-        raise ValueError(f"{api} {_NON_NULL}: `string_tensor` has no elements "
-                         f"(shape {strings.shape}).")
+        raise ValueError(
+            f"{api} {_NON_NULL}: `string_tensor` has no elements (shape {strings.shape})."
+        )
     if size is None:
         not_null = tf.debugging.Assert(tf.size(strings) > 0, [f"{api} {_NON_NULL}"])
         with tf.control_dependencies([not_null]):
@@ -251,9 +278,18 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
     return _produce(api, rows, count, num_epochs, shuffle, seed)
 
 
-def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=True,
-                   seed=None, capacity=32, shared_name=None, summary_name=None,
-                   name=None, cancel_op=None):
+def input_producer(
+    input_tensor,
+    element_shape=None,
+    num_epochs=None,
+    shuffle=True,
+    seed=None,
+    capacity=32,
+    shared_name=None,
+    summary_name=None,
+    name=None,
+    cancel_op=None,
+):
     """Returns a Dataset of the rows of `input_tensor`, an epoch at a time.
 
     Mirrors `queue_pipeline.input_producer`.
@@ -285,27 +321,32 @@ def input_producer(input_tensor, element_shape=None, num_epochs=None, shuffle=Tr
       See the module docstring (an input with no rows gives an empty Dataset).
     """
     api = _API + "input_producer"
-    warn_inert(api, shared_name=shared_name, summary_name=summary_name, name=name,
-               cancel_op=cancel_op)
+    warn_inert(
+        api, shared_name=shared_name, summary_name=summary_name, name=name, cancel_op=cancel_op
+    )
     _check_num_epochs(api, num_epochs)
     rows, count, row_shape = _rows(api, "input_tensor", input_tensor)
     try:
         shape = row_shape.merge_with(tf.TensorShape(element_shape))
     except (TypeError, ValueError) as e:
-        raise ValueError(f"{api}: `element_shape` {element_shape!r} is not compatible "
-                         f"with the rows' shape {row_shape}: {e}") from e
+        raise ValueError(
+            f"{api}: `element_shape` {element_shape!r} is not compatible "
+            f"with the rows' shape {row_shape}: {e}"
+        ) from e
     if not shape.is_fully_defined():
         raise ValueError(
             f"{api}: Either `input_tensor` must have a fully defined shape or "
             f"`element_shape` must be specified; got rows of shape {row_shape} and "
-            f"element_shape {element_shape!r}.")
+            f"element_shape {element_shape!r}."
+        )
     if shape != row_shape:
         rows = rows.map(lambda row: tf.ensure_shape(row, shape))
     return _produce(api, rows, count, num_epochs, shuffle, seed)
 
 
-def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capacity=32,
-                         shared_name=None, name=None):
+def range_input_producer(
+    limit, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
+):
     """Returns a Dataset of the integers ``0 .. limit-1``, an epoch at a time.
 
     Mirrors `queue_pipeline.range_input_producer`.
@@ -336,14 +377,14 @@ def range_input_producer(limit, num_epochs=None, shuffle=True, seed=None, capaci
     if not limit.dtype.is_integer or limit.shape.rank != 0:
         raise TypeError(f"{api}: `limit` must be an integer scalar; got {limit!r}.")
     static = tf.get_static_value(limit)
-    count = max(int(static), 0) if static is not None else tf.maximum(
-        as_int64(limit), 0)
+    count = max(int(static), 0) if static is not None else tf.maximum(as_int64(limit), 0)
     rows = tf.data.Dataset.range(as_int64(limit), output_type=limit.dtype)
     return _produce(api, rows, count, num_epochs, shuffle, seed)
 
 
-def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
-                         capacity=32, shared_name=None, name=None):
+def slice_input_producer(
+    tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
+):
     """Returns a Dataset of tuples of matching rows of every tensor in `tensor_list`.
 
     Mirrors `queue_pipeline.slice_input_producer`. Element ``i`` of an epoch
@@ -375,19 +416,20 @@ def slice_input_producer(tensor_list, num_epochs=None, shuffle=True, seed=None,
     api = _API + "slice_input_producer"
     tensors = tuple(tf.convert_to_tensor(t) for t in tensor_list)
     if not tensors:
-        raise ValueError(f"{api}: Expected at least one tensor in `tensor_list`; "
-                         f"got {tensor_list!r}.")
+        raise ValueError(
+            f"{api}: Expected at least one tensor in `tensor_list`; got {tensor_list!r}."
+        )
     warn_inert(api, shared_name=shared_name, name=name)
     _check_num_epochs(api, num_epochs)
     for i, t in enumerate(tensors):
         if t.shape.rank == 0:
-            raise ValueError(f"{api}: `tensor_list[{i}]` must have rank at least 1; "
-                             "got a scalar.")
+            raise ValueError(f"{api}: `tensor_list[{i}]` must have rank at least 1; got a scalar.")
     firsts = [static_dim(t, 0) for t in tensors]
     known = {n for n in firsts if n is not None}
     if len(known) > 1:
-        raise ValueError(f"{api}: the tensors in `tensor_list` must have equal first "
-                         f"dimensions; got {firsts}.")
+        raise ValueError(
+            f"{api}: the tensors in `tensor_list` must have equal first dimensions; got {firsts}."
+        )
     count = known.pop() if known else tf.shape(tensors[0], out_type=tf.int64)[0]
     rows = tf.data.Dataset.from_tensor_slices(tensors)
     return _produce(api, rows, count, num_epochs, shuffle, seed)
@@ -452,8 +494,8 @@ def match_filenames_once(pattern, name=None):
     def glob(patterns):
         files = tf.io.matching_files(patterns)
         found = tf.debugging.Assert(
-            tf.size(files) > 0,
-            [f"{api}: no file matches the pattern", patterns], summarize=10)
+            tf.size(files) > 0, [f"{api}: no file matches the pattern", patterns], summarize=10
+        )
         with tf.control_dependencies([found]):
             return tf.identity(files)
 

@@ -64,10 +64,15 @@ def _work_units(api: str, filenames) -> tf.data.Dataset:
     """`filenames` as a Dataset of scalar strings, or a clear TypeError."""
     units = as_dataset(api, "filenames", filenames)
     spec = units.element_spec
-    if not (isinstance(spec, tf.TensorSpec) and spec.dtype == tf.string
-            and spec.shape.is_compatible_with([])):
-        raise TypeError(f"{api}: `filenames` must be a Dataset (or list, tensor) of "
-                        f"scalar strings; got elements {spec}.")
+    if not (
+        isinstance(spec, tf.TensorSpec)
+        and spec.dtype == tf.string
+        and spec.shape.is_compatible_with([])
+    ):
+        raise TypeError(
+            f"{api}: `filenames` must be a Dataset (or list, tensor) of "
+            f"scalar strings; got elements {spec}."
+        )
     return units
 
 
@@ -88,8 +93,9 @@ def _non_negative(api: str, arg: str, value, default: int = 0) -> int:
     if value is None:
         return default
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{api}: `{arg}` must be an int >= 0 (or None for "
-                         f"{default}); got {value!r}.")
+        raise ValueError(
+            f"{api}: `{arg}` must be an int >= 0 (or None for {default}); got {value!r}."
+        )
     return value
 
 
@@ -114,13 +120,15 @@ class ReaderBase:
       ``NotImplementedError``.
     """
 
-    def __init__(self, reader_ref: Callable[[tf.Tensor], tf.data.Dataset],
-                 supports_serialize: bool = False) -> None:
+    def __init__(
+        self, reader_ref: Callable[[tf.Tensor], tf.data.Dataset], supports_serialize: bool = False
+    ) -> None:
         if not callable(reader_ref):
             raise TypeError(
                 f"{self._api('__init__')}: `reader_ref` must be a function from a work "
                 f"unit (scalar string tensor) to a Dataset of (key, value) records; "
-                f"got {type(reader_ref).__name__}.")
+                f"got {type(reader_ref).__name__}."
+            )
         self._reader_ref = reader_ref
         self._supports_serialize = bool(supports_serialize)
 
@@ -134,8 +142,9 @@ class ReaderBase:
         """What the legacy reader reports; in tf.data checkpoint the iterator instead."""
         return self._supports_serialize
 
-    def read(self, filenames: Any, name: str | None = None, *,
-             keys: bool = True) -> tf.data.Dataset:
+    def read(
+        self, filenames: Any, name: str | None = None, *, keys: bool = True
+    ) -> tf.data.Dataset:
         """Returns the Dataset of every work unit's records, unit after unit.
 
         Args:
@@ -160,8 +169,9 @@ class ReaderBase:
         units = _work_units(api, filenames)
         return self._records(units) if keys else self._values(units)
 
-    def read_up_to(self, filenames: Any, num_records: Any, name: str | None = None, *,
-                   keys: bool = True) -> tf.data.Dataset:
+    def read_up_to(
+        self, filenames: Any, num_records: Any, name: str | None = None, *, keys: bool = True
+    ) -> tf.data.Dataset:
         """Returns the Dataset of record batches, at most `num_records` each.
 
         A batch never spans two work units (as the legacy kernel's ReadUpTo:
@@ -187,10 +197,12 @@ class ReaderBase:
         api = self._api("read_up_to")
         warn_inert(api, name=name)
         static = tf.get_static_value(num_records)
-        if static is not None and (tf.TensorShape(getattr(static, "shape", ())).rank != 0
-                                   or int(static) <= 0):
-            raise ValueError(f"{api}: `num_records` must be a positive integer scalar; "
-                             f"got {num_records!r}.")
+        if static is not None and (
+            tf.TensorShape(getattr(static, "shape", ())).rank != 0 or int(static) <= 0
+        ):
+            raise ValueError(
+                f"{api}: `num_records` must be a positive integer scalar; got {num_records!r}."
+            )
         num_records = as_int64(num_records)
         units = _work_units(api, filenames)
         if not keys:
@@ -207,7 +219,8 @@ class ReaderBase:
         raise NotImplementedError(
             f"{self._api('num_records_produced')}: tf.data readers keep no counters; "
             "count the records you consume (e.g. `dataset.enumerate()`), or checkpoint "
-            "the iterator with `tf.train.Checkpoint(iterator=...)`.")
+            "the iterator with `tf.train.Checkpoint(iterator=...)`."
+        )
 
     def num_work_units_completed(self, name: str | None = None):
         """Not available: a Dataset keeps no reader counters.
@@ -218,7 +231,8 @@ class ReaderBase:
         raise NotImplementedError(
             f"{self._api('num_work_units_completed')}: tf.data readers keep no "
             "counters; count the work units you pass in, or checkpoint the iterator "
-            "with `tf.train.Checkpoint(iterator=...)`.")
+            "with `tf.train.Checkpoint(iterator=...)`."
+        )
 
     def serialize_state(self, name: str | None = None):
         """Not available: checkpoint the iterator instead.
@@ -231,7 +245,8 @@ class ReaderBase:
             "serialize; save the position with `tf.train.Checkpoint(iterator=it)"
             ".save(path)` on an iterator `it = iter(dataset)` (in a Session: a "
             "`tf.compat.v1.train.Saver` over "
-            "`tf.compat.v1.data.experimental.make_saveable_from_iterator(it)`).")
+            "`tf.compat.v1.data.experimental.make_saveable_from_iterator(it)`)."
+        )
 
     def restore_state(self, state: Any, name: str | None = None):
         """Not available: restore a checkpointed iterator instead.
@@ -244,7 +259,8 @@ class ReaderBase:
             "restore; restore the position with `tf.train.Checkpoint(iterator=it)"
             ".restore(path)` on a fresh iterator `it = iter(dataset)` (in a "
             "Session: `Saver.restore` with the iterator's saveable, see "
-            "serialize_state).")
+            "serialize_state)."
+        )
 
     def reset(self, name: str | None = None):
         """Not available: a new iterator starts from the beginning.
@@ -255,7 +271,8 @@ class ReaderBase:
         raise NotImplementedError(
             f"{self._api('reset')}: tf.data readers have no state to reset; create "
             "a new iterator (`iter(dataset)`, or in a Session run an initializable "
-            "iterator's `initializer` again) to read from the beginning.")
+            "iterator's `initializer` again) to read from the beginning."
+        )
 
     def _api(self, method: str) -> str:
         return f"{_API}{type(self).__name__}.{method}"
@@ -298,11 +315,12 @@ class _NumberedReader(ReaderBase):
     def _batches(self, units, num_records):
         def unit_batches(work):
             return tf.data.Dataset.zip(
-                (tf.data.Dataset.from_tensors(work).repeat(), self._numbered(work, num_records)))
+                (tf.data.Dataset.from_tensors(work).repeat(), self._numbered(work, num_records))
+            )
 
         return units.flat_map(unit_batches).map(
-            lambda work, numbered: _keyed(work, *numbered),
-            num_parallel_calls=tf.data.AUTOTUNE)
+            lambda work, numbered: _keyed(work, *numbered), num_parallel_calls=tf.data.AUTOTUNE
+        )
 
 
 class TextLineReader(_NumberedReader):
@@ -382,18 +400,21 @@ class FixedLengthRecordReader(_NumberedReader):
       ``hop_bytes=record_bytes`` (same records; reads each file whole).
     """
 
-    def __init__(self, record_bytes: int, header_bytes: int | None = None,
-                 footer_bytes: int | None = None, hop_bytes: int | None = None,
-                 name: str | None = None, encoding: str | None = None) -> None:
+    def __init__(
+        self,
+        record_bytes: int,
+        header_bytes: int | None = None,
+        footer_bytes: int | None = None,
+        hop_bytes: int | None = None,
+        name: str | None = None,
+        encoding: str | None = None,
+    ) -> None:
         api = _API + "FixedLengthRecordReader"
         warn_inert(api, name=name)
-        if not isinstance(record_bytes, int) or isinstance(record_bytes, bool) \
-                or record_bytes <= 0:
-            raise ValueError(f"{api}: `record_bytes` must be an int > 0; got "
-                             f"{record_bytes!r}.")
+        if not isinstance(record_bytes, int) or isinstance(record_bytes, bool) or record_bytes <= 0:
+            raise ValueError(f"{api}: `record_bytes` must be an int > 0; got {record_bytes!r}.")
         if encoding is not None and not isinstance(encoding, str):
-            raise TypeError(f"{api}: `encoding` must be a string or None; got "
-                            f"{encoding!r}.")
+            raise TypeError(f"{api}: `encoding` must be a string or None; got {encoding!r}.")
         self._record_bytes = record_bytes
         self._header = _non_negative(api, "header_bytes", header_bytes)
         self._footer = _non_negative(api, "footer_bytes", footer_bytes)
@@ -407,15 +428,15 @@ class FixedLengthRecordReader(_NumberedReader):
         if self._hop:
             return self._hopped(work)
         return tf.data.FixedLengthRecordDataset(
-            work, self._record_bytes, self._header, self._footer,
-            compression_type=self._encoding)
+            work, self._record_bytes, self._header, self._footer, compression_type=self._encoding
+        )
 
     def _values(self, units):
         if self._hop:
             return super()._values(units)
         return tf.data.FixedLengthRecordDataset(  # the hand-written chain exactly
-            units, self._record_bytes, self._header, self._footer,
-            compression_type=self._encoding)
+            units, self._record_bytes, self._header, self._footer, compression_type=self._encoding
+        )
 
     def _numbered(self, work, batch_size):
         firsts = tf.data.Dataset.range(0, _MAX_INT64, batch_size)
@@ -431,7 +452,8 @@ class FixedLengthRecordReader(_NumberedReader):
         count = tf.where(room >= 0, room // self._hop + 1, 0)
         starts = self._header + tf.range(count) * self._hop
         records = tf.strings.substr(
-            contents, starts, tf.fill([count], tf.constant(self._record_bytes, tf.int64)))
+            contents, starts, tf.fill([count], tf.constant(self._record_bytes, tf.int64))
+        )
         return tf.data.Dataset.from_tensor_slices(records)
 
 
@@ -456,22 +478,26 @@ class TFRecordReader(_NumberedReader):
 
     _read_batch_size = 256  # payloads may be large: keep batches moderate
 
-    def __init__(self, name: str | None = None,
-                 options: tf.io.TFRecordOptions | int | str | None = None) -> None:
+    def __init__(
+        self, name: str | None = None, options: tf.io.TFRecordOptions | int | str | None = None
+    ) -> None:
         api = _API + "TFRecordReader"
         warn_inert(api, name=name)
         try:
             self._compression = tf.io.TFRecordOptions.get_compression_type_string(options)
         except ValueError as e:
-            raise ValueError(f"{api}: `options` {options!r} is not a valid compression "
-                             f"type (use None, '', 'ZLIB', 'GZIP' or a "
-                             f"tf.io.TFRecordOptions): {e}") from e
+            raise ValueError(
+                f"{api}: `options` {options!r} is not a valid compression "
+                f"type (use None, '', 'ZLIB', 'GZIP' or a "
+                f"tf.io.TFRecordOptions): {e}"
+            ) from e
         super().__init__()
 
     def _numbered(self, work, batch_size):
         def frame_offsets(offset, payloads):
-            frames = tf.cast(tf.strings.length(payloads, unit="BYTE"), tf.int64) \
-                + _TFRECORD_FRAME_BYTES
+            frames = (
+                tf.cast(tf.strings.length(payloads, unit="BYTE"), tf.int64) + _TFRECORD_FRAME_BYTES
+            )
             starts = offset + tf.cumsum(frames, exclusive=True)
             return offset + tf.reduce_sum(frames), (starts, payloads)
 
@@ -498,8 +524,9 @@ class WholeFileReader(ReaderBase):
 
     def __init__(self, name: str | None = None) -> None:
         warn_inert(_API + "WholeFileReader", name=name)
-        super().__init__(lambda work: tf.data.Dataset.from_tensors(_whole_file(work)),
-                         supports_serialize=True)
+        super().__init__(
+            lambda work: tf.data.Dataset.from_tensors(_whole_file(work)), supports_serialize=True
+        )
 
     def _records(self, units):
         return units.map(_whole_file)
@@ -526,8 +553,9 @@ class IdentityReader(ReaderBase):
 
     def __init__(self, name: str | None = None) -> None:
         warn_inert(_API + "IdentityReader", name=name)
-        super().__init__(lambda work: tf.data.Dataset.from_tensors((work, work)),
-                         supports_serialize=True)
+        super().__init__(
+            lambda work: tf.data.Dataset.from_tensors((work, work)), supports_serialize=True
+        )
 
     def _records(self, units):
         return units.map(lambda work: (work, work))

@@ -26,9 +26,13 @@ _API = "queue_pipeline.data.distribute"
 PROCESSING_MODES = ("distributed_epoch", "parallel_epochs")
 
 
-def distribute(dataset: tf.data.Dataset, service, *,
-               processing_mode="distributed_epoch", job_name: str | None = None
-               ) -> tf.data.Dataset:
+def distribute(
+    dataset: tf.data.Dataset,
+    service,
+    *,
+    processing_mode="distributed_epoch",
+    job_name: str | None = None,
+) -> tf.data.Dataset:
     """Reads `dataset` through tf.data service: its workers run the pipeline.
 
     A thin wrapper around ``dataset.apply(tf.data.experimental.service.
@@ -69,18 +73,27 @@ def distribute(dataset: tf.data.Dataset, service, *,
         ds = distribute(queue_pipeline.to_dataset(batches), dispatcher)
     """
     if not isinstance(dataset, tf.data.Dataset):
-        raise TypeError(f"{_API}: `dataset` must be a tf.data.Dataset; got "
-                        f"{type(dataset).__name__}. Fix: pass queue_pipeline.to_dataset"
-                        "(...) or a twin from queue_pipeline.data.")
+        raise TypeError(
+            f"{_API}: `dataset` must be a tf.data.Dataset; got "
+            f"{type(dataset).__name__}. Fix: pass queue_pipeline.to_dataset"
+            "(...) or a twin from queue_pipeline.data."
+        )
     sharding = tf.data.experimental.service.ShardingPolicy
     if not isinstance(processing_mode, sharding) and processing_mode not in PROCESSING_MODES:
-        raise ValueError(f"{_API}: `processing_mode` must be one of {PROCESSING_MODES} or a "
-                         "tf.data.experimental.service.ShardingPolicy; got "
-                         f"{processing_mode!r}.")
+        raise ValueError(
+            f"{_API}: `processing_mode` must be one of {PROCESSING_MODES} or a "
+            "tf.data.experimental.service.ShardingPolicy; got "
+            f"{processing_mode!r}."
+        )
     address = getattr(service, "target", service)
     if not isinstance(address, str) or not address:
-        raise ValueError(f"{_API}: `service` must be the dispatcher's address "
-                         "('grpc://host:port') or a DispatchServer; got "
-                         f"{service!r}.")
-    return dataset.apply(tf.data.experimental.service.distribute(
-        processing_mode=processing_mode, service=address, job_name=job_name))
+        raise ValueError(
+            f"{_API}: `service` must be the dispatcher's address "
+            "('grpc://host:port') or a DispatchServer; got "
+            f"{service!r}."
+        )
+    return dataset.apply(
+        tf.data.experimental.service.distribute(
+            processing_mode=processing_mode, service=address, job_name=job_name
+        )
+    )

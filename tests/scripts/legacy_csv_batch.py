@@ -28,12 +28,14 @@ def main():
 
     rows = []
     with tf.Graph().as_default():
-        filenames = tf.train.string_input_producer([flags.csv], num_epochs=flags.epochs,
-                                                   shuffle=False)
+        filenames = tf.train.string_input_producer(
+            [flags.csv], num_epochs=flags.epochs, shuffle=False
+        )
         _, line = tf.TextLineReader().read(filenames)
         number, word = tf.decode_csv(line, record_defaults=[[0], [""]])
-        numbers, words = tf.train.batch([number, word], batch_size=2,
-                                        allow_smaller_final_batch=True)
+        numbers, words = tf.train.batch(
+            [number, word], batch_size=2, allow_smaller_final_batch=True
+        )
         runners = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
         print("runners:", " ".join(sorted({type(r).__module__ for r in runners})))
         config = tf.ConfigProto(operation_timeout_in_ms=20000)

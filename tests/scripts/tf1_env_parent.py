@@ -12,11 +12,17 @@ import sys
 import tensorflow as tf
 
 here = os.path.dirname(os.path.abspath(__file__))
-print("parent: QUEUE_PIPELINE_TF1=%s eager=%s" % (os.environ.get("QUEUE_PIPELINE_TF1"),
-                                                   tf.executing_eagerly()))
+print(
+    "parent: QUEUE_PIPELINE_TF1=%s eager=%s"
+    % (os.environ.get("QUEUE_PIPELINE_TF1"), tf.executing_eagerly())
+)
 child = subprocess.run(
     [sys.executable, "-m", "queue_pipeline", "run", os.path.join(here, "tf1_env_child.py")],
-    stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=150)
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    universal_newlines=True,
+    timeout=150,
+)
 sys.stdout.write(child.stdout)
 if child.returncode:
     sys.stderr.write(child.stderr[-3000:])

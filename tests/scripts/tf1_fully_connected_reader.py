@@ -46,7 +46,8 @@ def decode(serialized_example):
             "id": tf.FixedLenFeature([], tf.int64),
             "features": tf.FixedLenFeature([tf1_model.NUM_FEATURES], tf.float32),
             "label": tf.FixedLenFeature([], tf.int64),
-        })
+        },
+    )
     return features["id"], features["features"], tf.cast(features["label"], tf.int32)
 
 
@@ -55,16 +56,25 @@ def inputs(batch_size, num_epochs):
     filename = os.path.join(FLAGS.train_dir, TRAIN_FILE)
     with tf.name_scope("input"):
         filename_queue = tf.train.string_input_producer(
-            [filename], num_epochs=num_epochs, shuffle=FLAGS.shuffle)
+            [filename], num_epochs=num_epochs, shuffle=FLAGS.shuffle
+        )
         reader = tf.TFRecordReader()
         _, serialized_example = reader.read(filename_queue)
         example_id, features, label = decode(serialized_example)
         if FLAGS.shuffle:
             return tf.train.shuffle_batch(
-                [example_id, features, label], batch_size=batch_size, num_threads=2,
-                capacity=16 + 3 * batch_size, min_after_dequeue=16)
-        return tf.train.batch([example_id, features, label], batch_size=batch_size,
-                              num_threads=1, capacity=2 * batch_size)
+                [example_id, features, label],
+                batch_size=batch_size,
+                num_threads=2,
+                capacity=16 + 3 * batch_size,
+                min_after_dequeue=16,
+            )
+        return tf.train.batch(
+            [example_id, features, label],
+            batch_size=batch_size,
+            num_threads=1,
+            capacity=2 * batch_size,
+        )
 
 
 def run_training():
@@ -78,13 +88,11 @@ def run_training():
 
         eval_features = tf.placeholder(tf.float32, [None, tf1_model.NUM_FEATURES])
         eval_labels = tf.placeholder(tf.int32, [None])
-        eval_loss = tf1_model.loss(tf1_model.inference(eval_features, FLAGS.hidden1),
-                                   eval_labels)
+        eval_loss = tf1_model.loss(tf1_model.inference(eval_features, FLAGS.hidden1), eval_labels)
         all_features, all_labels = tf1_model.data()
         feed_dict = {eval_features: all_features, eval_labels: all_labels}
 
-        init_op = tf.group(tf.global_variables_initializer(),
-                           tf.local_variables_initializer())
+        init_op = tf.group(tf.global_variables_initializer(), tf.local_variables_initializer())
         config = tf.ConfigProto(operation_timeout_in_ms=FLAGS.timeout_ms)
         sess = tf.Session(config=config)
         sess.run(init_op)
@@ -94,8 +102,9 @@ def run_training():
         coord = tf.train.Coordinator()
         threads = tf.train.start_queue_runners(sess=sess, coord=coord)
         runners = tf.get_collection(tf.GraphKeys.QUEUE_RUNNERS)
-        print("impl:", type(coord).__module__,
-              " ".join(sorted({type(r).__module__ for r in runners})))
+        print(
+            "impl:", type(coord).__module__, " ".join(sorted({type(r).__module__ for r in runners}))
+        )
         seen = collections.Counter()
         step = 0
         try:
@@ -103,8 +112,10 @@ def run_training():
                 _, loss_value, batch_ids = sess.run([train_op, loss, ids])
                 seen.update(batch_ids.tolist())
                 if not FLAGS.shuffle:
-                    print("Step %d: ids %s, loss = %.6f"
-                          % (step, " ".join(map(str, batch_ids)), loss_value))
+                    print(
+                        "Step %d: ids %s, loss = %.6f"
+                        % (step, " ".join(map(str, batch_ids)), loss_value)
+                    )
                 step += 1
         except tf.errors.OutOfRangeError:
             print("Done training for %d epochs, %d steps." % (FLAGS.num_epochs, step))

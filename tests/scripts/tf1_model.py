@@ -30,13 +30,19 @@ def write_records(path):
     features, labels = data()
     with tf.python_io.TFRecordWriter(path) as writer:
         for index in range(NUM_RECORDS):
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[index])),
-                "features": tf.train.Feature(
-                    float_list=tf.train.FloatList(value=features[index].tolist())),
-                "label": tf.train.Feature(
-                    int64_list=tf.train.Int64List(value=[int(labels[index])])),
-            }))
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[index])),
+                        "features": tf.train.Feature(
+                            float_list=tf.train.FloatList(value=features[index].tolist())
+                        ),
+                        "label": tf.train.Feature(
+                            int64_list=tf.train.Int64List(value=[int(labels[index])])
+                        ),
+                    }
+                )
+            )
             writer.write(example.SerializeToString())
 
 
@@ -45,17 +51,19 @@ def inference(features, hidden_units):
     with tf.variable_scope("model", reuse=tf.AUTO_REUSE):
         with tf.variable_scope("hidden1"):
             weights = tf.get_variable(
-                "weights", [NUM_FEATURES, hidden_units],
-                initializer=tf.truncated_normal_initializer(stddev=0.5, seed=1))
-            biases = tf.get_variable("biases", [hidden_units],
-                                     initializer=tf.zeros_initializer())
+                "weights",
+                [NUM_FEATURES, hidden_units],
+                initializer=tf.truncated_normal_initializer(stddev=0.5, seed=1),
+            )
+            biases = tf.get_variable("biases", [hidden_units], initializer=tf.zeros_initializer())
             hidden = tf.nn.relu(tf.matmul(features, weights) + biases)
         with tf.variable_scope("softmax_linear"):
             weights = tf.get_variable(
-                "weights", [hidden_units, NUM_CLASSES],
-                initializer=tf.truncated_normal_initializer(stddev=0.5, seed=2))
-            biases = tf.get_variable("biases", [NUM_CLASSES],
-                                     initializer=tf.zeros_initializer())
+                "weights",
+                [hidden_units, NUM_CLASSES],
+                initializer=tf.truncated_normal_initializer(stddev=0.5, seed=2),
+            )
+            biases = tf.get_variable("biases", [NUM_CLASSES], initializer=tf.zeros_initializer())
             return tf.matmul(hidden, weights) + biases
 
 
@@ -64,7 +72,8 @@ def loss(logits, labels):
     labels = tf.to_int64(labels)
     return tf.reduce_mean(
         tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits),
-        name="xentropy_mean")
+        name="xentropy_mean",
+    )
 
 
 def training(loss_tensor, learning_rate):
