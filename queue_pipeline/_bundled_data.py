@@ -168,7 +168,7 @@ def write_cifar_binary(directory: str, num_batches: int = 5) -> dict[str, list[s
     records = np.concatenate([labels[:, None], rgb.reshape(len(images), -1)], axis=1)
     test = records[: len(records) // 6]
     train = records[len(records) // 6 :]
-    paths = {"train": [], "test": []}
+    paths: dict[str, list[str]] = {"train": [], "test": []}
     for i, part in enumerate(np.array_split(train, num_batches), start=1):
         path = os.path.join(directory, f"data_batch_{i}.bin")
         part.astype(np.uint8).tofile(path)

@@ -93,17 +93,15 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
     lside = _side_report(left, lkeys, epoch_size, reference)
     rside = _side_report(right, rkeys, epoch_size, reference)
     gap = None
-    if (
-        lside.shuffle
-        and rside.shuffle
-        and None not in (lside.shuffle.rank_correlation, rside.shuffle.rank_correlation)
-    ):
-        gap = abs(lside.shuffle.rank_correlation - rside.shuffle.rank_correlation)
+    lrho = lside.shuffle.rank_correlation if lside.shuffle else None
+    rrho = rside.shuffle.rank_correlation if rside.shuffle else None
+    if lrho is not None and rrho is not None:
+        gap = abs(lrho - rrho)
         if gap > 0.5:
             notes.append(
                 f"the sides mix very differently: rank correlation "
-                f"{lside.shuffle.rank_correlation:.2f} (legacy) vs "
-                f"{rside.shuffle.rank_correlation:.2f} (twin); a twin "
+                f"{lrho:.2f} (legacy) vs "
+                f"{rrho:.2f} (twin); a twin "
                 "shuffle buffer of another size, or a missing shuffle?"
             )
     if first is None and not counts_equal and structure_equal:
@@ -419,8 +417,8 @@ def _shuffle_stats(side, keys, epoch_size, reference) -> ShuffleStats | None:
             where = collections.defaultdict(list)
             for pos, key in enumerate(reference):
                 where[key].append(pos)
-            source = [where[keys[i]].pop(0) if where[keys[i]] else None for i in chunk]
-            source = np.array([s for s in source if s is not None], dtype=np.float64)
+            found = [where[keys[i]].pop(0) if where[keys[i]] else None for i in chunk]
+            source = np.array([s for s in found if s is not None], dtype=np.float64)
         else:
             try:
                 sort_keys = [_normalize.sort_key(side.examples[i]) for i in chunk]

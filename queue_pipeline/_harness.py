@@ -99,7 +99,8 @@ def run_graph(
     coord = Coordinator()
     threads_by_runner: dict[int, list] = {}
     batches: list = []
-    exhausted, error = False, None
+    exhausted = False
+    error: PipelineError | None = None
     try:
         with graph.as_default():
             if init_op is not None:

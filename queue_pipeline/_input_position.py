@@ -34,6 +34,7 @@ they keep TF's strict restore.
 from __future__ import annotations
 
 import threading
+from typing import Any, Callable
 
 import tensorflow as tf
 
@@ -45,7 +46,7 @@ _MARK = "_qp_input_position"
 _KEYS = "_qp_input_position_keys"
 _WITHOUT = "_qp_saver_without_input_position"
 _LOCK = threading.Lock()
-_HOOKED: dict[str, object] = {}  # method name -> TF's original
+_HOOKED: dict[str, Callable[..., Any]] = {}  # method name -> TF's original
 _LOGGED: set[str] = set()
 
 

@@ -19,7 +19,7 @@ import sys
 import threading
 import traceback
 import types
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 __all__ = ["Installed", "ScriptError", "install", "run_script", "uninstall"]
 
@@ -112,7 +112,7 @@ _ALIAS_MODULES = (
 
 @dataclasses.dataclass(frozen=True)
 class _Patch:
-    module: types.ModuleType | dict  # a module, or sys.modules
+    module: Any  # a module, a _HomeView, or sys.modules
     name: str
     original: object
     replacement: object
@@ -255,10 +255,10 @@ class _Installation:
             for name, value in list(vars(module).items()):
                 if name.startswith("__"):
                     continue
-                view = homes.get(id(value))
-                if view is not None:
+                home_view = homes.get(id(value))
+                if home_view is not None:
                     if id(value) not in derived.get(id(module), ()):
-                        self._set(module, name, value, view)
+                        self._set(module, name, value, home_view)
                     continue
                 route = self.routes.get(id(value)) if tf_module else None
                 if route is not None and route[0] is value:
@@ -401,7 +401,7 @@ def install() -> Installed:
     global _ACTIVE
     with _LOCK:
         created = _ACTIVE is None
-        installation = _Installation() if created else _ACTIVE
+        installation = _Installation() if _ACTIVE is None else _ACTIVE
         try:
             installation.patch()
         except BaseException:

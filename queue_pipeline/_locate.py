@@ -183,7 +183,8 @@ def _failing_op(error, text, graph) -> tf.Operation | None:
 
 def _ancestors(start: Iterable[tf.Operation]) -> set:
     """Ops `start` depends on (data and control inputs), bounded in size."""
-    seen, stack = set(), list(start)
+    seen: set = set()
+    stack = list(start)
     while stack and len(seen) < _MAX_OPS:
         op = stack.pop()
         if op in seen:
@@ -416,9 +417,8 @@ def _describe_producer_error(text, ops) -> str:
         if ops
         else []
     )
-    patterns = [_constant_text(p) for p in patterns]
-    patterns = [p for p in patterns if p]
-    return f"no file matches the pattern {', '.join(patterns)}" if patterns else ""
+    texts = [text for text in map(_constant_text, patterns) if text]
+    return f"no file matches the pattern {', '.join(texts)}" if texts else ""
 
 
 def _constant_text(value) -> str | None:

@@ -95,9 +95,9 @@ def structure_str(paths: list[str], specs: list[ComponentSpec] | None = None) ->
     """A one-line rendering, e.g. ``([0]: int64[4], [1]: string[4])``."""
     if paths == [""]:
         return specs[0].describe() if specs else "tensor"
-    parts = [
-        f"{p}: {s.describe()}" if specs else p for p, s in zip(paths, specs or [None] * len(paths))
-    ]
+    if not specs:
+        return "(" + ", ".join(paths) + ")"
+    parts = [f"{p}: {s.describe()}" for p, s in zip(paths, specs)]
     return "(" + ", ".join(parts) + ")"
 
 

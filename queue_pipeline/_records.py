@@ -68,7 +68,8 @@ class _Source:
 
 
 def _ancestors(start) -> set:
-    seen, stack = set(), list(start)
+    seen: set = set()
+    stack = list(start)
     while stack and len(seen) < _MAX_OPS:
         op = stack.pop()
         if op in seen:
@@ -85,7 +86,8 @@ def _value_of(read_op: tf.Operation) -> tf.Tensor:
 
 def _step_reads(op: tf.Operation) -> list:
     """The reader reads in `op`'s own step (not across a queue), in name order."""
-    seen, stack, reads = set(), [op], []
+    seen: set = set()
+    stack, reads = [op], []
     while stack and len(seen) < _MAX_OPS:
         current = stack.pop()
         if current in seen:

@@ -252,21 +252,22 @@ def _render(r: ComparisonReport) -> str:
     lines.append(_row("multiset", "", "", _ok(r.multiset_equal, "equal", "DIFFERS")))
     lines.append(_row("deterministic", _det(r.legacy), _det(r.twin)))
     ls, ts = r.legacy.shuffle, r.twin.shuffle
-    if ls or ts:
+    shuffled = ls or ts
+    if shuffled is not None:
         gap = f"gap {_fmt(r.mixing_gap, '.2f')}" if r.mixing_gap is not None else ""
         lines.append(
             _row(
-                "rank corr. vs " + (ls or ts).reference.split()[0],
-                _fmt(ls and ls.rank_correlation, ".2f"),
-                _fmt(ts and ts.rank_correlation, ".2f"),
+                "rank corr. vs " + shuffled.reference.split()[0],
+                _fmt(ls.rank_correlation if ls else None, ".2f"),
+                _fmt(ts.rank_correlation if ts else None, ".2f"),
                 gap,
             )
         )
         lines.append(
             _row(
                 "mean displacement",
-                _fmt(ls and ls.mean_displacement, ".2f"),
-                _fmt(ts and ts.mean_displacement, ".2f"),
+                _fmt(ls.mean_displacement if ls else None, ".2f"),
+                _fmt(ts.mean_displacement if ts else None, ".2f"),
             )
         )
     lines.append(_row("throughput", _speed(r.legacy), _speed(r.twin)))

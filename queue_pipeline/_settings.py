@@ -22,7 +22,7 @@ import contextlib
 import contextvars
 import dataclasses
 import os
-from typing import Iterator
+from typing import Any, Iterator
 
 __all__ = [
     "DEFAULT_GRACE_SECS",
@@ -89,12 +89,12 @@ def _from_environment() -> Settings:
     name = os.environ.get("QUEUE_PIPELINE_ENGINE", "queue").strip().lower() or "queue"
     if name not in ENGINES:
         raise ValueError(f"QUEUE_PIPELINE_ENGINE={name!r} is not an engine; use one of {ENGINES}.")
-    flags = {key: True for key in DIAGNOSTICS}
+    flags: dict[str, Any] = dict.fromkeys(DIAGNOSTICS, True)
     raw = os.environ.get("QUEUE_PIPELINE_DIAGNOSTICS")
     if raw is not None:
         raw = raw.strip().lower()
         if raw in ("off", "0", "false", "none", "tf"):
-            flags = {key: False for key in DIAGNOSTICS}
+            flags = dict.fromkeys(DIAGNOSTICS, False)
         elif raw not in ("on", "1", "true", "all", ""):
             keep = {part.strip() for part in raw.split(",") if part.strip()}
             unknown = keep - set(DIAGNOSTICS)
@@ -129,9 +129,10 @@ def current() -> Settings:
 
 @contextlib.contextmanager
 def _override(**changes) -> Iterator[Settings]:
-    token = _CURRENT.set(dataclasses.replace(current(), **changes))
+    settings = dataclasses.replace(current(), **changes)
+    token = _CURRENT.set(settings)
     try:
-        yield _CURRENT.get()
+        yield settings
     finally:
         _CURRENT.reset(token)
 

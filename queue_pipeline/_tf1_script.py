@@ -491,7 +491,7 @@ def explain(error: BaseException) -> BaseException | None:
         return _module_error(removed_message(owner.split(".")[0], chain), match[2])
     if not isinstance(error, AttributeError) or not getattr(error, "name", None):
         return None
-    obj, name = getattr(error, "obj", None), error.name
+    obj, name = getattr(error, "obj", None), error.name or ""
     if _KERAS3.match(str(error)):
         submodule = str(vars(obj).get("_tfll_submodule") or "") if hasattr(obj, "__dict__") else ""
         legacy = submodule.partition("__internal__.legacy.")[2]

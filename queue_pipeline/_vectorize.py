@@ -454,7 +454,7 @@ class _Builder:
                     continue
                 inner = f"{prefix}/{op_name}" + (f":{index}" if index else "")
                 new.input.append(("^" if control else "") + inner)
-        names = []
+        names: list[str | None] = []
         for r in results:
             if r is None:
                 names.append(None)
@@ -466,7 +466,9 @@ class _Builder:
                 names.append(f"{prefix}/{r.op.name}:{r.value_index}")
         return names
 
-    def emit(self, node, fn: Callable, args: Sequence[_In], *, batched=True, rule: str) -> None:
+    def emit(
+        self, node, fn: Callable, args: Sequence[_In | tuple], *, batched=True, rule: str
+    ) -> None:
         """Replaces `node` by the ops `fn` builds (one result per legacy output)."""
         names = self.helper(node.name, fn, args)
         first = next((n for n in names if n is not None), None)
@@ -563,7 +565,9 @@ class _StaticValues:
 
     def __init__(self, tensors: dict, constants: Mapping[str, np.ndarray], sources):
         self._tensors = tensors
-        self._cache = {name: np.asarray(v) for name, v in constants.items()}
+        self._cache: dict[str, np.ndarray | None] = {
+            name: np.asarray(v) for name, v in constants.items()
+        }
         self._sources = {s.name for s in sources}
 
     def get(self, ref: str) -> np.ndarray | None:

@@ -47,6 +47,12 @@ class _In:
     def rank(self) -> int | None:
         return self.shape.rank
 
+    def known_rank(self, what: str = "its input") -> int:
+        """The per-example rank, or _Refused when it is unknown."""
+        if self.shape.rank is None:
+            raise _Refused(f"the rank of {what} is unknown")
+        return self.shape.rank
+
 
 def _canonical(ref: str) -> str:
     name, _, index = ref.partition(":")
@@ -99,7 +105,7 @@ def _lift_to_batch(b: _Builder, node, operand: _In, like: _In) -> str:
 
 def _expand_to_rank(b: _Builder, node, operand: _In, rank: int) -> str:
     """A batched operand with size-1 axes inserted after the batch axis up to `rank`."""
-    count = rank - operand.rank
+    count = rank - operand.known_rank()
     return b.helper(
         f"{node.name}/expand",
         lambda x: [
@@ -241,15 +247,15 @@ def _unary(b: _Builder, node, ins: list[_In]) -> None:
 
 def _broadcasting(b: _Builder, node, ins: list[_In], operands: Sequence[int]) -> list[str]:
     """Inputs of a broadcasting op, batched operands expanded to the common rank."""
-    ranks = [ins[i].rank for i in operands]
-    if any(r is None for r in ranks):
+    if any(ins[i].rank is None for i in operands):
         raise _Refused(
             "an operand's rank is unknown, so broadcasting against the batch axis cannot be checked"
         )
-    top = max(ranks)
+    ranks = {i: ins[i].known_rank() for i in operands}
+    top = max(ranks.values())
     news = [i.new for i in ins]
     for i in operands:
-        if ins[i].batched and ins[i].rank < top:
+        if ins[i].batched and ranks[i] < top:
             news[i] = _expand_to_rank(b, node, ins[i], top)
     return news
 
@@ -490,7 +496,7 @@ def _parse_example_v2(b: _Builder, node, ins: list[_In]) -> None:
             + [None] * (b._num_outputs(node) - 3 * num_sparse - len(dense))
         )
 
-    args = [ins[0], (news[1], tf.string, tf.TensorShape([0]))] + ins[2:]
+    args: list[_In | tuple] = [ins[0], (news[1], tf.string, tf.TensorShape([0])), *ins[2:]]
     b.emit(node, parse, args, rule="parse on the flattened batch, reshaped back")
 
 
@@ -693,9 +699,9 @@ def _reverse(b: _Builder, node, ins: list[_In]) -> None:
     if not x.batched:
         raise _Refused("its axes depend on the record")
     shifted = [_axis(a, x.rank) for a in np.ravel(axes.static("axes"))]
-    new = _const(b, f"{node.name}/axes", np.asarray(shifted).reshape(axes.value.shape), axes.dtype)[
-        0
-    ]
+    new = _const(
+        b, f"{node.name}/axes", np.asarray(shifted).reshape(axes.static("axes").shape), axes.dtype
+    )[0]
     b.copy(node, [x.new, new], rule="reverse axes + 1")
 
 
@@ -709,7 +715,7 @@ def _reduction(b: _Builder, node, ins: list[_In]) -> None:
     new = _const(
         b,
         f"{node.name}/axes",
-        np.asarray(shifted, dtype=axes.value.dtype).reshape(axes.value.shape),
+        np.asarray(shifted, dtype=axes.static("axes").dtype).reshape(axes.static("axes").shape),
         axes.dtype,
     )[0]
     b.copy(node, [x.new, new], rule="reduce over axes + 1")

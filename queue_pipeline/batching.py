@@ -7,8 +7,21 @@ functions, with TF's signatures and positional order, all built by one engine
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from queue_pipeline import _batch_builder
 from queue_pipeline._batch_builder import BatchKind
+
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from queue_pipeline._types import (
+        Batch,
+        BoolLike,
+        IntLike,
+        ShapesLike,
+        TensorStructure,
+    )
 
 __all__ = [
     "batch",
@@ -34,17 +47,17 @@ _MAYBE_SHUFFLE_JOIN = BatchKind(
 
 
 def batch(
-    tensors,
-    batch_size,
-    num_threads=1,
-    capacity=32,
-    enqueue_many=False,
-    shapes=None,
-    dynamic_pad=False,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors: TensorStructure,
+    batch_size: IntLike,
+    num_threads: int = 1,
+    capacity: IntLike = 32,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    dynamic_pad: bool = False,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """Batches `tensors` through a FIFO queue filled by `num_threads` threads.
 
     With ``enqueue_many=False`` each tensor is one example of shape
@@ -114,18 +127,18 @@ def batch(
 
 
 def maybe_batch(
-    tensors,
-    keep_input,
-    batch_size,
-    num_threads=1,
-    capacity=32,
-    enqueue_many=False,
-    shapes=None,
-    dynamic_pad=False,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors: TensorStructure,
+    keep_input: BoolLike,
+    batch_size: IntLike,
+    num_threads: int = 1,
+    capacity: IntLike = 32,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    dynamic_pad: bool = False,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """:func:`batch`, enqueuing only the examples that `keep_input` keeps.
 
     Args:
@@ -158,16 +171,16 @@ def maybe_batch(
 
 
 def batch_join(
-    tensors_list,
-    batch_size,
-    capacity=32,
-    enqueue_many=False,
-    shapes=None,
-    dynamic_pad=False,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors_list: Sequence[TensorStructure],
+    batch_size: IntLike,
+    capacity: IntLike = 32,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    dynamic_pad: bool = False,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """Batches examples from several tensor lists, one enqueue thread per list.
 
     Each list (typically the output of its own reader) gets its own enqueue op
@@ -203,17 +216,17 @@ def batch_join(
 
 
 def maybe_batch_join(
-    tensors_list,
-    keep_input,
-    batch_size,
-    capacity=32,
-    enqueue_many=False,
-    shapes=None,
-    dynamic_pad=False,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors_list: Sequence[TensorStructure],
+    keep_input: BoolLike,
+    batch_size: IntLike,
+    capacity: IntLike = 32,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    dynamic_pad: bool = False,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """:func:`batch_join`, enqueuing only what `keep_input` keeps (see :func:`maybe_batch`).
 
     tf.data equivalent:
@@ -236,18 +249,18 @@ def maybe_batch_join(
 
 
 def shuffle_batch(
-    tensors,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    num_threads=1,
-    seed=None,
-    enqueue_many=False,
-    shapes=None,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors: TensorStructure,
+    batch_size: IntLike,
+    capacity: IntLike,
+    min_after_dequeue: IntLike,
+    num_threads: int = 1,
+    seed: int | None = None,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """Batches `tensors` in random order through a RandomShuffleQueue.
 
     While the input lasts, each dequeue leaves at least `min_after_dequeue`
@@ -297,19 +310,19 @@ def shuffle_batch(
 
 
 def maybe_shuffle_batch(
-    tensors,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    keep_input,
-    num_threads=1,
-    seed=None,
-    enqueue_many=False,
-    shapes=None,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors: TensorStructure,
+    batch_size: IntLike,
+    capacity: IntLike,
+    min_after_dequeue: IntLike,
+    keep_input: BoolLike,
+    num_threads: int = 1,
+    seed: int | None = None,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """:func:`shuffle_batch`, enqueuing only what `keep_input` keeps (see :func:`maybe_batch`).
 
     tf.data equivalent:
@@ -334,17 +347,17 @@ def maybe_shuffle_batch(
 
 
 def shuffle_batch_join(
-    tensors_list,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    seed=None,
-    enqueue_many=False,
-    shapes=None,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors_list: Sequence[TensorStructure],
+    batch_size: IntLike,
+    capacity: IntLike,
+    min_after_dequeue: IntLike,
+    seed: int | None = None,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """:func:`batch_join` through a RandomShuffleQueue (see :func:`shuffle_batch`).
 
     The order within one list is not preserved.
@@ -374,18 +387,18 @@ def shuffle_batch_join(
 
 
 def maybe_shuffle_batch_join(
-    tensors_list,
-    batch_size,
-    capacity,
-    min_after_dequeue,
-    keep_input,
-    seed=None,
-    enqueue_many=False,
-    shapes=None,
-    allow_smaller_final_batch=False,
-    shared_name=None,
-    name=None,
-):
+    tensors_list: Sequence[TensorStructure],
+    batch_size: IntLike,
+    capacity: IntLike,
+    min_after_dequeue: IntLike,
+    keep_input: BoolLike,
+    seed: int | None = None,
+    enqueue_many: bool = False,
+    shapes: ShapesLike | None = None,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Batch:
     """:func:`shuffle_batch_join`, enqueuing only what `keep_input` keeps.
 
     tf.data equivalent:

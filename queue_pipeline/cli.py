@@ -52,7 +52,7 @@ def _load(spec: str, what: str):
         file_spec = importlib.util.spec_from_file_location(
             os.path.splitext(os.path.basename(module_name))[0], module_name
         )
-        if file_spec is None or not os.path.exists(module_name):
+        if file_spec is None or file_spec.loader is None or not os.path.exists(module_name):
             raise ValueError(f"compare: `{what}`: no such file {module_name!r}.")
         module = importlib.util.module_from_spec(file_spec)
         file_spec.loader.exec_module(module)

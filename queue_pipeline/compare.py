@@ -375,7 +375,7 @@ def _read_dataset(fn, side, *, limit, timeout, arg, progress, legacy=None) -> _S
     with tf.init_scope():
         eager = tf.executing_eagerly()
     graph = None if eager else tf.Graph()
-    if eager:
+    if graph is None:
         with tf.init_scope():
             dataset = _harness.call_builder(_API, arg, fn)
     else:

@@ -135,7 +135,7 @@ class Coordinator:
         if handled[1] is not None:
             # TF's contract: inside an `except` block, the handled exception
             # is what gets reported, whatever `ex` is.
-            return handled  # type: ignore[return-value]
+            return handled
         if isinstance(ex, BaseException):
             return _exc_info_of(ex)
         return _exc_info_of(_bad_ex_error(ex))

@@ -326,10 +326,10 @@ def train_twin(
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )
-    stats = {"steps": 0, "t0": None, "t1": None}
+    stats: dict[str, Any] = {"steps": 0, "t0": None, "t1": None}
     bar = _progress.Progress("twin training steps", total_steps, enabled=progress)
 
-    class _Clock(keras.callbacks.Callback):
+    class _Clock(keras.callbacks.Callback):  # type: ignore[name-defined]  # tf.keras is Any
         def on_train_batch_end(self, batch, logs=None):
             stats["steps"] += 1
             now = time.perf_counter()

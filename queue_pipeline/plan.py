@@ -135,8 +135,8 @@ def plan_for(*fetches) -> Plan:
       A :class:`Plan` with the nodes the fetches depend on, upstream first; it
       is empty if nothing upstream was built by queue_pipeline.
     """
-    start = [_op_of(x) for x in tf.nest.flatten(fetches, expand_composites=True)]
-    start = [op for op in start if op is not None]
+    ops = (_op_of(x) for x in tf.nest.flatten(fetches, expand_composites=True))
+    start = [op for op in ops if op is not None]
     if not start:
         return Plan(())
     by_op = _index_by_op(start[0].graph)

@@ -10,11 +10,25 @@ cancel ] in runner.py).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import tensorflow as tf
 
 from queue_pipeline import _compat, _diagnostics, plan
 from queue_pipeline.runner import QueueRunner, add_queue_runner
+
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from queue_pipeline._types import (
+        IntLike,
+        OperationLike,
+        QueueLike,
+        ShapeLike,
+        StringsLike,
+        TensorLike,
+    )
 
 __all__ = [
     "input_producer",
@@ -28,7 +42,7 @@ __all__ = [
 _NON_NULL = "string_input_producer requires a non-null input tensor"
 
 
-def match_filenames_once(pattern, name=None):
+def match_filenames_once(pattern: StringsLike, name: str | None = None) -> TensorLike:
     """Returns a local variable holding the file names that match `pattern`.
 
     The glob is evaluated once, when ``tf.compat.v1.local_variables_initializer()``
@@ -59,7 +73,9 @@ def match_filenames_once(pattern, name=None):
     return files
 
 
-def limit_epochs(tensor, num_epochs=None, name=None):
+def limit_epochs(
+    tensor: TensorLike, num_epochs: int | None = None, name: str | None = None
+) -> TensorLike:
     """Returns `tensor` while it has been evaluated at most `num_epochs` times.
 
     Args:
@@ -109,17 +125,17 @@ def _limit_epochs(tensor, num_epochs, name):
 
 
 def input_producer(
-    input_tensor,
-    element_shape=None,
-    num_epochs=None,
-    shuffle=True,
-    seed=None,
-    capacity=32,
-    shared_name=None,
-    summary_name=None,
-    name=None,
-    cancel_op=None,
-):
+    input_tensor: TensorLike,
+    element_shape: ShapeLike | None = None,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    capacity: IntLike = 32,
+    shared_name: str | None = None,
+    summary_name: str | None = None,
+    name: str | None = None,
+    cancel_op: OperationLike | None = None,
+) -> QueueLike:
     """Puts the rows of `input_tensor`, one epoch per run, into a FIFO queue.
 
     Args:
@@ -249,15 +265,15 @@ def _glob_hint(string_tensor) -> list:
 
 
 def string_input_producer(
-    string_tensor,
-    num_epochs=None,
-    shuffle=True,
-    seed=None,
-    capacity=32,
-    shared_name=None,
-    name=None,
-    cancel_op=None,
-):
+    string_tensor: StringsLike,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    capacity: IntLike = 32,
+    shared_name: str | None = None,
+    name: str | None = None,
+    cancel_op: OperationLike | None = None,
+) -> QueueLike:
     """Puts strings (typically file names) into a FIFO queue, an epoch at a time.
 
     Args:
@@ -340,8 +356,14 @@ def string_input_producer(
 
 
 def range_input_producer(
-    limit, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
-):
+    limit: IntLike,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    capacity: IntLike = 32,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> QueueLike:
     """Puts the integers ``0 .. limit-1`` into a FIFO queue, an epoch at a time.
 
     Args:
@@ -404,8 +426,14 @@ def _range_input_producer(limit, num_epochs, shuffle, seed, capacity, shared_nam
 
 
 def slice_input_producer(
-    tensor_list, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None, name=None
-):
+    tensor_list: Sequence[TensorLike],
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    capacity: IntLike = 32,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> list[TensorLike]:
     """Yields matching slices (rows) of every tensor in `tensor_list`.
 
     An index queue (as :func:`range_input_producer` over the first tensor's

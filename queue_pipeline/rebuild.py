@@ -249,7 +249,9 @@ class Rebuilder:
             if self._is_stage(node):
                 for leaf in node.outputs:
                     for t in tf.nest.flatten(leaf, expand_composites=True):
-                        self._by_output.setdefault(getattr(t, "name", None), node)
+                        name = getattr(t, "name", None)
+                        if name is not None:
+                            self._by_output.setdefault(name, node)
             queue_op = _queue_op(node.fills)
             if queue_op is not None:
                 self._fillers.setdefault(queue_op.name, node)
@@ -557,6 +559,7 @@ class Rebuilder:
         """The dequeue and read ops that take from `queue_op`, in creation order."""
         if self._order is None:
             self._order = {op.name: i for i, op in enumerate(self.graph.get_operations())}
+        order = self._order
         out = []
         for op in self.graph.get_operations():
             if self._scope is not None and op.name not in self._scope:
@@ -565,7 +568,7 @@ class Rebuilder:
                 out.append(op)
             elif op.type in READ_OPS and op.inputs[1].op is queue_op:
                 out.append(op)
-        return sorted(out, key=lambda op: self._order[op.name])
+        return sorted(out, key=lambda op: order[op.name])
 
     def _producer_dataset(
         self, queue_op: tf.Operation, consumer: tf.Operation | None
@@ -916,5 +919,7 @@ def _session_for(graph: tf.Graph, session):
 
 def _queue_dataset(queue, session) -> tf.data.Dataset:
     queue_op = _queue_op(queue)
+    if queue_op is None:
+        raise TypeError(f"{_API}: expected a queue; got {queue!r}.")
     rebuilder = Rebuilder(queue_op.graph, session=_session_for(queue_op.graph, session))
     return rebuilder._producer_dataset(queue_op, None)  # noqa: SLF001 - same module

@@ -10,6 +10,8 @@ the collection that has ``create_threads`` (TF's runners, tf-slim's).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import threading
 import weakref
 from typing import Any
@@ -19,6 +21,16 @@ from tensorflow.core.protobuf import queue_runner_pb2
 
 from queue_pipeline import _compat, _diagnostics, _locate, _session_hook, _settings
 from queue_pipeline._compat import QUEUE_RUNNERS, logger
+
+if TYPE_CHECKING:
+    from typing import Sequence
+
+    from queue_pipeline.coordinator import Coordinator
+    from queue_pipeline._types import (
+        OperationLike,
+        QueueLike,
+        SessionLike,
+    )
 
 __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 
@@ -110,14 +122,14 @@ class QueueRunner:
 
     def __init__(
         self,
-        queue=None,
-        enqueue_ops=None,
-        close_op=None,
-        cancel_op=None,
-        queue_closed_exception_types=None,
-        queue_runner_def=None,
-        import_scope=None,
-    ):
+        queue: QueueLike | None = None,
+        enqueue_ops: Sequence[OperationLike] | None = None,
+        close_op: OperationLike | None = None,
+        cancel_op: OperationLike | None = None,
+        queue_closed_exception_types: Sequence[type[BaseException]] | None = None,
+        queue_runner_def: Any | None = None,
+        import_scope: str | None = None,
+    ) -> None:
         _compat.require_graph("QueueRunner")
         if queue_runner_def:
             if not _missing(queue) or not _missing(enqueue_ops):
@@ -236,7 +248,13 @@ class QueueRunner:
         """The queue's full op name in every context (runner threads run eagerly)."""
         return _queue_op_name(self._queue)
 
-    def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
+    def create_threads(
+        self,
+        sess: SessionLike,
+        coord: Coordinator | None = None,
+        daemon: bool = False,
+        start: bool = False,
+    ) -> list:
         """Creates one thread per enqueue op for `sess` (plus one if `coord`).
 
         If this runner's threads for `sess` have not all finished (including
@@ -337,7 +355,7 @@ class QueueRunner:
                     coord.request_stop()  # a closed session: wind everything down
                 return
             failed = True
-            error = e
+            error: BaseException = e
             if settings.runner_errors:
                 error = _diagnostics.enrich(
                     e, self, sess, enqueue_op, _locate.describe_origin(e, self, sess)
@@ -385,7 +403,7 @@ class QueueRunner:
         coord.wait_for_stop()
         self._run_quietly(sess, cancel_op)
 
-    def to_proto(self, export_scope=None):
+    def to_proto(self, export_scope: str | None = None):
         """Returns this runner as a ``QueueRunnerDef`` proto.
 
         Args:
@@ -408,7 +426,7 @@ class QueueRunner:
         return proto
 
     @staticmethod
-    def from_proto(queue_runner_def, import_scope=None) -> "QueueRunner":
+    def from_proto(queue_runner_def: Any | None, import_scope: str | None = None) -> "QueueRunner":
         """Builds a QueueRunner from a ``QueueRunnerDef`` in the default graph."""
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
@@ -436,7 +454,7 @@ def _request_stop(coord, error, cause) -> None:
         coord.request_stop(raised)
 
 
-def add_queue_runner(qr, collection=QUEUE_RUNNERS) -> None:
+def add_queue_runner(qr: QueueRunner, collection: str = QUEUE_RUNNERS) -> None:
     """Adds `qr` to a collection (default ``"queue_runners"``) of the default graph.
 
     :func:`start_queue_runners`, ``MonitoredTrainingSession`` and
@@ -453,7 +471,11 @@ def add_queue_runner(qr, collection=QUEUE_RUNNERS) -> None:
 
 
 def start_queue_runners(
-    sess=None, coord=None, daemon=True, start=True, collection=QUEUE_RUNNERS
+    sess: SessionLike | None = None,
+    coord: Coordinator | None = None,
+    daemon: bool = True,
+    start: bool = True,
+    collection: str = QUEUE_RUNNERS,
 ) -> list:
     """Creates (and by default starts) the threads of every runner in `collection`.
 

@@ -686,7 +686,7 @@ def _keep_component(api: str, spec, key):
                 f"keys are {sorted(spec, key=str)}."
             )
     elif isinstance(spec, tuple) and isinstance(key, numbers.Integral):
-        if not -len(spec) <= key < len(spec):
+        if not -len(spec) <= int(key) < len(spec):
             raise ValueError(
                 f"{api}: `keep_input` index {key} is out of range for "
                 f"elements of {len(spec)} components."
