@@ -22,7 +22,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from helpers import TF, new_session, tf1_mode  # noqa: E402
+from helpers import TF, tf1_mode  # noqa: E402
 
 TF1_ENV = "QUEUE_PIPELINE_TEST_TF1"
 
@@ -89,20 +89,16 @@ def _fresh_default_graph():
 
 
 @pytest.fixture
-def graph():
-    """A fresh graph, installed as the default for the test."""
-    g = tf.Graph()
-    with g.as_default():
-        yield g
+def graph(qp_graph):
+    """A fresh graph, installed as the default for the test: the plugin's ``qp_graph``."""
+    return qp_graph
 
 
 @pytest.fixture
-def sess(graph):
-    """A Session on the test's graph, with an operation timeout; closed at teardown."""
-    s = new_session(graph)
-    with s.as_default():
-        yield s
-    s.close()
+def sess(qp_session):
+    """A Session on the test's graph whose ops time out (pytest.ini's
+    ``queue_pipeline_timeout``), closed at teardown: the plugin's ``qp_session``."""
+    return qp_session
 
 
 @pytest.fixture

@@ -62,7 +62,8 @@ def test_readme_commands_are_the_demo_and_what_ci_runs():
     commands = [line.strip() for line in readme.splitlines() if line.startswith("    pip install")]
     assert commands[:2] == [
         "pip install -e '.[examples]' && queue-pipeline demo",
-        "pip install -e '.[test]' && python -m pytest -q -p no:cacheprovider"
+        "pip install -e '.[test]' && ruff check . && ruff format --check . && mypy"
+        " && python -m pytest -q -p no:cacheprovider"
         " && python -m pytest -q -p no:cacheprovider --tf1",
     ]
     assert commands[1] in (root / ".ci" / "run").read_text()

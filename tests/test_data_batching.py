@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import build, dataset_values, drain, new_session
+from helpers import build, dataset_values, drain, new_session, py
 from queue_pipeline import batching as legacy_batching
 from queue_pipeline.data import batching as data_batching
 
@@ -33,28 +33,15 @@ N, EPOCHS = 13, 2
 # --- helpers -------------------------------------------------------------------
 
 
-def _py(value):
-    """A fetched or iterated batch as plain Python (tuples, dicts, sparse triples)."""
-    if isinstance(value, (tf.SparseTensor, tf.compat.v1.SparseTensorValue)):
-        return ("sparse", _py(value.indices), _py(value.values), _py(value.dense_shape))
-    if isinstance(value, dict):
-        return {key: _py(v) for key, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return tuple(_py(v) for v in value)
-    if isinstance(value, tf.Tensor):
-        value = value.numpy()
-    return np.asarray(value).tolist()
-
-
 def _legacy(fn, seed=None):
     """Batches of the legacy pipeline fn(qp), run with runners until OutOfRange."""
     g, fetch = build(qp, fn, seed=seed)
-    return [_py(b) for b in drain(qp, g, fetch)]
+    return [py(b) for b in drain(qp, g, fetch)]
 
 
 def _twin(ds):
     """Batches of a twin Dataset, read as this TF mode's user would."""
-    return [_py(b) for b in dataset_values(ds)]
+    return [py(b) for b in dataset_values(ds)]
 
 
 def _graph_twin(make_dataset):
@@ -66,7 +53,7 @@ def _graph_twin(make_dataset):
         with new_session(g) as sess:
             with pytest.raises(tf.errors.OutOfRangeError):
                 for _ in range(10_000):
-                    out.append(_py(sess.run(next_batch)))
+                    out.append(py(sess.run(next_batch)))
     return out
 
 
@@ -254,7 +241,7 @@ def _padded_twin(shapes=None):
 @pytest.mark.parametrize("shapes", [None, [[None], [None, 2], []]], ids=["inferred", "given"])
 def test_dynamic_pad_matches_legacy(shapes):
     g, legacy_out = build(qp, lambda m: _padded_legacy(m, shapes))
-    legacy = [_py(b) for b in drain(qp, g, legacy_out)]
+    legacy = [py(b) for b in drain(qp, g, legacy_out)]
     twin_ds = _padded_twin(shapes)
     assert _twin(twin_ds) == legacy
     assert legacy[1][0] == [[0, 1, 0], [0, 1, 2]]

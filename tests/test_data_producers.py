@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from queue_pipeline.data import producers
-from helpers import build, dataset_values, drain, drain_dataset, new_session
+from helpers import build, dataset_values, drain, drain_dataset, new_session, py
 
 NAMES = [
     "input_producer",
@@ -28,35 +28,24 @@ WORDS = [f"w{i:02d}" for i in range(20)]
 # --------------------------------------------------------------------------- helpers
 
 
-def _py(value):
-    """A fetched element as a hashable Python value (tuples for arrays and tuples)."""
-    if isinstance(value, (tuple, list)):
-        return tuple(_py(v) for v in value)
-    if isinstance(value, np.ndarray):
-        return tuple(_py(v) for v in value.tolist()) if value.ndim else value.item()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
 def elements(ds, limit=10_000):
     """The elements of `ds` (at most `limit`), read as this TF mode's user would.
 
     Eagerly with a Python ``for`` under TF 2.x defaults; through a one-shot
     iterator in a Session in TF1 mode (see ``helpers.dataset_values``).
     """
-    return [_py(element) for element in dataset_values(ds, limit=limit)]
+    return [py(element) for element in dataset_values(ds, limit=limit)]
 
 
 def in_graph(make, seed=None, limit=10_000):
     """Builds make() in a fresh graph (graph seed `seed`) and drains a one-shot iterator."""
-    return [_py(value) for value in drain_dataset(make, seed=seed, limit=limit)]
+    return [py(value) for value in drain_dataset(make, seed=seed, limit=limit)]
 
 
 def legacy(make, seed=None):
     """Drains the legacy queue_pipeline pipeline make(qp) (runners, Coordinator)."""
     g, fetch = build(qp, make, seed=seed)
-    return [_py(x) for x in drain(qp, g, fetch)]
+    return [py(x) for x in drain(qp, g, fetch)]
 
 
 def epochs(sequence, size):
@@ -276,7 +265,7 @@ def test_match_filenames_once_sorted_like_legacy(files):
         variable = qp.match_filenames_once(pattern)
         with new_session(g) as sess:
             sess.run(tf.compat.v1.local_variables_initializer())
-            want = [_py(f) for f in sess.run(variable)]
+            want = [py(f) for f in sess.run(variable)]
     assert want == [str(files / n).encode() for n in ("a.txt", "b.txt")]
     assert elements(producers.match_filenames_once(pattern)) == want
     assert in_graph(lambda: producers.match_filenames_once(pattern)) == want

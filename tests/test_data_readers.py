@@ -8,14 +8,13 @@ import inspect
 import warnings
 import zlib
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
 from queue_pipeline import data
 from queue_pipeline.data import producers, readers
-from helpers import TF, build, dataset_values, drain, drain_dataset, new_session
+from helpers import build, dataset_values, drain, drain_dataset, new_session, py, TF
 
 NAMES = [
     "FixedLengthRecordReader",
@@ -37,27 +36,18 @@ STATE_METHODS = [
 # --------------------------------------------------------------------------- helpers
 
 
-def _py(value):
-    """A fetched record as hashable Python: bytes, or tuples of bytes for batches."""
-    if isinstance(value, (tuple, list)):
-        return tuple(_py(v) for v in value)
-    if isinstance(value, np.ndarray):
-        return tuple(value.tolist())
-    return value
-
-
 def elements(ds, limit=10_000):
     """The elements of `ds` (at most `limit`), read as this TF mode's user would.
 
     Eagerly with a Python ``for`` under TF 2.x defaults; through a one-shot
     iterator in a Session in TF1 mode (see ``helpers.dataset_values``).
     """
-    return [_py(element) for element in dataset_values(ds, limit=limit)]
+    return [py(element) for element in dataset_values(ds, limit=limit)]
 
 
 def in_graph(make):
     """make() built in a fresh graph, drained through a one-shot iterator in a Session."""
-    return [_py(value) for value in drain_dataset(make)]
+    return [py(value) for value in drain_dataset(make)]
 
 
 def legacy(impl, make_reader, work, up_to=None):
@@ -74,7 +64,7 @@ def legacy(impl, make_reader, work, up_to=None):
         sess.run(close)
         try:
             for _ in range(10_000):
-                out.append(_py(tuple(sess.run(fetch))))
+                out.append(py(tuple(sess.run(fetch))))
         except tf.errors.OutOfRangeError:
             pass
     return out
@@ -365,7 +355,7 @@ def test_pipeline_matches_legacy_pipeline(text_work, num_epochs):
         return m.TextLineReader(skip_header_lines=1).read(files)
 
     g, fetch = build(qp, build_legacy)
-    want = [_py(tuple(x)) for x in drain(qp, g, fetch)]
+    want = [py(tuple(x)) for x in drain(qp, g, fetch)]
 
     def twin():
         files = producers.string_input_producer(text_work, num_epochs=num_epochs, shuffle=False)
@@ -408,7 +398,7 @@ def test_read_accepts_match_filenames_once(text_work, tmp_path):
 def test_iterator_checkpoint_replaces_serialize_state(text_work, tmp_path):
     ds = readers.TextLineReader().read(text_work)
     iterator = iter(ds)
-    first = [_py((k.numpy(), v.numpy())) for k, v in (next(iterator) for _ in range(4))]
+    first = [py((k.numpy(), v.numpy())) for k, v in (next(iterator) for _ in range(4))]
     checkpoint = tf.train.Checkpoint(iterator=iterator)
     path = checkpoint.save(str(tmp_path / "ckpt"))
     rest = eager_rest(iterator)
@@ -433,12 +423,12 @@ def test_saver_over_the_iterator_replaces_serialize_state(text_work, tmp_path):
         out = []
         with pytest.raises(tf.errors.OutOfRangeError):
             while True:
-                out.append(_py(sess.run(next_record)))
+                out.append(py(sess.run(next_record)))
         return out
 
     with new_session(g) as sess:
         sess.run(iterator.initializer)
-        first = [_py(sess.run(next_record)) for _ in range(4)]
+        first = [py(sess.run(next_record)) for _ in range(4)]
         path = saver.save(sess, str(tmp_path / "ckpt"))
         after_save = rest(sess)
     with new_session(g) as sess:
@@ -449,7 +439,7 @@ def test_saver_over_the_iterator_replaces_serialize_state(text_work, tmp_path):
 
 
 def eager_rest(iterator):
-    return [_py((k.numpy(), v.numpy())) for k, v in iterator]
+    return [py((k.numpy(), v.numpy())) for k, v in iterator]
 
 
 def test_custom_reader_ref():

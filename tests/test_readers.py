@@ -6,7 +6,6 @@ import gzip
 import inspect
 import zlib
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -14,7 +13,7 @@ import queue_pipeline as qp
 from queue_pipeline import readers
 from queue_pipeline.errors import GraphModeRequiredError
 from queue_pipeline.plan import plan_for
-from helpers import new_session, session_config
+from helpers import new_session, py, session_config
 
 OURS = readers
 TF = tf.compat.v1
@@ -29,11 +28,6 @@ READER_NAMES = [
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _py(x):
-    """Session output -> comparable Python value (bytes, or a tuple of bytes)."""
-    return tuple(x.tolist()) if isinstance(x, np.ndarray) else x
 
 
 def _kernel_message(error: tf.errors.OpError) -> str:
@@ -66,7 +60,7 @@ def drain(make_reader, work, *, up_to=None, max_steps=40, as_handle=False, dtype
         for _ in range(max_steps):
             try:
                 key, value = sess.run(fetch)
-                out.append((_py(key), _py(value)))
+                out.append((py(key), py(value)))
             except tf.errors.OutOfRangeError:
                 out.append("EOF")
                 break
@@ -315,7 +309,7 @@ def _state_trace(build, work, corrupt=b"\xff garbage"):
 
     def step(fetch, feed=None):
         try:
-            trace.append(_py(sess.run(fetch, feed)))
+            trace.append(py(sess.run(fetch, feed)))
         except tf.errors.OpError as e:
             trace.append((type(e), _kernel_message(e)))
 
