@@ -32,7 +32,8 @@ import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
 import workloads  # noqa: E402
-from queue_pipeline import _lift, _vectorize  # noqa: E402
+from queue_pipeline._engine import vectorize as _vectorize  # noqa: E402
+from queue_pipeline._rebuild import lift as _lift
 
 VARIANTS = ["lifted_per_record", "lifted_vectorized", "tfdata", "tfdata_batch_decode"]
 RECORD_BYTES = {"W3": 3073}

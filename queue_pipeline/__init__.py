@@ -25,13 +25,13 @@ _LAZY = {
     "batch": "queue_pipeline.batching",
     "batch_join": "queue_pipeline.batching",
     "Coordinator": "queue_pipeline.coordinator",
-    "diagnostics": "queue_pipeline._settings",
-    "engine": "queue_pipeline._settings",
+    "diagnostics": "queue_pipeline._core.settings",
+    "engine": "queue_pipeline._core.settings",
     "FixedLengthRecordReader": "queue_pipeline.readers",
     "GraphModeRequiredError": "queue_pipeline.errors",
     "IdentityReader": "queue_pipeline.readers",
     "input_producer": "queue_pipeline.producers",
-    "install": "queue_pipeline._install",
+    "install": "queue_pipeline._scripts.install",
     "limit_epochs": "queue_pipeline.producers",
     "LooperThread": "queue_pipeline.coordinator",
     "match_filenames_once": "queue_pipeline.producers",
@@ -53,10 +53,10 @@ _LAZY = {
     "start_queue_runners": "queue_pipeline.runner",
     "string_input_producer": "queue_pipeline.producers",
     "TextLineReader": "queue_pipeline.readers",
-    "tf_faithful": "queue_pipeline._settings",
+    "tf_faithful": "queue_pipeline._core.settings",
     "TFRecordReader": "queue_pipeline.readers",
     "to_dataset": "queue_pipeline.rebuild",
-    "uninstall": "queue_pipeline._install",
+    "uninstall": "queue_pipeline._scripts.install",
     "WholeFileReader": "queue_pipeline.readers",
 }
 
@@ -83,8 +83,8 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from queue_pipeline import compare, data, plan, testing
-    from queue_pipeline._install import install, uninstall
-    from queue_pipeline._settings import diagnostics, engine, tf_faithful
+    from queue_pipeline._scripts.install import install, uninstall
+    from queue_pipeline._core.settings import diagnostics, engine, tf_faithful
     from queue_pipeline.batching import (
         batch,
         batch_join,

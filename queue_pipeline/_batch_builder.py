@@ -8,7 +8,7 @@ conditional on ``keep_input`` -> a QueueRunner -> the fill summary -> dequeue
 structure. Each step's graph, names and errors are TF 1.x's; the public
 functions in batching.py only choose a :class:`BatchKind`. Under
 ``queue_pipeline.engine("dataset")`` the call is then served by a tf.data
-iterator instead (see :mod:`queue_pipeline._engine`).
+iterator instead (see :mod:`queue_pipeline._engine.serving`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ import numbers
 
 import tensorflow as tf
 
-from queue_pipeline import _compat, _diagnostics, _settings, _sparse, _structure, plan
+from queue_pipeline import plan
+from queue_pipeline._core import compat as _compat
+from queue_pipeline._diagnostics import traps as _diagnostics
+from queue_pipeline._core import settings as _settings
+from queue_pipeline._core import sparse as _sparse
+from queue_pipeline._core import structure as _structure
 from queue_pipeline.runner import QueueRunner, add_queue_runner
 
 
@@ -117,7 +122,7 @@ def build(
     )
     if _settings.current().engine == "dataset":
         # Imported here: the engine pulls in the rebuilder and the tf.data twins.
-        from queue_pipeline import _engine  # noqa: PLC0415
+        from queue_pipeline._engine import serving as _engine  # noqa: PLC0415
 
         return _engine.serve(node, result, queue=queue, scope=scope)
     return result

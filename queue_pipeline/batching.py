@@ -15,7 +15,7 @@ from queue_pipeline._batch_builder import BatchKind
 if TYPE_CHECKING:
     from typing import Sequence
 
-    from queue_pipeline._types import (
+    from queue_pipeline._core.types import (
         Batch,
         BoolLike,
         IntLike,

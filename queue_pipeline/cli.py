@@ -139,7 +139,8 @@ def _leading_run_flags(
 
 
 def _run(args) -> int:
-    from queue_pipeline import _install, _tf1_script
+    from queue_pipeline._scripts import install as _install
+    from queue_pipeline._scripts import tf1 as _tf1_script
 
     engine, tf1, script_args = _leading_run_flags(args.engine, args.tf1, args.args)
     try:

@@ -40,10 +40,13 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from queue_pipeline import _harness, _inspect, _normalize, _progress
-from queue_pipeline._compare_analysis import analyze
-from queue_pipeline._harness import PipelineError, PipelineStalledError
-from queue_pipeline._report import (
+from queue_pipeline._compare import harness as _harness
+from queue_pipeline._compare import inspect as _inspect
+from queue_pipeline._compare import normalize as _normalize
+from queue_pipeline._core import progress as _progress
+from queue_pipeline._compare.analysis import analyze
+from queue_pipeline._compare.harness import PipelineError, PipelineStalledError
+from queue_pipeline._compare.report import (
     ComparisonReport,
     ComponentReport,
     Difference,

@@ -41,7 +41,8 @@ import numpy as np
 import tensorflow as tf
 
 import queue_pipeline
-from queue_pipeline import _bundled_data, _progress, data
+from queue_pipeline import _bundled_data, data
+from queue_pipeline._core import progress as _progress
 from queue_pipeline._cli_support import DEMO_DESCRIPTION as DESCRIPTION
 from queue_pipeline._cli_support import add_demo_arguments as add_arguments
 from queue_pipeline._cli_support import report_error

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 import tensorflow as tf
 
-from queue_pipeline._compat import PrivateKey
+from queue_pipeline._core.compat import PrivateKey
 
 __all__ = ["Plan", "PlanNode", "plan_for", "plan_nodes"]
 

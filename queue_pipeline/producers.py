@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline import _compat, _diagnostics, plan
+from queue_pipeline import plan
+from queue_pipeline._core import compat as _compat
+from queue_pipeline._diagnostics import traps as _diagnostics
 from queue_pipeline.runner import QueueRunner, add_queue_runner
 
 if TYPE_CHECKING:
     from typing import Sequence
 
-    from queue_pipeline._types import (
+    from queue_pipeline._core.types import (
         IntLike,
         OperationLike,
         QueueLike,

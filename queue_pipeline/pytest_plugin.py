@@ -78,7 +78,7 @@ def qp_session(qp_graph: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     """A Session on ``qp_graph`` whose ops time out (ini ``queue_pipeline_timeout``)."""
     import tensorflow as tf
 
-    from queue_pipeline import _harness
+    from queue_pipeline._compare import harness as _harness
 
     sess = tf.compat.v1.Session(
         graph=qp_graph, config=_harness.session_config(_timeout(request.config))

@@ -6,8 +6,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from queue_pipeline import _diagnostics, plan
-from queue_pipeline._compat import require_graph
+from queue_pipeline import plan
+from queue_pipeline._diagnostics import traps as _diagnostics
+from queue_pipeline._core.compat import require_graph
 
 __all__ = [
     "FixedLengthRecordReader",
@@ -90,7 +91,7 @@ class ReaderBase:
         Side effects:
           Records a ``"<ClassName>.read"`` plan node whose ``reads`` is `queue`,
           and registers the read for the diagnostics (NOTE [ Unstarted guard ]
-          in _diagnostics.py).
+          in _diagnostics/traps.py).
         """
         _read_guard(queue, f"{type(self).__name__}.read")
         key_value = _ops.ReaderReadV2(

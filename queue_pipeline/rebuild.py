@@ -5,7 +5,7 @@ tensors, a producer's queue, a reader's ``(key, value)``,
 ``slice_input_producer``'s list) and returns the ``tf.data.Dataset`` with the
 same element structure, dtypes and static shapes, assembled from the tf.data
 twins in :mod:`queue_pipeline.data`. The user's own per-record ops between two
-stages are lifted out of the legacy graph (see :mod:`queue_pipeline._lift`)
+stages are lifted out of the legacy graph (see :mod:`queue_pipeline._rebuild.lift`)
 and applied with ``Dataset.map``.
 
 NOTE [ Rebuilding from the plan ]
@@ -52,10 +52,10 @@ next file to whichever reader is free). Unused reader keys are not built
 (``read(keys=False)``).
 
 Extension points for other engines: :class:`Rebuilder` records every
-:class:`~queue_pipeline._lift.LiftedRegion` it maps in :attr:`Rebuilder.regions`,
+:class:`~queue_pipeline._rebuild.lift.LiftedRegion` it maps in :attr:`Rebuilder.regions`,
 and a subclass can override :meth:`Rebuilder.apply_region` (e.g. to run a
 region on whole batches; it gets the region's role), :meth:`Rebuilder.batching_stream`
-and :meth:`Rebuilder.slice_stream`, as the dataset engine (``_engine.py``) does.
+and :meth:`Rebuilder.slice_stream`, as the dataset engine (``_engine/serving.py``) does.
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline import _lift, plan
-from queue_pipeline._compat import variable_op_read_by
+from queue_pipeline import plan
+from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._core.compat import variable_op_read_by
 from queue_pipeline.data import _common as data_common
 from queue_pipeline.data import batching as data_batching
 from queue_pipeline.data import producers as data_producers
@@ -812,7 +813,7 @@ def to_dataset(outputs, *, session: tf.compat.v1.Session | None = None) -> tf.da
     its twin in :mod:`queue_pipeline.data`, and the user's own per-record ops
     between them are lifted out of the legacy graph into ``Dataset.map``
     functions (see NOTE [ Rebuilding from the plan ] and NOTE [ Lifting a
-    region ] in ``_lift.py``). The legacy graph is not modified and nothing
+    region ] in ``_rebuild/lift.py``). The legacy graph is not modified and nothing
     in it runs, except one read of each variable the per-record ops or the
     producers read, through `session`.
 

@@ -19,14 +19,18 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.protobuf import queue_runner_pb2
 
-from queue_pipeline import _compat, _diagnostics, _locate, _session_hook, _settings
-from queue_pipeline._compat import QUEUE_RUNNERS, logger
+from queue_pipeline._core import compat as _compat
+from queue_pipeline._diagnostics import traps as _diagnostics
+from queue_pipeline._diagnostics import locate as _locate
+from queue_pipeline._diagnostics import session_hook as _session_hook
+from queue_pipeline._core import settings as _settings
+from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 
 if TYPE_CHECKING:
     from typing import Sequence
 
     from queue_pipeline.coordinator import Coordinator
-    from queue_pipeline._types import (
+    from queue_pipeline._core.types import (
         OperationLike,
         QueueLike,
         SessionLike,
@@ -277,7 +281,7 @@ class QueueRunner:
         Side effects:
           Registers each thread with `coord`. Marks the queue's runners as
           started in `sess` (for the unstarted guard). Under the diagnostics
-          (see queue_pipeline._settings), also: installs the session hook
+          (see queue_pipeline._core.settings), also: installs the session hook
           (once per process) so a runner's error replaces the consumer's
           closed-queue OutOfRangeError; warns once about partial
           fixed-length tails; cancels the queue at interpreter exit.
@@ -325,7 +329,7 @@ class QueueRunner:
         """Thread body: runs `enqueue_op` until a queue-closed error, stop or error.
 
         See NOTE [ Queue close vs cancel ] and, for what the diagnostics
-        change, NOTE [ Runner errors reach the consumer ] in _diagnostics.py.
+        change, NOTE [ Runner errors reach the consumer ] in _diagnostics/traps.py.
         """
         settings = settings or _settings.current()
         counted = True  # this thread still counts in _runs_per_session[sess]

@@ -21,8 +21,10 @@ import sys
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline import _harness, _inspect, _normalize
-from queue_pipeline._harness import PipelineError, PipelineStalledError
+from queue_pipeline._compare import harness as _harness
+from queue_pipeline._compare import inspect as _inspect
+from queue_pipeline._compare import normalize as _normalize
+from queue_pipeline._compare.harness import PipelineError, PipelineStalledError
 
 __all__ = [
     "PipelineError",

@@ -30,7 +30,7 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from helpers import new_session, py, TF
-from queue_pipeline import _locate
+from queue_pipeline._diagnostics import locate as _locate
 
 
 def _write_tfrecords(path, records, options=None):

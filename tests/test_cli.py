@@ -77,7 +77,8 @@ def recorded_run(monkeypatch, tmp_path):
     """Replaces the run itself; returns (script, calls), each call (engine, tf1, args)."""
     import contextlib
 
-    from queue_pipeline import _install, _tf1_script
+    from queue_pipeline._scripts import install as _install
+    from queue_pipeline._scripts import tf1 as _tf1_script
 
     calls = []
     state = {"tf1": False}
@@ -141,7 +142,7 @@ def test_run_reads_queue_pipeline_tf1(recorded_run, monkeypatch, value, tf1):
 def test_run_tf1_reports_a_removed_api_as_its_replacement(recorded_run, monkeypatch, capsys):
     import tensorflow as tf
 
-    from queue_pipeline import _install
+    from queue_pipeline._scripts import install as _install
 
     script, _ = recorded_run
     try:

@@ -11,8 +11,8 @@ import tensorflow as tf
 import compare_pipelines as P
 import queue_pipeline as qp
 from helpers import TF
-from queue_pipeline import _normalize
-from queue_pipeline._progress import Progress
+from queue_pipeline._compare import normalize as _normalize
+from queue_pipeline._core.progress import Progress
 from queue_pipeline.compare import (
     ComparisonReport,
     PipelineError,

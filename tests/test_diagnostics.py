@@ -18,7 +18,7 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from helpers import TF, graph_nodes, new_session, python_argv
-from queue_pipeline import _settings
+from queue_pipeline._core import settings as _settings
 
 SHORT_MS = 1500  # sessions expected to block use this timeout
 
@@ -636,7 +636,7 @@ def test_a_runner_error_ends_only_the_pipelines_it_feeds_and_only_once(tmp_path)
 
 
 def test_graphs_without_queue_pipeline_run_through_tfs_own_session_run():
-    from queue_pipeline import _session_hook
+    from queue_pipeline._diagnostics import session_hook as _session_hook
 
     with tf.Graph().as_default() as g:
         qp.batch([tf.constant(1)], 1)  # installs the hook (once per process)

@@ -25,7 +25,8 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from helpers import TF, dataset_values, drain, new_session, session_config
-from queue_pipeline import _engine, plan
+from queue_pipeline import plan
+from queue_pipeline._engine import serving as _engine
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
 ENGINES = ("queue", "dataset")
@@ -579,7 +580,7 @@ def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, cap
     monkeypatch.setattr(_engine, "_vectorizer", lambda: None)
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
         result = run_both(lambda: csv_pipeline(csv_files, num_epochs=1))
-    assert "queue_pipeline._vectorize is not available" in caplog.text
+    assert "queue_pipeline._engine.vectorize is not available" in caplog.text
     assert examples(result["dataset"][1]) == examples(result["queue"][1])
 
 
@@ -649,5 +650,5 @@ def test_unmodified_script_through_queue_pipeline_run_on_both_engines(tmp_path):
         for e, text in out.items()
     }
     assert rows["dataset"] == rows["queue"] and len(rows["queue"]) == 22
-    assert "runners: queue_pipeline._engine" in out["dataset"]
+    assert "runners: queue_pipeline._engine.serving" in out["dataset"]
     assert "runners: queue_pipeline.runner" in out["queue"]

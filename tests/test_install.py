@@ -20,7 +20,8 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from helpers import python_argv, session_config, tf1_mode
-from queue_pipeline import _install, cli
+from queue_pipeline import cli
+from queue_pipeline._scripts import install as _install
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
 TRAIN_NAMES = (

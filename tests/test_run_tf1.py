@@ -24,7 +24,9 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline
-from queue_pipeline import _install, _tf1_script, cli
+from queue_pipeline import cli
+from queue_pipeline._scripts import install as _install
+from queue_pipeline._scripts import tf1 as _tf1_script
 
 SCRIPTS = pathlib.Path(__file__).parent / "scripts"
 READER = SCRIPTS / "tf1_fully_connected_reader.py"
@@ -92,7 +94,7 @@ IMPL = {
     "native": "impl: tensorflow.python.training.coordinator "
     "tensorflow.python.training.queue_runner_impl",
     "queue": "impl: queue_pipeline.coordinator queue_pipeline.runner",
-    "dataset": "impl: queue_pipeline.coordinator queue_pipeline._engine",
+    "dataset": "impl: queue_pipeline.coordinator queue_pipeline._engine.serving",
 }
 
 

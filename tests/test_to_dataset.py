@@ -20,7 +20,8 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from helpers import dataset_values, new_session, tf1_mode
-from queue_pipeline import _lift, cli
+from queue_pipeline import cli
+from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline.compare import compare, rebuilt_twin
 from queue_pipeline.errors import NotRebuildableError
 from queue_pipeline.rebuild import Rebuilder

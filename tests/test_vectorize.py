@@ -19,8 +19,8 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from helpers import dataset_values, new_session
-from queue_pipeline import _lift
-from queue_pipeline._vectorize import NotVectorizable, VectorizedRegion, vectorize
+from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._engine.vectorize import NotVectorizable, VectorizedRegion, vectorize
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "benchmarks"))
 import workloads  # noqa: E402  (benchmarks/workloads.py)

@@ -52,7 +52,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._compat import as_int64
+from queue_pipeline._core.compat import as_int64
 from queue_pipeline.data import _common
 
 __all__ = [

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._compat import as_int64, static_dim
+from queue_pipeline._core.compat import as_int64, static_dim
 from queue_pipeline.data._common import warn_inert
 
 __all__ = [

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from queue_pipeline._compat import as_int64
+from queue_pipeline._core.compat import as_int64
 from queue_pipeline.data._common import as_dataset, warn_inert
 
 __all__ = [

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from queue_pipeline._compat import logger
+from queue_pipeline._core.compat import logger
 
 __all__ = ["mark"]
 

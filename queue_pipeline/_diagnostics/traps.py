@@ -1,6 +1,6 @@
 """Diagnostics for the classic queue-pipeline traps (deliberate differences from TF 1.x).
 
-Four mechanisms, each behind a switch in :mod:`queue_pipeline._settings`:
+Four mechanisms, each behind a switch in :mod:`queue_pipeline._core.settings`:
 
 * **Unstarted guard** (``unstarted_guard``): a step that dequeues from a
   queue_pipeline queue whose runners were not started in its session waits a
@@ -21,7 +21,7 @@ Four mechanisms, each behind a switch in :mod:`queue_pipeline._settings`:
   NOTE [ Interpreter exit ].
 
 The ``no_spin`` and ``tail_warning`` switches act in runner.py and
-_locate.py.
+_diagnostics/locate.py.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ import weakref
 
 import tensorflow as tf
 
-from queue_pipeline import _session_hook, _settings
-from queue_pipeline._compat import LOCAL_VARIABLES, logger
+from queue_pipeline._diagnostics import session_hook as _session_hook
+from queue_pipeline._core import settings as _settings
+from queue_pipeline._core.compat import LOCAL_VARIABLES, logger
 
 __all__ = [
     "GUARD_SUFFIX",
@@ -53,7 +54,7 @@ GUARD_SUFFIX = "_qp_guard"
 # NOTE [ Unstarted guard ]
 # TF 1.x hangs forever when a consumer dequeues from a queue whose runners
 # were never started (spec P1). The guard lives in the session hook (NOTE
-# [ The session hook ] in _session_hook.py), not in the graph: every queue a
+# [ The session hook ] in _diagnostics/session_hook.py), not in the graph: every queue a
 # queue_pipeline builder dequeues or reads from is registered when it is
 # built, with a probe (its size and closed-ness, two ops connected to
 # nothing, under "<queue op name>_qp_guard/", a scope no TF name uses);

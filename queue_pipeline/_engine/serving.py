@@ -54,11 +54,11 @@ What a legacy program sees, and why:
   saves and restores the input position, shuffle buffers included, in the
   same or a rebuilt graph; a checkpoint without it (trained natively or on
   queues) still restores, from the start of the input (NOTE [ Checkpoints
-  without an input position ] in ``_input_position.py``). The state of
+  without an input position ] in ``_engine/input_position.py``). The state of
   per-record random ops is not saved (external state is ignored): after a
   restore the same records come, in the same order, but their random
   distortions start a fresh stream.
-* **Vectorized decoding.** When :mod:`queue_pipeline._vectorize` is present
+* **Vectorized decoding.** When :mod:`queue_pipeline._engine.vectorize` is present
   and the per-record region feeding a batching call has a batch form, the
   raw records are shuffled and batched first and the region runs once per
   batch (see :class:`_EngineRebuilder`); otherwise each record is decoded by
@@ -119,9 +119,10 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import queue_runner_pb2
 
-from queue_pipeline import _input_position, plan, rebuild
+from queue_pipeline import plan, rebuild
+from queue_pipeline._engine import input_position as _input_position
 from queue_pipeline.data import producers as data_producers
-from queue_pipeline._compat import QUEUE_RUNNERS, SUMMARIES, PrivateKey, logger
+from queue_pipeline._core.compat import QUEUE_RUNNERS, SUMMARIES, PrivateKey, logger
 from queue_pipeline.errors import NotRebuildableError
 
 __all__ = ["serve"]
@@ -256,7 +257,7 @@ def _is_seeded(graph: tf.Graph, leaves: list) -> bool:
 def _vectorizer():
     """The batch-vectorizer module, or None while it does not exist."""
     try:
-        return importlib.import_module("queue_pipeline._vectorize")
+        return importlib.import_module("queue_pipeline._engine.vectorize")
     except ImportError:
         return None
 
@@ -462,7 +463,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
     def _why_not_vectorized(self, node, region, leaves, pack, base) -> str | None:
         """Why the region feeding `node` must run per record, or None if it need not."""
         if self.vectorizer is None:
-            return "queue_pipeline._vectorize is not available"
+            return "queue_pipeline._engine.vectorize is not available"
         args = node.args
         keep = args.get("keep_input", True)
         keep_true = keep is True or (
@@ -644,7 +645,7 @@ def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> N
         back = [qr for qr in retired if _queue_op_name(qr.queue) in scope]
         # Upstream first, as they were: runners start in collection order, and a
         # consumer's first dequeue must not come before its producer is marked
-        # started (see NOTE [ Unstarted guard ] in _diagnostics.py).
+        # started (see NOTE [ Unstarted guard ] in _diagnostics/traps.py).
         graph.get_collection_ref(QUEUE_RUNNERS)[:0] = back
         with _LOCK:
             graph.get_collection_ref(_RETIRED)[:] = [qr for qr in retired if qr not in back]

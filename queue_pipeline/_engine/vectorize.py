@@ -1,6 +1,6 @@
 """Batch-vectorized decoding: a lifted per-record region rewritten to run on whole batches.
 
-:func:`vectorize` takes a :class:`~queue_pipeline._lift.LiftedRegion` (the
+:func:`vectorize` takes a :class:`~queue_pipeline._rebuild.lift.LiftedRegion` (the
 user's per-record ops between two pipeline stages) and returns either a
 :class:`VectorizedRegion`, which computes the same values for a whole batch of
 records at once, or a :class:`NotVectorizable` naming the first op that has no
@@ -15,7 +15,7 @@ inputs first) and rewritten node by node into a new GraphDef. Every tensor is ei
 per-example shape is the one the per-record region infers) or *unbatched*
 (it does not depend on a source: constants, shapes, variable reads). A node
 whose inputs are all unbatched is copied unchanged and stays unbatched. A
-node with a batched input needs a *rule* (``_RULES`` in _vectorize_rules.py): most rules copy
+node with a batched input needs a *rule* (``_RULES`` in _engine/vectorize_rules.py): most rules copy
 the node unchanged (element-wise ops, ``DecodeCSV``, ``ParseExampleV2`` on a
 scalar), others copy it with rewritten axis, shape, slice or permutation
 inputs (an extra leading entry for the batch axis) or attributes, built by
@@ -90,10 +90,10 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline import _lift
-from queue_pipeline._compat import static_dim
-from queue_pipeline._lift import LiftedRegion
-from queue_pipeline._vectorize_rules import (
+from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._core.compat import static_dim
+from queue_pipeline._rebuild.lift import LiftedRegion
+from queue_pipeline._engine.vectorize_rules import (
     _BINARY,
     _RULES,
     _SIZE_KEEPING_UNARY,

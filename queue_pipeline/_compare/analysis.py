@@ -9,8 +9,8 @@ import collections
 
 import numpy as np
 
-from queue_pipeline import _normalize
-from queue_pipeline._report import (
+from queue_pipeline._compare import normalize as _normalize
+from queue_pipeline._compare.report import (
     ComparisonReport,
     ComponentReport,
     Difference,

@@ -1,7 +1,7 @@
 """Where an input error came from: the file and record behind it, and partial-tail warnings.
 
 Three pieces, all behind the diagnostics switches of
-:mod:`queue_pipeline._settings`:
+:mod:`queue_pipeline._core.settings`:
 
 * :func:`describe_origin`: a short text naming the file and record behind a
   runner thread's error, for the message the consumer sees.
@@ -14,7 +14,7 @@ Three pieces, all behind the diagnostics switches of
 
 Nothing is recorded while a pipeline runs: decode errors are traced back to
 their record after the fact (NOTE [ Finding the failing record ] in
-``_records.py``), reader errors by re-reading the files. Nothing here
+``_diagnostics/records.py``), reader errors by re-reading the files. Nothing here
 raises: every failure degrades to "" (or None) or to no warning.
 """
 
@@ -29,8 +29,10 @@ from typing import Iterable
 
 import tensorflow as tf
 
-from queue_pipeline import _records, _settings, plan
-from queue_pipeline._compat import logger
+from queue_pipeline import plan
+from queue_pipeline._diagnostics import records as _records
+from queue_pipeline._core import settings as _settings
+from queue_pipeline._core.compat import logger
 
 __all__ = ["consumer_error", "describe_origin", "partial_tail", "warn_partial_tails"]
 
@@ -60,7 +62,7 @@ def describe_origin(error: BaseException, runner, sess) -> str:
       compression is wrong;
     * an error after the read (``decode_csv``, ``parse_single_example``,
       ``decode_raw``) is traced to its record by decoding the reader's files
-      again (NOTE [ Finding the failing record ] in ``_records.py``):
+      again (NOTE [ Finding the failing record ] in ``_diagnostics/records.py``):
       ``"file /d/a.csv, line 17 (record /d/a.csv:17)"``, or ``"one of the
       records ..."`` when several fail the same way;
     * a producer's "non-null input tensor" error names the glob of its

@@ -24,7 +24,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from queue_pipeline._compat import static_dim
+from queue_pipeline._core.compat import static_dim
 
 _MAP_OPS = ("AddSparseToTensorsMap", "AddManySparseToTensorsMap")
 

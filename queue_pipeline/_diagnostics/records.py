@@ -34,7 +34,8 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline import _lift, plan
+from queue_pipeline import plan
+from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline.errors import NotRebuildableError
 
 __all__ = ["describe_key", "failing_records", "kernel_message", "read_sources"]

@@ -1,7 +1,7 @@
 """The rewrite rules of batch-vectorized decoding, one small function per op family.
 
 Each rule rebuilds one node of a lifted per-record region in batched form
-(see NOTE [ Vectorizing a region ] in :mod:`queue_pipeline._vectorize`, which
+(see NOTE [ Vectorizing a region ] in :mod:`queue_pipeline._engine.vectorize`, which
 owns the walk and the public API). A rule receives the :class:`_Builder`
 doing the rewrite, the node, and one :class:`_In` per input; it copies the
 node (``b.copy``) or emits a batched replacement (``b.emit`` / ``b.helper``),
@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 if TYPE_CHECKING:
-    from queue_pipeline._vectorize import _Builder
+    from queue_pipeline._engine.vectorize import _Builder
 
 
 class _Refused(Exception):

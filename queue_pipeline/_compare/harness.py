@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-from queue_pipeline import _inspect
+from queue_pipeline._compare import inspect as _inspect
 from queue_pipeline.coordinator import Coordinator
 from queue_pipeline.errors import QueuePipelineError
 
@@ -175,7 +175,7 @@ class TwinReader:
     """
 
     def __init__(self, dataset, *, timeout: float, api: str, graph=None):
-        from queue_pipeline import _normalize
+        from queue_pipeline._compare import normalize as _normalize
 
         self._to_leaves = _normalize.leaves_of
         self._timeout, self._api = timeout, api

@@ -11,7 +11,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from queue_pipeline import _normalize
+from queue_pipeline._compare import normalize as _normalize
 
 QUEUE_RUNNERS = tf.compat.v1.GraphKeys.QUEUE_RUNNERS
 _DEQUEUE_TYPES = (

@@ -475,7 +475,7 @@ def run_script(script: str, args: Sequence[str] = (), *, engine: str | None = No
       ValueError: `engine` is not an engine.
       ScriptError: the script raised an exception (``.error``, ``.traceback``).
     """
-    from queue_pipeline import _settings
+    from queue_pipeline._core import settings as _settings
 
     if not os.path.isfile(script):
         raise FileNotFoundError(f"run: no such script {script!r}.")

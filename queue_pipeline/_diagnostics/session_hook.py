@@ -13,7 +13,7 @@ graph op by op, and no per-record work happens anywhere (runner threads run
 their enqueue ops through TF's own ``make_callable``, see :func:`raw_callable`).
 For a graph with state, per step:
 
-* **Unstarted guard** (NOTE [ Unstarted guard ] in ``_diagnostics.py``): while
+* **Unstarted guard** (NOTE [ Unstarted guard ] in ``_diagnostics/traps.py``): while
   some queue_pipeline queue of the graph has no runner started in this
   session, the fetches' step is searched (once per fetch signature) for
   dequeues and reader reads from such queues; each waits up to its grace
@@ -43,7 +43,7 @@ from typing import Callable
 
 import tensorflow as tf
 
-from queue_pipeline._compat import logger
+from queue_pipeline._core.compat import logger
 
 __all__ = [
     "failure_for_end",
@@ -187,7 +187,7 @@ def register_queue(queue, api: str, *, grace: float, guarded: bool, names_errors
     connected to nothing) so that the guard can look at it once the graph is
     finalized. Side effect: installs the session hook (once per process).
     """
-    from queue_pipeline._diagnostics import GUARD_SUFFIX  # noqa: PLC0415 - no cycle at import
+    from queue_pipeline._diagnostics.traps import GUARD_SUFFIX  # noqa: PLC0415 - no cycle at import
 
     ref = queue.queue_ref
     graph = ref.graph
@@ -252,7 +252,7 @@ def failure_for_end(sess, end: tf.errors.OutOfRangeError):
     Only failures of the queue `end` comes from and of the queues upstream of
     it count; the one returned is forgotten, so later ends are plain again.
     """
-    from queue_pipeline._diagnostics import failing_op  # noqa: PLC0415
+    from queue_pipeline._diagnostics.traps import failing_op  # noqa: PLC0415
 
     with _LOCK:
         failures = _FAILURES.get(sess)
@@ -354,7 +354,7 @@ def _step(sess, state: _GraphState, fetches, feed_dict, run):
 
 
 def _named(error, sess):
-    from queue_pipeline import _locate  # noqa: PLC0415 - the locator imports the graph tools
+    from queue_pipeline._diagnostics import locate as _locate  # noqa: PLC0415 - the locator imports the graph tools
 
     try:
         return _locate.consumer_error(error, sess.graph)

@@ -1,0 +1,1 @@
+"""Running and comparing pipelines: the harness, graph inspection, normalization, reports."""

@@ -1,0 +1,1 @@
+"""Shared core: TF-mode compatibility, settings, tensor structures, sparse handles, types."""

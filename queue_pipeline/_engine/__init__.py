@@ -1,0 +1,1 @@
+"""The dataset engine: legacy batching calls served by tf.data, vectorized decoding, checkpoints."""

@@ -1,0 +1,1 @@
+"""Rebuilding legacy graphs as tf.data: lifting per-record regions into functions."""

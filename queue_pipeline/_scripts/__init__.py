@@ -1,0 +1,1 @@
+"""Running unmodified scripts: install() and ``queue-pipeline run --tf1``."""
