@@ -22,7 +22,23 @@ import tensorflow as tf
 
 from queue_pipeline._core.compat import PrivateKey
 
-__all__ = ["Plan", "PlanNode", "plan_for", "plan_nodes"]
+__all__ = ["BATCHING_KINDS", "PRODUCER_KINDS", "Plan", "PlanNode", "plan_for", "plan_nodes"]
+
+BATCHING_KINDS = frozenset(
+    {
+        "batch",
+        "batch_join",
+        "maybe_batch",
+        "maybe_batch_join",
+        "shuffle_batch",
+        "shuffle_batch_join",
+        "maybe_shuffle_batch",
+        "maybe_shuffle_batch_join",
+    }
+)
+"""The ``kind`` of the plan nodes the eight batching functions record."""
+PRODUCER_KINDS = frozenset({"string_input_producer", "range_input_producer", "input_producer"})
+"""The ``kind`` of the plan nodes of the producers that fill a queue of rows."""
 
 _LOCK = threading.Lock()
 

@@ -24,7 +24,7 @@ from queue_pipeline import cli
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline.compare import compare, rebuilt_twin
 from queue_pipeline.errors import NotRebuildableError
-from queue_pipeline.rebuild import Rebuilder
+from queue_pipeline._rebuild.rebuilder import Rebuilder
 
 TIMEOUT = 20
 

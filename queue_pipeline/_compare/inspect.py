@@ -11,26 +11,10 @@ import dataclasses
 
 import tensorflow as tf
 
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._compare import normalize as _normalize
 
 QUEUE_RUNNERS = tf.compat.v1.GraphKeys.QUEUE_RUNNERS
-_DEQUEUE_TYPES = (
-    "QueueDequeueV2",
-    "QueueDequeueManyV2",
-    "QueueDequeueUpToV2",
-    "QueueDequeue",
-    "QueueDequeueMany",
-    "QueueDequeueUpTo",
-)
-_BATCHED_DEQUEUE_TYPES = (
-    "QueueDequeueManyV2",
-    "QueueDequeueUpToV2",
-    "QueueDequeueMany",
-    "QueueDequeueUpTo",
-    "ReaderReadUpToV2",
-    "ReaderReadUpTo",
-)
-_READ_TYPES = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 _PROBE_TIMEOUT_MS = 500
 
 
@@ -69,9 +53,9 @@ def _fetch_ops(fetches) -> list:
 
 
 def _consumed_queue(op):
-    if op.type in _DEQUEUE_TYPES:
+    if op.type in graph_facts.DEQUEUE_OPS:
         return op.inputs[0].op
-    if op.type in _READ_TYPES:
+    if op.type in graph_facts.READ_OPS:
         return op.inputs[1].op
     return None
 
@@ -79,9 +63,9 @@ def _consumed_queue(op):
 def is_batched(fetches) -> bool:
     """Whether the nearest dequeue upstream of `fetches` takes many elements."""
     for op in _walk_ops(_fetch_ops(fetches)):
-        if op.type in _BATCHED_DEQUEUE_TYPES:
+        if op.type in graph_facts.BATCHED_DEQUEUE_OPS:
             return True
-        if op.type in _DEQUEUE_TYPES or op.type in _READ_TYPES:
+        if op.type in graph_facts.DEQUEUE_OPS or op.type in graph_facts.READ_OPS:
             return False
     return False
 
@@ -90,7 +74,7 @@ def _runners_by_queue(graph) -> dict[str, list]:
     out: dict[str, list] = {}
     for qr in graph.get_collection(QUEUE_RUNNERS):
         queue = getattr(qr, "queue", None)
-        op = getattr(getattr(queue, "queue_ref", None), "op", None)
+        op = graph_facts.queue_op(queue)
         if op is not None:
             out.setdefault(op.name, []).append(qr)
     return out

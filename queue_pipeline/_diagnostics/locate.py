@@ -25,10 +25,10 @@ import re
 import threading
 import time
 import zlib
-from typing import Iterable
 
 import tensorflow as tf
 
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline import plan
 from queue_pipeline._diagnostics import records as _records
 from queue_pipeline._core import settings as _settings
@@ -39,10 +39,8 @@ __all__ = ["consumer_error", "describe_origin", "partial_tail", "warn_partial_ta
 # The time budget of one description, in seconds (file checks and record scans stop).
 _BUDGET_SECS = 3.0
 # Traversal and reporting bounds.
-_MAX_OPS = 50_000
 _MAX_NAMED = 3
 
-_READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 
 # --------------------------------------------------------------------------- describe_origin
 
@@ -124,7 +122,7 @@ def consumer_error(error: BaseException, graph: tf.Graph) -> BaseException | Non
 def _describe(error, graph, ops, deadline) -> str:
     text = _message(error)
     failing = _failing_op(error, text, graph)
-    if failing is not None and failing.type in _READ_OPS:
+    if failing is not None and failing.type in graph_facts.READ_OPS:
         return _describe_read_error(error, text, failing, deadline)
     if failing is not None and failing.type == "IteratorGetNext":
         # The dataset engine's reader twin failed: the legacy reads behind it.
@@ -183,23 +181,12 @@ def _failing_op(error, text, graph) -> tf.Operation | None:
     return op if isinstance(op, tf.Operation) else None
 
 
-def _ancestors(start: Iterable[tf.Operation]) -> set:
-    """Ops `start` depends on (data and control inputs), bounded in size."""
-    seen: set = set()
-    stack = list(start)
-    while stack and len(seen) < _MAX_OPS:
-        op = stack.pop()
-        if op in seen:
-            continue
-        seen.add(op)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return seen
-
-
 def _upstream_reads(start) -> list:
     """The reader read ops `start` runs in its own step, in name order."""
-    return sorted((op for op in _ancestors(start) if op.type in _READ_OPS), key=lambda op: op.name)
+    return sorted(
+        (op for op in graph_facts.ancestors(start) if op.type in graph_facts.READ_OPS),
+        key=lambda op: op.name,
+    )
 
 
 def _reader_op(read_op: tf.Operation) -> tf.Operation:
@@ -222,14 +209,14 @@ def _named_path(text: str) -> str | None:
 
 def _queue_reads(runner) -> list:
     """The reads that take work units from `runner`'s queue (in any thread)."""
-    queue = getattr(getattr(getattr(runner, "queue", None), "queue_ref", None), "op", None)
+    queue = graph_facts.queue_op(getattr(runner, "queue", None))
     if queue is None:
         return []
     return sorted(
         (
             op
             for op in queue.graph.get_operations()
-            if op.type in _READ_OPS and op.inputs[1].op is queue
+            if op.type in graph_facts.READ_OPS and op.inputs[1].op is queue
         ),
         key=lambda op: op.name,
     )
@@ -242,7 +229,7 @@ def _served_reads(iterator_op: tf.Operation) -> list:
         if node.args.get("engine") != "dataset":
             continue
         ops = {getattr(t, "op", None) for t in node.outputs}
-        if not any(iterator_op in _ancestors([op]) for op in ops if op is not None):
+        if not any(iterator_op in graph_facts.ancestors([op]) for op in ops if op is not None):
             continue
         for read_op in _upstream_reads([t.op for t in node.inputs if isinstance(t, tf.Tensor)]):
             reads[read_op.name] = read_op
@@ -473,7 +460,7 @@ def _static_files(read_op: tf.Operation, deadline) -> list[str]:
 
 def _fills(node, queue_op) -> bool:
     queue = node.fills
-    return queue is not None and getattr(getattr(queue, "queue_ref", None), "op", None) is queue_op
+    return queue is not None and graph_facts.queue_op(queue) is queue_op
 
 
 # --------------------------------------------------------------------------- partial tails

@@ -34,14 +34,13 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline.errors import NotRebuildableError
 
 __all__ = ["describe_key", "failing_records", "kernel_message", "read_sources"]
 
-_READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2")
-_MAX_OPS = 50_000
 _MAX_CHECKED = 10
 _SCAN_BATCH = 4096
 _RECORD_INDEX = re.compile(r"\b(in |at )?record \d+")
@@ -68,19 +67,6 @@ class _Source:
         return self.batch_region(*outputs)
 
 
-def _ancestors(start) -> set:
-    seen: set = set()
-    stack = list(start)
-    while stack and len(seen) < _MAX_OPS:
-        op = stack.pop()
-        if op in seen:
-            continue
-        seen.add(op)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return seen
-
-
 def _value_of(read_op: tf.Operation) -> tf.Tensor:
     return read_op.outputs[1]
 
@@ -89,12 +75,12 @@ def _step_reads(op: tf.Operation) -> list:
     """The reader reads in `op`'s own step (not across a queue), in name order."""
     seen: set = set()
     stack, reads = [op], []
-    while stack and len(seen) < _MAX_OPS:
+    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
         current = stack.pop()
         if current in seen:
             continue
         seen.add(current)
-        if current.type in _READ_OPS:
+        if current.type in graph_facts.RESOURCE_READ_OPS:
             reads.append(current)
             continue
         if current.type.startswith("QueueDequeue"):
@@ -125,20 +111,6 @@ def read_sources(failing: tf.Operation) -> list[_Source]:
     return _queued_sources(failing, sinks)
 
 
-_BATCHING = frozenset(
-    {
-        "batch",
-        "batch_join",
-        "maybe_batch",
-        "maybe_batch_join",
-        "shuffle_batch",
-        "shuffle_batch_join",
-        "maybe_shuffle_batch",
-        "maybe_shuffle_batch_join",
-    }
-)
-
-
 def _queued_sources(failing: tf.Operation, sinks: list) -> list[_Source]:
     """Sources one batching call upstream: a batch decoded after its dequeue.
 
@@ -146,11 +118,11 @@ def _queued_sources(failing: tf.Operation, sinks: list) -> list[_Source]:
     faithful dequeue's or, under the dataset engine, the served iterator's
     (the same per-example inputs either way).
     """
-    ancestors = _ancestors([failing])
+    ancestors = graph_facts.ancestors([failing])
     nodes = [
         node
         for node in plan.plan_nodes(failing.graph)
-        if node.kind in _BATCHING
+        if node.kind in plan.BATCHING_KINDS
         and not node.args.get("enqueue_many")
         and any(getattr(t, "op", None) in ancestors for t in node.outputs)
     ]

@@ -43,6 +43,7 @@ from typing import Callable
 
 import tensorflow as tf
 
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import logger
 
 __all__ = [
@@ -56,15 +57,6 @@ __all__ = [
     "registered",
 ]
 
-_DEQUEUE = (
-    "QueueDequeueV2",
-    "QueueDequeueManyV2",
-    "QueueDequeueUpToV2",
-    "QueueDequeue",
-    "QueueDequeueMany",
-    "QueueDequeueUpTo",
-)
-_READ = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
 _POLL_SECS = 0.02
 _LOCK = threading.RLock()
 _ORIGINAL: dict[str, Callable] = {}
@@ -104,10 +96,10 @@ class _GraphState:
             if op.name in seen:
                 continue
             seen.add(op.name)
-            if op.type in _DEQUEUE and op.inputs[0].op.name in guarded:
+            if op.type in graph_facts.DEQUEUE_OPS and op.inputs[0].op.name in guarded:
                 queues.add(op.inputs[0].op.name)
                 continue
-            if op.type in _READ and op.inputs[1].op.name in guarded:
+            if op.type in graph_facts.READ_OPS and op.inputs[1].op.name in guarded:
                 queues.add(op.inputs[1].op.name)
             stack.extend(t.op for t in op.inputs if t.name not in fed)
             stack.extend(op.control_inputs)
@@ -125,7 +117,7 @@ class _GraphState:
             return found
         fillers: dict[str, list] = {}
         for qr in runners:
-            name = getattr(getattr(getattr(qr, "queue", None), "queue_ref", None), "op", None)
+            name = graph_facts.queue_op(getattr(qr, "queue", None))
             if name is not None:
                 fillers.setdefault(name.name, []).extend(
                     getattr(e, "op", e) for e in getattr(qr, "enqueue_ops", ())
@@ -142,9 +134,9 @@ class _GraphState:
                 if op.name in seen:
                     continue
                 seen.add(op.name)
-                if op.type in _DEQUEUE:
+                if op.type in graph_facts.DEQUEUE_OPS:
                     todo.append(op.inputs[0].op.name)
-                elif op.type in _READ:
+                elif op.type in graph_facts.READ_OPS:
                     todo.append(op.inputs[1].op.name)
                 stack.extend(t.op for t in op.inputs)
                 stack.extend(op.control_inputs)
@@ -187,7 +179,6 @@ def register_queue(queue, api: str, *, grace: float, guarded: bool, names_errors
     connected to nothing) so that the guard can look at it once the graph is
     finalized. Side effect: installs the session hook (once per process).
     """
-    from queue_pipeline._diagnostics.traps import GUARD_SUFFIX  # noqa: PLC0415 - no cycle at import
 
     ref = queue.queue_ref
     graph = ref.graph
@@ -205,7 +196,7 @@ def register_queue(queue, api: str, *, grace: float, guarded: bool, names_errors
                 graph.as_default(),
                 tf.control_dependencies(None),
                 tf.device(ref.device),
-                tf.compat.v1.name_scope(f"{ref.op.name}{GUARD_SUFFIX}/"),
+                tf.compat.v1.name_scope(f"{ref.op.name}{graph_facts.GUARD_SUFFIX}/"),
             ):
                 probe = [
                     tf.raw_ops.QueueSizeV2(handle=ref, name="size").name,
@@ -252,19 +243,18 @@ def failure_for_end(sess, end: tf.errors.OutOfRangeError):
     Only failures of the queue `end` comes from and of the queues upstream of
     it count; the one returned is forgotten, so later ends are plain again.
     """
-    from queue_pipeline._diagnostics.traps import failing_op  # noqa: PLC0415
 
     with _LOCK:
         failures = _FAILURES.get(sess)
         if not failures:
             return None
     graph = sess.graph
-    op = failing_op(end, graph)
+    op = graph_facts.error_op(end, graph)
     if op is None:
         return None
-    if op.type in _DEQUEUE:
+    if op.type in graph_facts.DEQUEUE_OPS:
         queue = op.inputs[0].op.name
-    elif op.type in _READ:
+    elif op.type in graph_facts.READ_OPS:
         queue = op.inputs[1].op.name
     else:
         return None  # a tf.data iterator's end, or any other

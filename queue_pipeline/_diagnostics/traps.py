@@ -26,20 +26,18 @@ _diagnostics/locate.py.
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
 
 import tensorflow as tf
 
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._diagnostics import session_hook as _session_hook
 from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import LOCAL_VARIABLES, logger
 
 __all__ = [
-    "GUARD_SUFFIX",
     "enrich",
-    "failing_op",
     "forget_failures",
     "guard",
     "is_pipeline_queue",
@@ -49,7 +47,6 @@ __all__ = [
     "unblock_at_exit",
 ]
 
-GUARD_SUFFIX = "_qp_guard"
 
 # NOTE [ Unstarted guard ]
 # TF 1.x hangs forever when a consumer dequeues from a queue whose runners
@@ -197,23 +194,6 @@ def is_shutdown_error(error: BaseException, sess, coord) -> bool:
     return False
 
 
-_NODE = re.compile(r"\{\{node ([^}]+)\}\}")
-
-
-def failing_op(error, graph):
-    """The op an OpError names (its ``op``, else the ``{{node X}}`` in its message), or None."""
-    op = getattr(error, "op", None)
-    if op is not None:
-        return op
-    match = _NODE.search(getattr(error, "message", "") or "")
-    if match is None or graph is None:
-        return None
-    try:
-        return graph.get_operation_by_name(match.group(1))
-    except (KeyError, ValueError):
-        return None
-
-
 _UNINITIALIZED_HINTS = (
     "uninitialized value",
     "does not exist",
@@ -226,7 +206,7 @@ def _uninitialized_local(error, graph) -> str | None:
     """The local variable `error` says is uninitialized (read by the failing op), or None."""
     if not isinstance(error, (tf.errors.NotFoundError, tf.errors.FailedPreconditionError)):
         return None
-    op = failing_op(error, graph)
+    op = graph_facts.error_op(error, graph)
     if op is None or not any(hint in error.message for hint in _UNINITIALIZED_HINTS):
         return None
     local_ops = {v.op.name for v in graph.get_collection(LOCAL_VARIABLES)}
@@ -251,7 +231,7 @@ def enrich(error: BaseException, runner, sess, enqueue_op, origin: str = "") -> 
     if "queue_pipeline: a queue runner failed" in str(error):
         return error
     graph = getattr(sess, "graph", None)
-    op = failing_op(error, graph)
+    op = graph_facts.error_op(error, graph)
     op_name = getattr(op, "name", None)
     enqueue_name = getattr(enqueue_op, "name", str(enqueue_op))
     queue_name = getattr(runner, "_queue_op_name", None) or runner.name

@@ -119,7 +119,9 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import queue_runner_pb2
 
-from queue_pipeline import plan, rebuild
+from queue_pipeline import plan
+from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._rebuild import rebuilder as rebuild
 from queue_pipeline._engine import input_position as _input_position
 from queue_pipeline.data import producers as data_producers
 from queue_pipeline._core.compat import QUEUE_RUNNERS, SUMMARIES, PrivateKey, logger
@@ -334,7 +336,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
         served = [n for n in plan.plan_nodes(self.graph) if n.args.get("engine") == "dataset"]
         added: set[int] = set()
         while True:
-            scope = rebuild.upstream_ops(leaves, self.graph.get_collection(QUEUE_RUNNERS))
+            scope = graph_facts.upstream_ops(leaves, self.graph.get_collection(QUEUE_RUNNERS))
             more = [
                 n
                 for n in served
@@ -364,7 +366,7 @@ class _EngineRebuilder(rebuild.Rebuilder):
         leaves = list(node.outputs)
 
         def decode(*args):
-            outputs = pending.vectorized(*rebuild.dense_components(pending.base.flatten(args)))
+            outputs = pending.vectorized(*graph_facts.dense_components(pending.base.flatten(args)))
             outputs = [_at_least(value, leaf.shape) for value, leaf in zip(outputs, leaves)]
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
@@ -599,9 +601,9 @@ def _consumers(graph: tf.Graph) -> dict[str, list[str]]:
     """queue op name -> the dequeue and reader-read ops that take from it."""
     out: dict[str, list[str]] = {}
     for op in graph.get_operations():
-        if op.type in rebuild.DEQUEUE_OPS:
+        if op.type in graph_facts.DEQUEUE_OPS:
             out.setdefault(op.inputs[0].op.name, []).append(op.name)
-        elif op.type in rebuild.READ_OPS:
+        elif op.type in graph_facts.READ_OPS:
             out.setdefault(op.inputs[1].op.name, []).append(op.name)
     return out
 
@@ -614,7 +616,7 @@ def _retire_runners(graph: tf.Graph, leaves: list) -> list:
     reader's value also decoded and fetched directly).
     """
     collection = graph.get_collection_ref(QUEUE_RUNNERS)
-    scope = rebuild.upstream_ops(leaves, list(collection))
+    scope = graph_facts.upstream_ops(leaves, list(collection))
     consumers = _consumers(graph)
 
     def only_the_pipeline(consumer: str) -> bool:
@@ -641,7 +643,7 @@ def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> N
     with _LOCK:
         retired = graph.get_collection(_RETIRED)
     if retired:
-        scope = rebuild.upstream_ops(leaves, graph.get_collection(QUEUE_RUNNERS) + retired)
+        scope = graph_facts.upstream_ops(leaves, graph.get_collection(QUEUE_RUNNERS) + retired)
         back = [qr for qr in retired if _queue_op_name(qr.queue) in scope]
         # Upstream first, as they were: runners start in collection order, and a
         # consumer's first dequeue must not come before its producer is marked

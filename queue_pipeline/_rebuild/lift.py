@@ -55,7 +55,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._core.compat import VARIABLE_OP_TYPES, is_ref_tensor
-from queue_pipeline._diagnostics.traps import GUARD_SUFFIX
+from queue_pipeline._core.graph import GUARD_SUFFIX
 from queue_pipeline.errors import NotRebuildableError
 
 __all__ = [

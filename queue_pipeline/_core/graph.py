@@ -1,0 +1,133 @@
+"""Graph facts every subsystem reads: queue and reader op types, queues, upstream walks.
+
+One copy of each: the rebuilder, the dataset engine, the diagnostics and the
+compare harness all classify ops with these tables and walk graphs with these
+functions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+import tensorflow as tf
+
+__all__ = [
+    "BATCHED_DEQUEUE_OPS",
+    "GUARD_SUFFIX",
+    "DEQUEUE_MANY_OPS",
+    "DEQUEUE_ONE_OPS",
+    "DEQUEUE_OPS",
+    "DEQUEUE_UP_TO_OPS",
+    "GATHERING_QUEUE_OPS",
+    "MAX_WALK_OPS",
+    "READ_OPS",
+    "READ_UP_TO_OPS",
+    "RESOURCE_READ_OPS",
+    "ancestors",
+    "components",
+    "dense_components",
+    "error_op",
+    "queue_op",
+    "upstream_ops",
+]
+
+# Each pair: the resource (V2) kernel, then TF's legacy ref-typed one.
+DEQUEUE_ONE_OPS = ("QueueDequeueV2", "QueueDequeue")
+DEQUEUE_MANY_OPS = ("QueueDequeueManyV2", "QueueDequeueMany")
+DEQUEUE_UP_TO_OPS = ("QueueDequeueUpToV2", "QueueDequeueUpTo")
+DEQUEUE_OPS = DEQUEUE_ONE_OPS + DEQUEUE_MANY_OPS + DEQUEUE_UP_TO_OPS
+READ_UP_TO_OPS = ("ReaderReadUpToV2", "ReaderReadUpTo")
+READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2", "ReaderRead", "ReaderReadUpTo")
+RESOURCE_READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2")
+"""The reads of resource readers: every reader but IdentityReader's FakeQueue shim."""
+BATCHED_DEQUEUE_OPS = DEQUEUE_MANY_OPS + DEQUEUE_UP_TO_OPS + READ_UP_TO_OPS
+"""Ops whose outputs have a leading batch axis."""
+GATHERING_QUEUE_OPS = ("FIFOQueueV2", "PaddingFIFOQueueV2", "RandomShuffleQueueV2")
+"""Queues whose contents are plain elements (no builder needed to rebuild them)."""
+
+GUARD_SUFFIX = "_qp_guard"
+"""Name-scope suffix of the diagnostics' probe ops (``<queue>_qp_guard/``); never lifted."""
+
+MAX_WALK_OPS = 50_000
+"""Bound on the ops an upstream walk visits (diagnostics must stay cheap)."""
+
+
+def queue_op(queue) -> tf.Operation | None:
+    """The queue op of a ``tf.queue.QueueBase`` or of its resource tensor; None otherwise."""
+    ref = getattr(queue, "queue_ref", queue)
+    return getattr(ref, "op", None)
+
+
+def components(leaf) -> list[tf.Tensor]:
+    """The dense tensors of a Tensor or SparseTensor."""
+    if isinstance(leaf, tf.SparseTensor):
+        return [leaf.indices, leaf.values, leaf.dense_shape]
+    return [leaf]
+
+
+def dense_components(values) -> list:
+    """The dense tensors of `values`: a SparseTensor gives its three components."""
+    out: list = []
+    for value in values:
+        out += components(value)
+    return out
+
+
+def ancestors(start: Iterable[tf.Operation], limit: int = MAX_WALK_OPS) -> set[tf.Operation]:
+    """Ops `start` depends on (data and control inputs), `start` included; at most `limit`."""
+    seen: set[tf.Operation] = set()
+    stack = list(start)
+    while stack and len(seen) < limit:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return seen
+
+
+def upstream_ops(leaves, runners) -> set[str]:
+    """Names of the ops `leaves` depend on, through data and control inputs and queues.
+
+    A queue op counts as depending on the enqueue ops of the `runners` that
+    fill it, so the walk crosses every stage of a legacy pipeline.
+
+    Args:
+      leaves: Tensors or SparseTensors.
+      runners: QueueRunner-like objects (``queue``, ``enqueue_ops``).
+    """
+    enqueues: dict[str, list] = {}
+    for qr in runners:
+        op = queue_op(getattr(qr, "queue", None))
+        if op is not None:
+            enqueues.setdefault(op.name, []).extend(getattr(e, "op", e) for e in qr.enqueue_ops)
+    seen: set[str] = set()
+    stack = [t.op for leaf in leaves for t in components(leaf)]
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+        stack.extend(enqueues.get(op.name, ()))
+    return seen
+
+
+_NODE = re.compile(r"\{\{node ([^}]+)\}\}")
+
+
+def error_op(error, graph) -> tf.Operation | None:
+    """The op an OpError names (its ``op``, else the ``{{node X}}`` in its message), or None."""
+    op = getattr(error, "op", None)
+    if op is not None:
+        return op
+    match = _NODE.search(getattr(error, "message", "") or "")
+    if match is None or graph is None:
+        return None
+    try:
+        return graph.get_operation_by_name(match.group(1))
+    except (KeyError, ValueError):
+        return None

@@ -1,0 +1,693 @@
+"""The Rebuilder: a legacy pipeline's plan turned into tf.data streams, stage by stage.
+
+:func:`queue_pipeline.to_dataset` (the public facade, ``rebuild.py``) and the
+dataset engine (``_engine/serving.py``) both build on :class:`Rebuilder`: it
+turns the tensors a legacy pipeline hands out into the ``tf.data.Dataset``
+with the same element structure, dtypes and static shapes, assembled from
+the tf.data twins in :mod:`queue_pipeline.data`. The user's own per-record ops between two
+stages are lifted out of the legacy graph (see :mod:`queue_pipeline._rebuild.lift`)
+and applied with ``Dataset.map``.
+
+NOTE [ Rebuilding from the plan ]
+A *stream* is a stage output: a Dataset plus the legacy tensors its
+element's components stand for. :meth:`Rebuilder.rebuild` turns any legacy
+tensors into a stream in three steps:
+
+1. walk back from the tensors (``_lift.find_sources``) to the stage outputs
+   they need: the outputs of a recorded batching call, reader read,
+   ``slice_input_producer`` or ``limit_epochs``, and dequeues;
+2. build one stream per stage, recursively: batching -> its twin over the
+   rebuilt stream of each input list (the joins: one per list, interleaved
+   by the twin); a reader -> its twin's ``read``/``read_up_to`` over the
+   rebuilt work queue; a dequeue from a producer's queue -> the producer's
+   twin; a dequeue from a queue no builder recorded but that QueueRunners
+   fill with plain enqueue ops (a prefetch queue, as the Object Detection
+   API's, or tf-slim's parallel reader) -> the rebuilt enqueued tensors
+   interleaved, with ``prefetch(capacity)`` (NOTE [ Queues no builder
+   recorded ]);
+   several stages feeding one example are zipped (each ``sess.run``
+   evaluated each stage once);
+3. lift the ops between the stage outputs and the tensors into one function
+   and ``map`` it (no map when there are none).
+
+NOTE [ Queues no builder recorded ]
+A queue that no queue_pipeline builder recorded is rebuilt only when its
+contents are plain: a FIFO, padding FIFO or random shuffle queue, filled by
+QueueRunners whose enqueue ops each enqueue one element of upstream tensors
+that can themselves be rebuilt, and dequeued one element at a time. One
+enqueue op is a prefetch queue (the Object Detection API's prefetcher,
+tf-slim's ``prefetch_queue``); several are a gathering queue (tf-slim's
+``parallel_reader``: N readers on one filename queue, each enqueueing what it
+reads), whose rebuilt streams are interleaved one element from each in turn
+(the queue's order is whichever thread comes first, so any interleaving is
+one it could deliver). A random shuffle queue adds ``shuffle(capacity)``
+(with the queue's seed); every one ends in ``prefetch(capacity)``.
+
+Work queues shared by several consumers (N readers on one
+``string_input_producer``, the "Reading data" guide's multiple readers) are
+split by position: consumer ``i`` of ``N`` gets the producer's rows
+``i, i+N, ...`` with the producer's own num_epochs and shuffle, so every row
+is read once per epoch in total, as with the shared queue (which gives the
+next file to whichever reader is free). Unused reader keys are not built
+(``read(keys=False)``).
+
+Extension points for other engines: :class:`Rebuilder` records every
+:class:`~queue_pipeline._rebuild.lift.LiftedRegion` it maps in :attr:`Rebuilder.regions`,
+and a subclass can override :meth:`Rebuilder.apply_region` (e.g. to run a
+region on whole batches; it gets the region's role), :meth:`Rebuilder.batching_stream`
+and :meth:`Rebuilder.slice_stream`, as the dataset engine (``_engine/serving.py``) does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import tensorflow as tf
+
+from queue_pipeline import plan
+from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core.compat import variable_op_read_by
+from queue_pipeline.data import _common as data_common
+from queue_pipeline.data import batching as data_batching
+from queue_pipeline.data import producers as data_producers
+from queue_pipeline.data import readers as data_readers
+from queue_pipeline.errors import NotRebuildableError
+
+__all__ = ["Rebuilder", "Stream"]
+
+_API = "to_dataset"  # the API named in errors
+_READER_METHODS = ("read", "read_up_to")
+_BATCH_ARGS = (
+    "batch_size",
+    "num_threads",
+    "capacity",
+    "min_after_dequeue",
+    "seed",
+    "enqueue_many",
+    "shapes",
+    "dynamic_pad",
+    "allow_smaller_final_batch",
+)
+
+
+@dataclasses.dataclass
+class Stream:
+    """A stage output: a Dataset and the legacy values its components stand for.
+
+    Attributes:
+      dataset: the rebuilt Dataset.
+      leaves: one legacy Tensor or SparseTensor per component of an element.
+      form: ``"bare"`` (the element is the single component), ``"tuple"``
+        (a tuple of the components, possibly of one), ``"zip"`` (a tuple of
+        the elements of :attr:`parts`), ``"packed"`` (built by a `pack`
+        function: the final structure, not for further rebuilding) or
+        ``"none"`` (no component; the element is a dummy).
+      parts: for ``"zip"``, the zipped streams.
+    """
+
+    dataset: tf.data.Dataset
+    leaves: list
+    form: str = "tuple"
+    parts: tuple = ()
+
+    def flatten(self, args: tuple) -> list:
+        """The components of one element, given the arguments ``Dataset.map`` passes."""
+        if self.form == "none":
+            return []
+        if self.form != "zip":
+            return list(args)
+        flat = []
+        for part, element in zip(self.parts, args):
+            flat += part.flatten(tuple(element) if isinstance(element, tuple) else (element,))
+        return flat
+
+
+def _static_bool(value):
+    """`value` as a Python bool if statically known, else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    static = tf.get_static_value(value) if isinstance(value, tf.Tensor) else None
+    if static is not None and np.ndim(static) == 0:
+        return bool(static)
+    if isinstance(value, tf.Tensor):
+        return None
+    return bool(value)
+
+
+class Rebuilder:
+    """Rebuilds the streams of one legacy graph; see NOTE [ Rebuilding from the plan ].
+
+    Args:
+      graph: the legacy graph.
+      session: a Session on `graph` for reading variables once (optional).
+      api: the public name used in error messages.
+      capture_variables: lift variable reads as reads in the legacy graph
+        (``_lift.lift(capture=True)``) instead of values read once through
+        `session`; the Dataset must then be built in `graph` and started by
+        an initializable iterator.
+
+    Attributes:
+      regions: every lifted region mapped so far, in order, as
+        ``(role, LiftedRegion)`` (role: what the region feeds).
+    """
+
+    def __init__(
+        self,
+        graph: tf.Graph,
+        *,
+        session: tf.compat.v1.Session | None = None,
+        api: str = _API,
+        capture_variables: bool = False,
+    ) -> None:
+        self.graph = graph
+        self.session = session
+        self.api = api
+        self.capture_variables = capture_variables
+        self.regions: list[tuple[str, _lift.LiftedRegion]] = []
+        self._values: dict[str, np.ndarray] = {}
+        self._nodes = plan.plan_nodes(graph)
+        self._by_output: dict[str, plan.PlanNode] = {}
+        self._fillers: dict[str, plan.PlanNode] = {}
+        for node in self._nodes:
+            if self._is_stage(node):
+                for leaf in node.outputs:
+                    for t in tf.nest.flatten(leaf, expand_composites=True):
+                        name = getattr(t, "name", None)
+                        if name is not None:
+                            self._by_output.setdefault(name, node)
+            queue_op = graph_facts.queue_op(node.fills)
+            if queue_op is not None:
+                self._fillers.setdefault(queue_op.name, node)
+        self._scope: set[str] | None = None
+        self._order: dict[str, int] | None = None
+
+    @staticmethod
+    def _is_stage(node: plan.PlanNode) -> bool:
+        return (
+            node.kind in plan.BATCHING_KINDS
+            or node.kind in ("slice_input_producer", "limit_epochs")
+            or node.kind.endswith(tuple("." + m for m in _READER_METHODS))
+        )
+
+    # ------------------------------------------------------------------ public
+
+    def restrict_to(self, leaves) -> None:
+        """Counts only the consumers of work queues that `leaves` depend on."""
+        self._scope = graph_facts.upstream_ops(
+            leaves, self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+        )
+
+    def has_plan(self) -> bool:
+        """Whether a recorded builder is upstream of the leaves of :meth:`restrict_to`."""
+        for node in self._nodes:
+            ops = [
+                getattr(t, "op", None)
+                for t in tf.nest.flatten(node.outputs, expand_composites=True)
+            ] + [graph_facts.queue_op(node.fills)]
+            if any(
+                op is not None and (self._scope is None or op.name in self._scope) for op in ops
+            ):
+                return True
+        return False
+
+    def rebuild(
+        self,
+        leaves,
+        *,
+        pack: Callable[[list], Any] | None = None,
+        role: str = "output",
+        exact: bool = False,
+    ) -> Stream:
+        """The stream of `leaves` (legacy Tensors or SparseTensors).
+
+        Args:
+          leaves: what one element holds, in order.
+          pack: builds the element from the list of component values; default:
+            the single component, or a tuple of them.
+          role: what the stream feeds, for :attr:`regions`.
+          exact: without `pack`, require the default element form (a bare
+            component for one leaf); else a one-tuple stream may be returned
+            as is (the twins treat both alike).
+
+        Returns:
+          A :class:`Stream` whose leaves are `leaves`.
+
+        Raises:
+          NotRebuildableError: something upstream cannot be rebuilt.
+        """
+        leaves = list(leaves)
+        sinks = [t for leaf in leaves for t in graph_facts.components(leaf)]
+        sources = _lift.find_sources(sinks, self._is_source, api=self.api)
+        groups: dict[str, list[tf.Tensor]] = {}
+        for t in sources:
+            groups.setdefault(self._stream_key(t), []).append(t)
+        streams = [self._build(key, tensors) for key, tensors in groups.items()]
+        base = _combine(streams)
+        region = _lift.lift(
+            sinks,
+            [t for leaf in base.leaves for t in graph_facts.components(leaf)],
+            session=self.session,
+            api=self.api,
+            values=self._values,
+            capture=self.capture_variables,
+        )
+        form = "bare" if len(leaves) == 1 else "tuple"
+        if (
+            pack is None
+            and region.is_identity
+            and base.form in (form, "tuple")
+            and (not exact or base.form == form)
+            and [_name(x) for x in base.leaves] == [_name(x) for x in leaves]
+            and _keeps_static_shapes(base.dataset, leaves)
+        ):
+            return Stream(base.dataset, leaves, base.form)
+        self.regions.append((role, region))
+        return self.apply_region(base, region, leaves, pack, role=role)
+
+    def apply_region(
+        self,
+        base: Stream,
+        region: _lift.LiftedRegion,
+        leaves: list,
+        pack: Callable[[list], Any] | None,
+        *,
+        role: str = "output",
+        parallel: int | None = tf.data.AUTOTUNE,
+    ) -> Stream:
+        """Maps `region` over `base`; returns the stream of `leaves`.
+
+        Override to run regions differently (e.g. vectorized over batches).
+
+        Args:
+          base: the stream whose elements are the region's sources.
+          region: the lifted per-record ops.
+          leaves: the legacy values the mapped elements stand for.
+          pack: builds the final structure from the values, or None.
+          role: what the region feeds, e.g. ``"batch list 0"`` (as recorded
+            in :attr:`regions`).
+          parallel: ``num_parallel_calls`` of the map (None: sequential,
+            which keeps per-record random ops reproducible).
+        """
+        sparse = [isinstance(leaf, tf.SparseTensor) for leaf in leaves]
+
+        def per_record(*args):
+            outputs = region(*graph_facts.dense_components(base.flatten(args)))
+            values, i = [], 0
+            for leaf, is_sparse in zip(leaves, sparse):
+                if is_sparse:
+                    value = tf.SparseTensor(*outputs[i : i + 3])
+                    value.set_shape(value.shape.merge_with(leaf.shape))
+                    values.append(value)
+                    i += 3
+                else:
+                    values.append(outputs[i])
+                    i += 1
+            if pack is not None:
+                return pack(values)
+            return values[0] if len(values) == 1 else tuple(values)
+
+        # No AutoGraph: the function is plain graph building (imports a GraphDef).
+        dataset = base.dataset.map(
+            tf.autograph.experimental.do_not_convert(per_record), num_parallel_calls=parallel
+        )
+        if pack is not None:
+            return Stream(dataset, leaves, "packed")
+        return Stream(dataset, leaves, "bare" if len(leaves) == 1 else "tuple")
+
+    # ----------------------------------------------------------------- sources
+
+    def _is_source(self, t: tf.Tensor) -> bool:
+        return (
+            t.name in self._by_output
+            or t.op.type in graph_facts.DEQUEUE_OPS
+            or t.op.type in graph_facts.READ_OPS
+        )
+
+    def _stream_key(self, t: tf.Tensor) -> str:
+        node = self._by_output.get(t.name)
+        return f"node:{node.index}" if node is not None else f"op:{t.op.name}"
+
+    def _build(self, key: str, used: list[tf.Tensor]) -> Stream:
+        node = self._by_output.get(used[0].name)
+        if node is None:
+            op = used[0].op
+            if op.type in graph_facts.READ_OPS:
+                raise _lift.not_rebuildable(
+                    self.api,
+                    op,
+                    "is a reader op that no queue_pipeline reader recorded "
+                    "(e.g. TF's own tf.compat.v1 reader), so its reader is unknown",
+                    "create the reader with queue_pipeline (queue_pipeline.TextLineReader "
+                    "and the others).",
+                )
+            return self._dequeue_stream(op)
+        if node.kind in plan.BATCHING_KINDS:
+            return self.batching_stream(node)
+        if node.kind == "slice_input_producer":
+            return self.slice_stream(node)
+        if node.kind == "limit_epochs":
+            limited = node.outputs[0]
+            inner = self.rebuild([limited.op.inputs[0]], role="limit_epochs")
+            return Stream(inner.dataset.take(node.args["num_epochs"]), [limited], inner.form)
+        return self._reader_stream(node, used)
+
+    # ---------------------------------------------------------------- batching
+
+    def batching_stream(self, node: plan.PlanNode) -> Stream:
+        """The stream a batching call delivers: its twin over its rebuilt inputs.
+
+        An extension point, like :meth:`apply_region` and :meth:`slice_stream`.
+        """
+        args = node.args
+        num_lists = args.get("num_lists", 1)
+        inputs = list(node.inputs)
+        size = len(inputs) // num_lists
+        keep = args.get("keep_input", True)
+        static_keep = _static_bool(keep)
+        datasets = []
+        for i in range(num_lists):
+            leaves = inputs[i * size : (i + 1) * size]
+            if static_keep is None:
+                leaves = leaves + [keep]
+            datasets.append(self.rebuild(leaves, role=f"{node.kind} list {i}").dataset)
+        twin = getattr(data_batching, node.kind)
+        params = inspect.signature(twin).parameters
+        kwargs = {name: args[name] for name in _BATCH_ARGS if name in params and name in args}
+        kwargs["batch_size"] = self._value(args["batch_size"], "batch_size")
+        if isinstance(kwargs.get("shapes"), Mapping):
+            shapes = kwargs["shapes"]
+            kwargs["shapes"] = [shapes[k] for k in sorted(shapes, key=str)]
+        if "keep_input" in params:
+            kwargs["keep_input"] = size if static_keep is None else static_keep
+        first = datasets if node.kind.endswith("_join") else datasets[0]
+        dataset = twin(first, **kwargs)
+        outputs = list(node.outputs)
+        return Stream(dataset, outputs, "bare" if len(outputs) == 1 else "tuple")
+
+    # ---------------------------------------------------------------- producers
+
+    def slice_stream(self, node: plan.PlanNode) -> Stream:
+        """The stream of ``slice_input_producer``'s rows (an extension point)."""
+        rows = [self._rows(t) for t in node.inputs]
+        dataset = data_producers.slice_input_producer(
+            rows,
+            num_epochs=node.args["num_epochs"],
+            shuffle=node.args["shuffle"],
+            seed=node.args["seed"],
+            capacity=node.args["capacity"],
+        )
+        return Stream(dataset, list(node.outputs), "tuple")
+
+    def _dequeue_stream(self, op: tf.Operation) -> Stream:
+        queue_op = op.inputs[0].op
+        filler = self._fillers.get(queue_op.name)
+        if filler is None:
+            return self._prefetch_stream(op)
+        if filler.kind not in plan.PRODUCER_KINDS:
+            raise _lift.not_rebuildable(
+                self.api,
+                op,
+                f"dequeues directly from the queue of a {filler.kind} "
+                "call instead of using the tensors the call returned",
+                f"use the tensors {filler.kind} returned.",
+            )
+        dataset = self.producer_dataset(queue_op, op)
+        if op.type in graph_facts.DEQUEUE_MANY_OPS + graph_facts.DEQUEUE_UP_TO_OPS:
+            count = self._value(op.inputs[1], "dequeue count")
+            dataset = dataset.batch(count, drop_remainder=op.type in graph_facts.DEQUEUE_MANY_OPS)
+        return Stream(dataset, list(op.outputs), "bare")
+
+    def _prefetch_stream(self, op: tf.Operation) -> Stream:
+        """A queue no builder recorded: rebuildable only as a plain gathering queue.
+
+        See NOTE [ Queues no builder recorded ].
+        """
+        queue_op = op.inputs[0].op
+        enqueue_ops = {}
+        for qr in self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+            q = graph_facts.queue_op(getattr(qr, "queue", None))
+            if q is not None and q.name == queue_op.name:
+                for e in qr.enqueue_ops:
+                    e = getattr(e, "op", e)
+                    enqueue_ops[e.name] = e
+        enqueue = list(enqueue_ops.values())
+        plain = (
+            queue_op.type in graph_facts.GATHERING_QUEUE_OPS
+            and op.type in graph_facts.DEQUEUE_ONE_OPS
+            and enqueue
+            and all(e.type in ("QueueEnqueueV2", "QueueEnqueue") for e in enqueue)
+        )
+        if not plain:
+            found = (
+                f"{len(enqueue)} enqueue op(s) of type(s) {sorted({e.type for e in enqueue})}"
+                if enqueue
+                else "no QueueRunner filling it"
+            )
+            raise _lift.not_rebuildable(
+                self.api,
+                queue_op,
+                "is a queue that no queue_pipeline builder recorded, "
+                f"and not a plain gathering queue ({found}; {op.type} on it by "
+                f"{op.name!r}); its contents cannot be rebuilt",
+                "build the stage with queue_pipeline's producers and batching "
+                "functions; only a FIFO, padding FIFO or random shuffle queue that "
+                "QueueRunners fill with plain enqueues of upstream tensors, dequeued "
+                "one element at a time, is rebuilt (a prefetch, or tf-slim's "
+                "parallel_reader).",
+            )
+        inner = [
+            self.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True) for e in enqueue
+        ]
+        if len({repr(s.dataset.element_spec) for s in inner}) != 1:
+            raise _lift.not_rebuildable(
+                self.api,
+                queue_op,
+                "is filled by enqueue ops whose rebuilt elements "
+                "differ in structure, dtype or shape",
+                "enqueue tensors of one kind.",
+            )
+        dataset = (
+            inner[0].dataset
+            if len(inner) == 1
+            else data_common.round_robin([s.dataset for s in inner])
+        )
+        capacity = queue_op.get_attr("capacity")
+        if queue_op.type == "RandomShuffleQueueV2":
+            seeds = (queue_op.get_attr("seed"), queue_op.get_attr("seed2"))
+            dataset = dataset.shuffle(
+                max(capacity, 1),
+                seed=seeds[1] if any(seeds) else None,
+                reshuffle_each_iteration=True,
+            )
+        dataset = dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
+        return Stream(dataset, list(op.outputs), inner[0].form)
+
+    def _consumers(self, queue_op: tf.Operation) -> list[tf.Operation]:
+        """The dequeue and read ops that take from `queue_op`, in creation order."""
+        if self._order is None:
+            self._order = {op.name: i for i, op in enumerate(self.graph.get_operations())}
+        order = self._order
+        out = []
+        for op in self.graph.get_operations():
+            if self._scope is not None and op.name not in self._scope:
+                continue
+            if op.type in graph_facts.DEQUEUE_OPS and op.inputs[0].op is queue_op:
+                out.append(op)
+            elif op.type in graph_facts.READ_OPS and op.inputs[1].op is queue_op:
+                out.append(op)
+        return sorted(out, key=lambda op: order[op.name])
+
+    def producer_dataset(
+        self, queue_op: tf.Operation, consumer: tf.Operation | None
+    ) -> tf.data.Dataset:
+        """The twin of the producer filling `queue_op`, sharded for `consumer`."""
+        node = self._fillers.get(queue_op.name)
+        if node is None or node.kind not in plan.PRODUCER_KINDS:
+            what = f"a {node.kind} call" if node is not None else "no queue_pipeline producer"
+            raise _lift.not_rebuildable(
+                self.api,
+                queue_op,
+                f"is a work queue filled by {what}, so its elements are unknown",
+                "fill it with queue_pipeline.string_input_producer (or "
+                "range_input_producer / input_producer).",
+            )
+        consumers = self._consumers(queue_op) if consumer is not None else []
+        index = next((i for i, c in enumerate(consumers) if c is consumer), 0)
+        shards = max(len(consumers), 1)
+        args = node.args
+        common = dict(
+            num_epochs=args["num_epochs"],
+            shuffle=args["shuffle"],
+            seed=args["seed"],
+            capacity=args["capacity"],
+        )
+        if node.kind == "range_input_producer" and shards == 1:
+            return data_producers.range_input_producer(
+                self._value(args["limit"], "limit"), **common
+            )
+        rows = _shard(
+            self._rows(node.inputs[0], files=node.kind == "string_input_producer"), index, shards
+        )
+        empty = _empty_rows(rows)
+        if empty is not None:
+            return empty
+        if node.kind == "string_input_producer":
+            return data_producers.string_input_producer(rows, **common)
+        element_shape = args.get("element_shape") if node.kind == "input_producer" else []
+        return data_producers.input_producer(rows, element_shape=element_shape, **common)
+
+    # ------------------------------------------------------------------ readers
+
+    def _reader_stream(self, node: plan.PlanNode, used: list[tf.Tensor]) -> Stream:
+        class_name, _, method = node.kind.rpartition(".")
+        twin_class = getattr(data_readers, class_name, None)
+        read_op = node.outputs[0].op
+        if class_name == "ReaderBase" or twin_class is None or method not in _READER_METHODS:
+            raise _lift.not_rebuildable(
+                self.api,
+                read_op,
+                f"reads with {class_name}, a reader with no tf.data twin",
+                "use one of queue_pipeline's readers (TextLineReader, "
+                "FixedLengthRecordReader, TFRecordReader, WholeFileReader, "
+                "IdentityReader).",
+            )
+        params = inspect.signature(twin_class.__init__).parameters
+        reader = twin_class(
+            **{k: v for k, v in node.args.items() if k in params and k not in ("self", "name")}
+        )
+        filenames = self.producer_dataset(read_op.inputs[1].op, read_op)
+        key = node.outputs[0]
+        keys = any(t.name == key.name for t in used)
+        if method == "read":
+            dataset = reader.read(filenames, keys=keys)
+        else:
+            count = self._value(node.args["num_records"], "num_records")
+            dataset = reader.read_up_to(filenames, count, keys=keys)
+        if keys:
+            return Stream(dataset, list(node.outputs), "tuple")
+        return Stream(dataset, [node.outputs[1]], "bare")
+
+    # ------------------------------------------------------------------- values
+
+    def _value(self, value, what: str):
+        """A Python/numpy value, or the value of a legacy tensor (static or lifted)."""
+        if isinstance(value, tf.Variable):
+            raise NotRebuildableError(
+                f"{self.api}: `{what}` is a variable ({value.name}); a Dataset needs its "
+                "value when it is built. Fix: pass a Python value or a constant.",
+                op_name=value.name,
+                reason=f"variable {what}",
+            )
+        if not isinstance(value, tf.Tensor):
+            return value
+        return self._rows(value)
+
+    def _rows(self, tensor, *, files: bool = False):
+        """A producer's input as numpy (static or computed once) or a Dataset of files.
+
+        Args:
+          tensor: a legacy tensor.
+          files: the input of a string_input_producer: a ``match_filenames_once``
+            variable becomes its twin, which globs when iterated.
+        """
+        if isinstance(tensor, tf.IndexedSlices):
+            raise NotRebuildableError(
+                f"{self.api}: an IndexedSlices input of slice_input_producer cannot be "
+                "rebuilt. Fix: pass a dense tensor.",
+                reason="IndexedSlices input",
+            )
+        try:
+            static = tf.get_static_value(tensor)
+        except (TypeError, ValueError):
+            static = None
+        if static is not None:
+            return np.asarray(static)
+        if files:
+            match = self._matched_files(tensor)
+            if match is not None:
+                return match
+        region = _lift.lift(
+            [tensor],
+            session=self.session,
+            api=self.api,
+            values=self._values,
+            capture=self.capture_variables,
+        )
+        self.regions.append(("input", region))
+        return _evaluate(region)
+
+    def _matched_files(self, tensor: tf.Tensor):
+        handle = variable_op_read_by(tensor)
+        if handle is None:
+            return None
+        for node in self._nodes:
+            if (
+                node.kind == "match_filenames_once"
+                and getattr(getattr(node.outputs[0], "op", None), "name", None) == handle.name
+            ):
+                pattern = self._value(node.args["pattern"], "pattern")
+                return data_producers.match_filenames_once(pattern)
+        return None
+
+
+def _name(x) -> str:
+    return x.indices.name if isinstance(x, tf.SparseTensor) else x.name
+
+
+def _keeps_static_shapes(dataset: tf.data.Dataset, leaves: list) -> bool:
+    """False if a leaf's legacy static shape is more specific than the Dataset's."""
+    specs = tf.nest.flatten(dataset.element_spec)
+    if len(specs) != len(leaves):
+        return True
+    for spec, leaf in zip(specs, leaves):
+        shape = getattr(spec, "shape", None)
+        if (
+            shape is not None
+            and shape.is_compatible_with(leaf.shape)
+            and shape.merge_with(leaf.shape) != shape
+        ):
+            return False
+    return True
+
+
+def _combine(streams: list[Stream]) -> Stream:
+    if not streams:
+        return Stream(tf.data.Dataset.from_tensors(np.int64(0)).repeat(), [], "none")
+    if len(streams) == 1:
+        return streams[0]
+    leaves = [leaf for s in streams for leaf in s.leaves]
+    return Stream(
+        tf.data.Dataset.zip(tuple(s.dataset for s in streams)), leaves, "zip", tuple(streams)
+    )
+
+
+def _shard(rows, index: int, shards: int):
+    if shards == 1:
+        return rows
+    if isinstance(rows, tf.data.Dataset):
+        return rows.shard(shards, index)
+    return rows[index::shards]
+
+
+def _empty_rows(rows) -> tf.data.Dataset | None:
+    """An empty Dataset if `rows` (numpy) has no rows, else None."""
+    if isinstance(rows, np.ndarray) and rows.ndim >= 1 and rows.shape[0] == 0:
+        dtype = tf.string if rows.dtype.kind in "OSU" else tf.as_dtype(rows.dtype)
+        return tf.data.Dataset.from_tensor_slices(tf.zeros(rows.shape, dtype))
+    return None
+
+
+def _evaluate(region: _lift.LiftedRegion):
+    """Runs a region with no sources once: numpy eagerly, a tensor in a graph."""
+    if tf.executing_eagerly():
+        (value,) = tf.function(lambda: region())()
+        return value.numpy()
+    (value,) = region()
+    return value
+
+
+# --------------------------------------------------------------------- structure
