@@ -14,10 +14,10 @@ iterator instead (see :mod:`queue_pipeline._engine.serving`).
 from __future__ import annotations
 
 import dataclasses
-import numbers
 
 import tensorflow as tf
 
+from queue_pipeline._core import validation
 from queue_pipeline import plan
 from queue_pipeline._core import compat as _compat
 from queue_pipeline._diagnostics import traps as _diagnostics
@@ -65,14 +65,10 @@ def build(
         original = tensors
     values = _structure.flatten(lists) + [keep_input]
     with tf.compat.v1.name_scope(name, kind.scope, values) as scope:
-        if kind.shuffle and capacity <= min_after_dequeue:
-            raise ValueError(
-                f"{api}: capacity {capacity} must be bigger than min_after_dequeue "
-                f"{min_after_dequeue}. Raise `capacity` (typically "
-                "min_after_dequeue + (num_threads + a small safety margin) * batch_size)."
-            )
-        if not kind.join and (not isinstance(num_threads, numbers.Integral) or num_threads < 1):
-            raise ValueError(f"{api}: `num_threads` must be a positive int; got {num_threads!r}.")
+        if kind.shuffle:
+            validation.check_capacity(api, capacity, min_after_dequeue)
+        if not kind.join:
+            validation.check_num_threads(api, num_threads)
         lists = [_validate(api, tensor_list) for tensor_list in lists]
         keep = _validate_keep_input(api, keep_input, enqueue_many)
         smart_cond = _compat.smart_cond

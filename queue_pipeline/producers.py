@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._core import validation
 from queue_pipeline import plan
 from queue_pipeline._core import compat as _compat
 from queue_pipeline._diagnostics import traps as _diagnostics
@@ -113,11 +114,10 @@ def limit_epochs(
     return limited
 
 
-def _limit_epochs(tensor, num_epochs, name):
+def _limit_epochs(tensor, num_epochs, name, api="limit_epochs"):
     if num_epochs is None:
         return tensor
-    if num_epochs <= 0:
-        raise ValueError("num_epochs must be > 0 not %d." % num_epochs)
+    validation.check_num_epochs(api, num_epochs)
     with tf.compat.v1.name_scope(name, "limit_epochs", [tensor]) as scope:
         zero = tf.constant(0, dtype=tf.int64)
         epochs = _compat.local_variable(zero, name="epochs")
@@ -216,8 +216,9 @@ def _input_producer(
     summary_name,
     name,
     cancel_op,
+    api="input_producer",
 ):
-    """The engine behind every producer; returns (queue, converted input)."""
+    """The engine behind every producer (`api`: which); returns (queue, converted input)."""
     with tf.compat.v1.name_scope(name, "input_producer", [input_tensor]):
         input_tensor = tf.convert_to_tensor(input_tensor, name="input_tensor")
         source = input_tensor
@@ -230,7 +231,7 @@ def _input_producer(
             )
         if shuffle:
             input_tensor = tf.random.shuffle(input_tensor, seed=seed)
-        input_tensor = _limit_epochs(input_tensor, num_epochs, None)
+        input_tensor = _limit_epochs(input_tensor, num_epochs, None, api)
         queue = tf.queue.FIFOQueue(
             capacity=capacity,
             dtypes=[input_tensor.dtype.base_dtype],
@@ -338,6 +339,7 @@ def string_input_producer(
             f"fraction_of_{capacity}_full",
             scope,
             cancel_op,
+            "string_input_producer",
         )
     plan.record(
         "string_input_producer",
@@ -409,7 +411,9 @@ def range_input_producer(
     return queue
 
 
-def _range_input_producer(limit, num_epochs, shuffle, seed, capacity, shared_name, name):
+def _range_input_producer(
+    limit, num_epochs, shuffle, seed, capacity, shared_name, name, api="range_input_producer"
+):
     with tf.compat.v1.name_scope(name, "input_producer", [limit]) as scope:
         numbers = tf.range(limit)
         queue, _ = _input_producer(
@@ -423,6 +427,7 @@ def _range_input_producer(limit, num_epochs, shuffle, seed, capacity, shared_nam
             f"fraction_of_{capacity}_full",
             scope,
             None,
+            api,
         )
         return queue, numbers
 
@@ -474,7 +479,7 @@ def slice_input_producer(
         _compat.require_graph("slice_input_producer")
         rows = tf.shape(tensors[0])[0]
         queue, _ = _range_input_producer(
-            rows, num_epochs, shuffle, seed, capacity, shared_name, None
+            rows, num_epochs, shuffle, seed, capacity, shared_name, None, "slice_input_producer"
         )
         _diagnostics.guard(queue, "slice_input_producer")
         index = queue.dequeue()

@@ -11,9 +11,28 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import build, dataset_values, drain, new_session, py
+from helpers import build, dataset_values, drain, new_session
 from queue_pipeline import batching as legacy_batching
 from queue_pipeline.data import batching as data_batching
+
+
+def _batch_value(value):
+    """A fetched or iterated batch as plain Python: arrays as (nested) *lists*, so a
+    batch stays distinguishable from a tuple of components; dicts, sparse triples."""
+    if isinstance(value, (tf.SparseTensor, tf.compat.v1.SparseTensorValue)):
+        return (
+            "sparse",
+            _batch_value(value.indices),
+            _batch_value(value.values),
+            _batch_value(value.dense_shape),
+        )
+    if isinstance(value, dict):
+        return {key: _batch_value(v) for key, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return tuple(_batch_value(v) for v in value)
+    if isinstance(value, tf.Tensor):
+        value = value.numpy()
+    return np.asarray(value).tolist()
 
 
 BATCH_APIS = [
@@ -36,12 +55,12 @@ N, EPOCHS = 13, 2
 def _legacy(fn, seed=None):
     """Batches of the legacy pipeline fn(qp), run with runners until OutOfRange."""
     g, fetch = build(qp, fn, seed=seed)
-    return [py(b) for b in drain(qp, g, fetch)]
+    return [_batch_value(b) for b in drain(qp, g, fetch)]
 
 
 def _twin(ds):
     """Batches of a twin Dataset, read as this TF mode's user would."""
-    return [py(b) for b in dataset_values(ds)]
+    return [_batch_value(b) for b in dataset_values(ds)]
 
 
 def _graph_twin(make_dataset):
@@ -53,7 +72,7 @@ def _graph_twin(make_dataset):
         with new_session(g) as sess:
             with pytest.raises(tf.errors.OutOfRangeError):
                 for _ in range(10_000):
-                    out.append(py(sess.run(next_batch)))
+                    out.append(_batch_value(sess.run(next_batch)))
     return out
 
 
@@ -241,7 +260,7 @@ def _padded_twin(shapes=None):
 @pytest.mark.parametrize("shapes", [None, [[None], [None, 2], []]], ids=["inferred", "given"])
 def test_dynamic_pad_matches_legacy(shapes):
     g, legacy_out = build(qp, lambda m: _padded_legacy(m, shapes))
-    legacy = [py(b) for b in drain(qp, g, legacy_out)]
+    legacy = [_batch_value(b) for b in drain(qp, g, legacy_out)]
     twin_ds = _padded_twin(shapes)
     assert _twin(twin_ds) == legacy
     assert legacy[1][0] == [[0, 1, 0], [0, 1, 2]]
@@ -619,8 +638,8 @@ def test_capacity_must_exceed_min_after_dequeue(api, capacity, mad):
     ds = tf.data.Dataset.range(8)
     with pytest.raises(
         ValueError,
-        match=rf"`capacity` \({capacity}\).*"
-        rf"`min_after_dequeue` \({mad}\)",
+        match=rf"capacity {capacity} must be bigger than min_after_dequeue {mad}: "
+        r"`capacity` must be greater than `min_after_dequeue`",
     ):
         _call(
             api,

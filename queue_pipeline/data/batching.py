@@ -52,6 +52,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._core import validation
 from queue_pipeline._core.compat import as_int64
 from queue_pipeline.data import _common
 
@@ -529,18 +530,14 @@ def _build(
 ) -> tf.data.Dataset:
     """Builds one twin: inputs -> examples -> shuffle -> batch -> decode -> prefetch."""
     api = kind.api
-    if kind.shuffle and capacity <= min_after_dequeue:
-        raise ValueError(
-            f"{api}: `capacity` ({capacity}) must be greater than `min_after_dequeue` "
-            f"({min_after_dequeue}); raise `capacity` (typically min_after_dequeue + "
-            "a few batches)."
-        )
+    if kind.shuffle:
+        validation.check_capacity(api, capacity, min_after_dequeue)
     if kind.join:
         datasets = _join_inputs(api, tensors)
         threads = len(datasets)
     else:
         datasets = [_require_dataset(api, "tensors", tensors)]
-        threads = _check_num_threads(api, num_threads)
+        threads = validation.check_num_threads(api, num_threads)
     parallel = threads if threads > 1 else None
     ds = datasets[0] if len(datasets) == 1 else _common.round_robin(datasets)
     ds, keep_key = _select_examples(api, ds, keep_input, enqueue_many)
@@ -569,16 +566,6 @@ def _require_dataset(api: str, arg: str, value) -> tf.data.Dataset:
         "(...) or a producer twin from queue_pipeline.data (legacy lists of tensors "
         "have no per-example meaning in tf.data)."
     )
-
-
-def _check_num_threads(api: str, num_threads) -> int:
-    if (
-        isinstance(num_threads, bool)
-        or not isinstance(num_threads, numbers.Integral)
-        or num_threads < 1
-    ):
-        raise ValueError(f"{api}: `num_threads` must be a positive int; got {num_threads!r}.")
-    return int(num_threads)
 
 
 def _join_inputs(api: str, tensors_list) -> list[tf.data.Dataset]:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._core import validation
 from queue_pipeline._core.compat import as_int64, static_dim
 from queue_pipeline.data._common import warn_inert
 
@@ -63,13 +64,9 @@ _WHOLE_EPOCH = np.iinfo(np.int64).max
 
 
 def _check_num_epochs(api: str, num_epochs: Any) -> None:
-    """Raises the legacy ValueError for a non-positive `num_epochs`."""
-    if num_epochs is None or isinstance(num_epochs, (tf.Tensor, tf.Variable)):
-        return
-    if num_epochs <= 0:
-        raise ValueError(
-            f"{api}: `num_epochs` must be > 0 (or None to repeat forever); got {num_epochs!r}."
-        )
+    """The legacy check of a Python `num_epochs`; a tensor is checked when the Dataset runs."""
+    if not isinstance(num_epochs, (tf.Tensor, tf.Variable)):
+        validation.check_num_epochs(api, num_epochs)
 
 
 def _epochs(rows: tf.data.Dataset, count, num_epochs, shuffle: bool, seed):
