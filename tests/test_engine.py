@@ -26,6 +26,7 @@ import tensorflow as tf
 import queue_pipeline as qp
 from helpers import TF, dataset_values, drain, new_session, session_config
 from queue_pipeline import plan
+from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._engine import serving as _engine
 
 SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
@@ -167,7 +168,7 @@ def test_training_input_with_num_epochs_delivers_each_example_every_epoch():
 def test_runner_collection_holds_one_thread_less_runner(csv_files, caplog):
     graph, outputs = build("dataset", lambda: csv_pipeline(csv_files))
     runners = graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
-    assert [type(r).__name__ for r in runners] == ["_ServedRunner"]
+    assert [type(r).__name__ for r in runners] == ["ServedRunner"]
     assert runners[0].enqueue_ops == []
     assert runners[0].queue.queue_ref.op.name == "shuffle_batch/random_shuffle_queue"
     with graph.as_default(), new_session(graph) as sess, caplog.at_level(logging.WARNING):
@@ -423,7 +424,7 @@ def test_variables_fed_before_the_runners_start_are_read_then(caplog):
     assert [b.tolist() for b, _ in got] == [b.tolist() for b, _ in want]
     assert [b.tolist() for _, b in got] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     # No thread reads the variables: the stand-in runner initializes the iterator.
-    assert {type(r).__name__ for r in graph.get_collection("queue_runners")} == {"_ServedRunner"}
+    assert {type(r).__name__ for r in graph.get_collection("queue_runners")} == {"ServedRunner"}
 
 
 def test_a_served_variable_pipeline_starts_once_per_session():
@@ -585,7 +586,7 @@ def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, cap
 
 
 def test_large_preloaded_arrays_are_gathered_in_memory(monkeypatch, caplog):
-    monkeypatch.setattr(_engine, "LARGE_ROWS_BYTES", 1_000)
+    monkeypatch.setattr(engine_rebuilder, "LARGE_ROWS_BYTES", 1_000)
     images = np.arange(3000, dtype=np.float32).reshape(300, 10)
     labels = np.arange(300) % 7
 
@@ -650,5 +651,5 @@ def test_unmodified_script_through_queue_pipeline_run_on_both_engines(tmp_path):
         for e, text in out.items()
     }
     assert rows["dataset"] == rows["queue"] and len(rows["queue"]) == 22
-    assert "runners: queue_pipeline._engine.serving" in out["dataset"]
+    assert "runners: queue_pipeline._engine.runners" in out["dataset"]
     assert "runners: queue_pipeline.runner" in out["queue"]

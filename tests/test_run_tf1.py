@@ -94,7 +94,7 @@ IMPL = {
     "native": "impl: tensorflow.python.training.coordinator "
     "tensorflow.python.training.queue_runner_impl",
     "queue": "impl: queue_pipeline.coordinator queue_pipeline.runner",
-    "dataset": "impl: queue_pipeline.coordinator queue_pipeline._engine.serving",
+    "dataset": "impl: queue_pipeline.coordinator queue_pipeline._engine.runners",
 }
 
 

@@ -1,0 +1,252 @@
+"""The dataset engine's Rebuilder: whole-batch decoding and large preloaded arrays.
+
+:class:`EngineRebuilder` extends :class:`queue_pipeline._rebuild.rebuilder.Rebuilder`
+with the engine's two speed paths: per-record regions run on whole batches
+after the batching twin when the vectorizer can rewrite them, and large
+preloaded arrays gathered from the legacy graph's constant instead of being
+embedded (NOTE [ Large preloaded arrays ] in ``_engine/serving.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import numpy as np
+import tensorflow as tf
+
+from queue_pipeline import plan
+from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core.compat import QUEUE_RUNNERS
+from queue_pipeline._rebuild import rebuilder as rebuild
+from queue_pipeline.data import producers as data_producers
+
+__all__ = ["LARGE_ROWS_BYTES", "EngineRebuilder"]
+
+# See NOTE [ Large preloaded arrays ] in _engine/serving.py.
+LARGE_ROWS_BYTES = 16 << 20
+_GATHER_ROWS = 1024
+
+
+@dataclasses.dataclass
+class _Pending:
+    """A region to run on whole batches after the batching twin."""
+
+    base: rebuild.Stream
+    vectorized: Callable
+
+
+class EngineRebuilder(rebuild.Rebuilder):
+    """The rebuilder with the engine's two changes to how regions are mapped.
+
+    * Determinism: with `deterministic`, a region holding stateful ops
+      (random distortions) maps sequentially; a parallel map would hand out
+      the random draws in thread order.
+    * Vectorized decoding: a region that feeds the only list of a batching
+      call with no per-example options (`shapes`, `dynamic_pad`,
+      `enqueue_many`, a `keep_input` tensor) and that the vectorizer accepts
+      is not mapped per record: the raw records go through the batching twin
+      (record-level shuffle, then batch) and the vectorized region is mapped
+      on each batch (see :meth:`batching_stream`).
+
+    Attributes:
+      paths: one line per region mapped, saying which path it took and why.
+    """
+
+    def __init__(self, graph: tf.Graph, *, api: str, deterministic: bool, vectorizer) -> None:
+        # See NOTE [ Variables read when the input starts ].
+        super().__init__(graph, api=api, capture_variables=True)
+        self.deterministic = deterministic
+        self.vectorizer = vectorizer
+        self.paths: list[str] = []
+        self._batching: list[plan.PlanNode] = []
+        self._pending: dict[int, _Pending] = {}
+
+    def restrict_to(self, leaves) -> None:
+        """As the rebuilder's, also counting the consumers behind served calls upstream.
+
+        A call the engine already served hands out an iterator's tensors, so
+        the graph no longer connects them to that call's readers; its plan
+        node does.
+        """
+        leaves = list(leaves)
+        served = [n for n in plan.plan_nodes(self.graph) if n.args.get("engine") == "dataset"]
+        added: set[int] = set()
+        while True:
+            scope = graph_facts.upstream_ops(leaves, self.graph.get_collection(QUEUE_RUNNERS))
+            more = [
+                n
+                for n in served
+                if n.index not in added
+                and any(
+                    t.op.name in scope
+                    for leaf in n.outputs
+                    for t in tf.nest.flatten(leaf, expand_composites=True)
+                )
+            ]
+            if not more:
+                break
+            for n in more:
+                added.add(n.index)
+                leaves += [x for x in n.inputs if isinstance(x, (tf.Tensor, tf.SparseTensor))]
+        super().restrict_to(leaves)
+
+    def batching_stream(self, node: plan.PlanNode) -> rebuild.Stream:
+        self._batching.append(node)
+        try:
+            stream = super().batching_stream(node)
+        finally:
+            self._batching.pop()
+        pending = self._pending.pop(node.index, None)
+        if pending is None:
+            return stream
+        leaves = list(node.outputs)
+
+        def decode(*args):
+            outputs = pending.vectorized(*graph_facts.dense_components(pending.base.flatten(args)))
+            outputs = [_at_least(value, leaf.shape) for value, leaf in zip(outputs, leaves)]
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+        dataset = stream.dataset.map(
+            tf.autograph.experimental.do_not_convert(decode), num_parallel_calls=tf.data.AUTOTUNE
+        )
+        return rebuild.Stream(dataset.prefetch(tf.data.AUTOTUNE), leaves, stream.form)
+
+    def apply_region(
+        self,
+        base: rebuild.Stream,
+        region,
+        leaves: list,
+        pack: Callable[[list], Any] | None,
+        *,
+        role: str = "output",
+        parallel=tf.data.AUTOTUNE,
+    ) -> rebuild.Stream:
+        node = self._batching[-1] if self._batching else None
+        path = "per-record map"
+        if node is not None and role.startswith(f"{node.kind} list "):
+            why_not = self._why_not_vectorized(node, region, leaves, pack, base)
+            if why_not is None:
+                vectorized, why_not = _vectorize(
+                    self.vectorizer, region, self._fixed_lengths(region)
+                )
+                if vectorized is not None:
+                    self._pending[node.index] = _Pending(base, vectorized)
+                    self.paths.append(f"{role}: vectorized, decoded once per batch")
+                    return rebuild.Stream(base.dataset, list(base.leaves), base.form, base.parts)
+            path += f" ({why_not})"
+        stateful = sorted({op.type for op in region.ops if op.op_def.is_stateful})
+        if self.deterministic and stateful:
+            self.paths.append(f"{role}: {path}, sequential for determinism ({', '.join(stateful)})")
+            return super().apply_region(base, region, leaves, pack, role=role, parallel=None)
+        self.paths.append(f"{role}: {path}")
+        return super().apply_region(base, region, leaves, pack, role=role, parallel=parallel)
+
+    def slice_stream(self, node: plan.PlanNode) -> rebuild.Stream:
+        """``slice_input_producer``; large preloaded arrays stay out of the graph.
+
+        See NOTE [ Large preloaded arrays ]. Smaller or computed rows take
+        the rebuilder's own path (``from_tensor_slices`` of the values).
+        """
+        rows = [self._rows(t) for t in node.inputs]
+        arrays = [r for r in rows if isinstance(r, np.ndarray)]
+        if (
+            len(arrays) != len(rows)
+            or sum(a.nbytes for a in arrays) < LARGE_ROWS_BYTES
+            or len({a.shape[0] if a.ndim else -1 for a in arrays}) != 1
+            or arrays[0].ndim == 0
+            or arrays[0].shape[0] == 0
+        ):
+            return super().slice_stream(node)
+        args = node.args
+        indices = data_producers.range_input_producer(
+            arrays[0].shape[0],
+            num_epochs=args["num_epochs"],
+            shuffle=args["shuffle"],
+            seed=args["seed"],
+            capacity=args["capacity"],
+        )
+        leaves = list(node.outputs)
+        dtypes = [leaf.dtype for leaf in leaves]
+
+        def gather(index):
+            return [np.asarray(a[index]) for a in arrays]
+
+        def rows_of(index):
+            values = tf.numpy_function(
+                gather, [index], dtypes, stateful=False, name="preloaded_rows"
+            )
+            for value, array in zip(values, arrays):
+                value.set_shape((None,) + array.shape[1:])
+            return tuple(values)
+
+        dataset = (
+            indices.batch(_GATHER_ROWS).map(rows_of, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
+        )
+        self.paths.append(
+            f"slice_input_producer: {sum(a.nbytes for a in arrays):,} bytes "
+            "of preloaded rows gathered in memory, not embedded in the graph"
+        )
+        return rebuild.Stream(dataset, leaves, "tuple")
+
+    def _fixed_lengths(self, region) -> dict[str, int]:
+        """Sources that are a FixedLengthRecordReader's value: name -> record bytes."""
+        lengths = {}
+        for node in plan.plan_nodes(self.graph):
+            if node.kind == "FixedLengthRecordReader.read" and len(node.outputs) == 2:
+                value = node.outputs[1]
+                if any(s.name == value.name for s in region.sources):
+                    lengths[value.name] = int(node.args["record_bytes"])
+        return lengths
+
+    def _why_not_vectorized(self, node, region, leaves, pack, base) -> str | None:
+        """Why the region feeding `node` must run per record, or None if it need not."""
+        if self.vectorizer is None:
+            return "queue_pipeline._engine.vectorize is not available"
+        args = node.args
+        keep = args.get("keep_input", True)
+        keep_true = keep is True or (
+            isinstance(keep, tf.Tensor) and tf.get_static_value(keep) is True
+        )
+        for name, bad in (
+            ("tensors_list", args.get("num_lists", 1) != 1),
+            ("enqueue_many", bool(args.get("enqueue_many"))),
+            ("dynamic_pad", bool(args.get("dynamic_pad"))),
+            ("shapes", args.get("shapes") is not None),
+            ("keep_input", not keep_true),
+        ):
+            if bad:
+                return f"`{name}` of {node.kind} works on decoded examples"
+        if pack is not None or not region.sources:
+            return "the region has no record input"
+        if any(isinstance(x, tf.SparseTensor) for x in list(leaves) + list(base.leaves)):
+            return "SparseTensor components"
+        return None
+
+
+def _vectorize(module, region, fixed_lengths: dict[str, int]):
+    """(function on batches, None) or (None, why not) from the vectorizer `module`."""
+    refusal = getattr(module, "NotVectorizable", None)
+    try:
+        result = module.vectorize(region, fixed_lengths=fixed_lengths or None)
+    except Exception as e:  # noqa: BLE001 - a vectorizer bug must not break the build
+        return None, f"the vectorizer failed: {type(e).__name__}: {e}"
+    if (
+        result is None
+        or (isinstance(refusal, type) and isinstance(result, refusal))
+        or not callable(result)
+    ):
+        return None, str(result)
+    return result, None
+
+
+def _at_least(value: tf.Tensor, shape: tf.TensorShape) -> tf.Tensor:
+    """`value`, checked at run time to have `shape` where its static shape is vaguer."""
+    value = tf.convert_to_tensor(value)
+    if (
+        shape.rank is None
+        or value.shape.is_fully_defined()
+        or value.shape.merge_with(shape) == value.shape
+    ):
+        return value
+    return tf.ensure_shape(value, shape)

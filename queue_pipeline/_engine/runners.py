@@ -1,0 +1,162 @@
+"""The engine's runner surgery: stand-ins for served calls, and the runners it retires.
+
+A batching call the dataset engine serves keeps a :class:`ServedRunner` in
+the ``"queue_runners"`` collection in place of its faithful runner, and the
+faithful runners that only the rebuilt pipeline consumed leave the
+collection (kept aside in the graph, to come back if a later call falls
+back to the queue engine).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import tensorflow as tf
+from tensorflow.core.protobuf import queue_runner_pb2
+
+from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core.compat import QUEUE_RUNNERS, PrivateKey
+
+__all__ = ["ServedRunner", "queue_op_name", "restore_retired", "retire_runners", "runner_of"]
+
+_LOCK = threading.Lock()
+# The faithful runners the engine took out of a graph's collection, kept in
+# that graph (a dictionary keyed by graph would keep it alive).
+_RETIRED = PrivateKey("retired queue runners")
+
+
+class ServedRunner:
+    """Stands in the ``"queue_runners"`` collection for a call the Dataset serves.
+
+    It has a QueueRunner's interface (TF's meta-graph exporter reads
+    ``queue``, ``enqueue_ops``, ``close_op``, ``cancel_op`` and the closed
+    exception types) but no enqueue op, so it starts no thread. When the
+    call's iterator is initializable (the pipeline reads variables), starting
+    the runner initializes it, once per session; see NOTE [ Variables read
+    when the input starts ].
+    """
+
+    def __init__(self, queue, faithful, initializer=None) -> None:
+        self._initializer = initializer
+        self._started: "weakref.WeakSet" = weakref.WeakSet()
+        self._queue = queue
+        self._enqueue_ops: list = []
+        close_op = getattr(faithful, "close_op", None)
+        cancel_op = getattr(faithful, "cancel_op", None)
+        self._close_op = close_op if close_op is not None else queue.close()
+        self._cancel_op = (
+            cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
+        )
+        self._queue_closed_exception_types = (tf.errors.OutOfRangeError,)
+        self.exceptions_raised: list = []
+
+    queue = property(lambda self: self._queue)
+    enqueue_ops = property(lambda self: self._enqueue_ops)
+    close_op = property(lambda self: self._close_op)
+    cancel_op = property(lambda self: self._cancel_op)
+    queue_closed_exception_types = property(lambda self: self._queue_closed_exception_types)
+    name = property(lambda self: self._queue.name)
+
+    def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
+        """Returns ``[]``: the Dataset runs its own threads inside the session.
+
+        Side effect: the first call for `sess` runs the iterator's
+        initializer, if it has one (the variables it reads are read then).
+        """
+        del coord, daemon, start
+        if self._initializer is not None:
+            with _LOCK:
+                first = sess not in self._started
+                self._started.add(sess)
+            if first:
+                sess.run(self._initializer)
+        return []
+
+    def to_proto(self, export_scope=None):
+        """A ``QueueRunnerDef`` with no enqueue op, or None outside `export_scope`."""
+        name = self._queue.queue_ref.op.name
+        if export_scope is not None and not name.startswith(export_scope):
+            return None
+        strip = (
+            (lambda s: s[len(export_scope.rstrip("/")) + 1 :]) if export_scope else (lambda s: s)
+        )
+        proto = queue_runner_pb2.QueueRunnerDef(
+            queue_name=strip(name),
+            close_op_name=strip(self._close_op.name),
+            cancel_op_name=strip(self._cancel_op.name),
+        )
+        proto.queue_closed_exception_types.append(tf.errors.OUT_OF_RANGE)
+        return proto
+
+
+def queue_op_name(queue) -> str | None:
+    ref = getattr(queue, "queue_ref", None)
+    if ref is not None:
+        return ref.op.name
+    return getattr(queue, "name", None) if isinstance(queue, tf.Operation) else None
+
+
+def runner_of(graph: tf.Graph, queue):
+    name = queue_op_name(queue)
+    for qr in graph.get_collection(QUEUE_RUNNERS):
+        if queue_op_name(getattr(qr, "queue", None)) == name:
+            return qr
+    return None
+
+
+def _consumers(graph: tf.Graph) -> dict[str, list[str]]:
+    """queue op name -> the dequeue and reader-read ops that take from it."""
+    out: dict[str, list[str]] = {}
+    for op in graph.get_operations():
+        if op.type in graph_facts.DEQUEUE_OPS:
+            out.setdefault(op.inputs[0].op.name, []).append(op.name)
+        elif op.type in graph_facts.READ_OPS:
+            out.setdefault(op.inputs[1].op.name, []).append(op.name)
+    return out
+
+
+def retire_runners(graph: tf.Graph, leaves: list) -> list:
+    """Removes the faithful runners only the rebuilt pipeline consumed.
+
+    A runner stays when a consumer of its queue is outside the pipeline, or
+    when something outside the pipeline uses what a consumer delivers (a
+    reader's value also decoded and fetched directly).
+    """
+    collection = graph.get_collection_ref(QUEUE_RUNNERS)
+    scope = graph_facts.upstream_ops(leaves, list(collection))
+    consumers = _consumers(graph)
+
+    def only_the_pipeline(consumer: str) -> bool:
+        if consumer not in scope:
+            return False
+        op = graph.get_operation_by_name(consumer)
+        return all(user.name in scope for t in op.outputs for user in t.consumers())
+
+    retired = []
+    for qr in list(collection):
+        name = queue_op_name(getattr(qr, "queue", None))
+        if name is None or name not in scope or isinstance(qr, ServedRunner):
+            continue
+        if all(only_the_pipeline(c) for c in consumers.get(name, ())):
+            collection.remove(qr)
+            retired.append(qr)
+    with _LOCK:
+        graph.get_collection_ref(_RETIRED).extend(retired)
+    return retired
+
+
+def restore_retired(graph: tf.Graph, leaves: list) -> None:
+    """Puts back the retired runners that the faithful pipeline of `leaves` needs."""
+    with _LOCK:
+        retired = graph.get_collection(_RETIRED)
+    if not retired:
+        return
+    scope = graph_facts.upstream_ops(leaves, graph.get_collection(QUEUE_RUNNERS) + retired)
+    back = [qr for qr in retired if queue_op_name(qr.queue) in scope]
+    # Upstream first, as they were: runners start in collection order, and a
+    # consumer's first dequeue must not come before its producer is marked
+    # started (see NOTE [ Unstarted guard ] in _diagnostics/traps.py).
+    graph.get_collection_ref(QUEUE_RUNNERS)[:0] = back
+    with _LOCK:
+        graph.get_collection_ref(_RETIRED)[:] = [qr for qr in retired if qr not in back]
