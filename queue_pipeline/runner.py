@@ -23,6 +23,7 @@ from queue_pipeline._core import compat as _compat
 from queue_pipeline._diagnostics import traps as _diagnostics
 from queue_pipeline._diagnostics import locate as _locate
 from queue_pipeline._diagnostics import session_hook as _session_hook
+from queue_pipeline._diagnostics import tails as _tails
 from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 
@@ -297,7 +298,7 @@ class QueueRunner:
         if settings.runner_errors:
             _session_hook.register(sess.graph)  # the consumer sees this runner's errors
         if settings.tail_warning:
-            _locate.warn_partial_tails(self)
+            _tails.warn_partial_tails(self)
         if settings.exit_unblock:
             _diagnostics.unblock_at_exit(self, sess)
         threads = [

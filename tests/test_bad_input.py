@@ -31,6 +31,7 @@ import tensorflow as tf
 import queue_pipeline as qp
 from helpers import new_session, py, TF
 from queue_pipeline._diagnostics import locate as _locate
+from queue_pipeline._diagnostics import tails as _tails
 
 
 def _write_tfrecords(path, records, options=None):
@@ -618,7 +619,7 @@ def test_partial_tail_matches_the_kernel(tmp_path, size, record, header, footer,
     last_end = records[-1][-1] + 1 if records else header
     unread = end - max(start, last_end)
     expected = (start, unread) if start < end and unread > 0 else None
-    assert _locate.partial_tail(size, record, header, footer, hop) == expected
+    assert _tails.partial_tail(size, record, header, footer, hop) == expected
 
 
 # --------------------------------------------------------------------------- describe_origin

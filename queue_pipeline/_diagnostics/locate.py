@@ -20,9 +20,7 @@ raises: every failure degrades to "" (or None) or to no warning.
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 import time
 import zlib
 
@@ -31,10 +29,10 @@ import tensorflow as tf
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline import plan
 from queue_pipeline._diagnostics import records as _records
-from queue_pipeline._core import settings as _settings
+from queue_pipeline._diagnostics import sources
 from queue_pipeline._core.compat import logger
 
-__all__ = ["consumer_error", "describe_origin", "partial_tail", "warn_partial_tails"]
+__all__ = ["consumer_error", "describe_origin"]
 
 # The time budget of one description, in seconds (file checks and record scans stop).
 _BUDGET_SECS = 3.0
@@ -77,7 +75,7 @@ def describe_origin(error: BaseException, runner, sess) -> str:
     """
     try:
         graph = getattr(sess, "graph", None)
-        ops = _runner_ops(runner)
+        ops = sources.runner_ops(runner)
         if graph is None and ops:
             graph = ops[0].graph
         if graph is None:
@@ -126,7 +124,7 @@ def _describe(error, graph, ops, deadline) -> str:
         return _describe_read_error(error, text, failing, deadline)
     if failing is not None and failing.type == "IteratorGetNext":
         # The dataset engine's reader twin failed: the legacy reads behind it.
-        for read_op in _served_reads(failing):
+        for read_op in sources.served_reads(failing):
             found = _describe_read_error(error, text, read_op, deadline)
             if found:
                 return found
@@ -142,15 +140,6 @@ def _describe(error, graph, ops, deadline) -> str:
 
 def _message(error) -> str:
     return getattr(error, "message", None) or str(error)
-
-
-def _runner_ops(runner) -> list:
-    ops = []
-    for item in list(getattr(runner, "enqueue_ops", None) or []):
-        op = item if isinstance(item, tf.Operation) else getattr(item, "op", None)
-        if isinstance(op, tf.Operation):
-            ops.append(op)
-    return ops
 
 
 _NODE_PATTERNS = (re.compile(r"\{\{node ([^}]+)\}\}"), re.compile(r"Node: '([^']+)'"))
@@ -181,18 +170,6 @@ def _failing_op(error, text, graph) -> tf.Operation | None:
     return op if isinstance(op, tf.Operation) else None
 
 
-def _upstream_reads(start) -> list:
-    """The reader read ops `start` runs in its own step, in name order."""
-    return sorted(
-        (op for op in graph_facts.ancestors(start) if op.type in graph_facts.READ_OPS),
-        key=lambda op: op.name,
-    )
-
-
-def _reader_op(read_op: tf.Operation) -> tf.Operation:
-    return read_op.inputs[0].op
-
-
 def _named_path(text: str) -> str | None:
     """The path a file-system error names ("<path>; No such file or directory")."""
     match = re.search(
@@ -207,35 +184,6 @@ def _named_path(text: str) -> str | None:
 # --- errors raised by the read op itself -------------------------------------
 
 
-def _queue_reads(runner) -> list:
-    """The reads that take work units from `runner`'s queue (in any thread)."""
-    queue = graph_facts.queue_op(getattr(runner, "queue", None))
-    if queue is None:
-        return []
-    return sorted(
-        (
-            op
-            for op in queue.graph.get_operations()
-            if op.type in graph_facts.READ_OPS and op.inputs[1].op is queue
-        ),
-        key=lambda op: op.name,
-    )
-
-
-def _served_reads(iterator_op: tf.Operation) -> list:
-    """The legacy reads behind a batching call the dataset engine serves from `iterator_op`."""
-    reads: dict = {}
-    for node in plan.plan_nodes(iterator_op.graph):
-        if node.args.get("engine") != "dataset":
-            continue
-        ops = {getattr(t, "op", None) for t in node.outputs}
-        if not any(iterator_op in graph_facts.ancestors([op]) for op in ops if op is not None):
-            continue
-        for read_op in _upstream_reads([t.op for t in node.inputs if isinstance(t, tf.Tensor)]):
-            reads[read_op.name] = read_op
-    return [reads[name] for name in sorted(reads)]
-
-
 def _describe_read_error(error, text, read_op, deadline) -> str:
     """A reader's own error: the path it names, or the file that reproduces it."""
     path = _named_path(text)
@@ -243,8 +191,8 @@ def _describe_read_error(error, text, read_op, deadline) -> str:
         return f"file {path}"
     if not isinstance(error, tf.errors.DataLossError):
         return ""
-    reader = _reader_op(read_op)
-    files = _static_files(read_op, deadline)
+    reader = sources.reader_op(read_op)
+    files = sources.static_files(read_op, deadline)
     matches, checked = [], 0
     for path in files:
         if time.monotonic() > deadline:
@@ -377,9 +325,9 @@ def _describe_records(text, failing, deadline) -> str:
     """The record(s) that fail like `text` at `failing`; see NOTE [ Finding the failing record ]."""
     named = []
     for source in _records.read_sources(failing)[:_MAX_NAMED]:
-        files = _static_files(source.read_op, deadline)
+        files = sources.static_files(source.read_op, deadline)
         keys, _ = _records.failing_records(source, files, text, deadline)
-        reader_type = _reader_op(source.read_op).type
+        reader_type = sources.reader_op(source.read_op).type
         named += [_records.describe_key(key, reader_type) for key in keys]
     named = list(dict.fromkeys(named))
     if len(named) == 1:
@@ -406,176 +354,5 @@ def _describe_producer_error(text, ops) -> str:
         if ops
         else []
     )
-    texts = [text for text in map(_constant_text, patterns) if text]
+    texts = [text for text in map(sources.constant_text, patterns) if text]
     return f"no file matches the pattern {', '.join(texts)}" if texts else ""
-
-
-def _constant_text(value) -> str | None:
-    if isinstance(value, (str, bytes)):
-        return value.decode() if isinstance(value, bytes) else value
-    try:
-        static = tf.get_static_value(value)
-    except Exception:  # noqa: BLE001
-        return None
-    if static is None:
-        return None
-    flat = [
-        v.decode() if isinstance(v, bytes) else str(v) for v in getattr(static, "flat", [static])
-    ]
-    return ", ".join(flat)
-
-
-# --- the files behind a reader ------------------------------------------------
-
-
-def _static_files(read_op: tf.Operation, deadline) -> list[str]:
-    """The file names the producer feeding `read_op`'s queue holds, if known statically.
-
-    Known are a constant list given to a queue_pipeline producer, and the
-    glob of a ``match_filenames_once`` (evaluated now, in Python).
-    """
-    queue_op = read_op.inputs[1].op
-    files: list[str] = []
-    for node in plan.plan_for(queue_op):
-        if node.kind == "match_filenames_once":
-            for pattern in (_constant_text(node.args.get("pattern")) or "").split(", "):
-                if pattern and time.monotonic() < deadline:
-                    files.extend(sorted(tf.io.gfile.glob(pattern)))
-        elif (
-            node.kind in ("string_input_producer", "input_producer")
-            and _fills(node, queue_op)
-            and node.inputs
-        ):
-            try:
-                static = tf.get_static_value(node.inputs[0])
-            except Exception:  # noqa: BLE001
-                static = None
-            if static is not None:
-                files.extend(
-                    v.decode() if isinstance(v, bytes) else str(v)
-                    for v in getattr(static, "flat", [static])
-                )
-    return list(dict.fromkeys(files))
-
-
-def _fills(node, queue_op) -> bool:
-    queue = node.fills
-    return queue is not None and graph_facts.queue_op(queue) is queue_op
-
-
-# --------------------------------------------------------------------------- partial tails
-
-_WARNED_LOCK = threading.Lock()
-_WARNED: set = set()
-_TAIL_BUDGET_SECS = 2.0
-
-
-def warn_partial_tails(runner) -> None:
-    """Warns once per file that a FixedLengthRecordReader upstream will truncate.
-
-    For every ``FixedLengthRecordReader`` whose reads `runner`'s enqueue ops
-    run, and whose files are statically known (a constant list given to the
-    producer, or a ``match_filenames_once`` glob), it checks each file's size:
-    records start at ``header_bytes + i * stride`` and only records ending at
-    or before ``size - footer_bytes`` are produced, so bytes from the first
-    record start that does not fit are dropped, silently in TF 1.x. It logs
-    one warning (logger ``queue_pipeline``) per file and reader configuration
-    per process. Compressed files (``encoding`` GZIP or ZLIB), missing files
-    and ``record_bytes=0`` are skipped; the check stops after a time budget.
-
-    Args:
-      runner: a QueueRunner (its ``enqueue_ops`` are inspected).
-
-    It never raises, and does nothing when the ``tail_warning`` diagnostic is off.
-    """
-    try:
-        if not _settings.current().tail_warning:
-            return
-        deadline = time.monotonic() + _TAIL_BUDGET_SECS
-        for read_op in _upstream_reads(_runner_ops(runner)) + _queue_reads(runner):
-            reader = _reader_op(read_op)
-            if reader.type != "FixedLengthRecordReaderV2":
-                continue
-            _warn_reader_tails(reader, _static_files(read_op, deadline), deadline)
-    except Exception as e:  # noqa: BLE001 - a warning must never break a pipeline
-        logger.debug("queue_pipeline could not check fixed-length tails: %s", e)
-
-
-def _warn_reader_tails(reader: tf.Operation, files, deadline) -> None:
-    attrs = {
-        name: reader.get_attr(name)
-        for name in ("record_bytes", "header_bytes", "footer_bytes", "hop_bytes")
-    }
-    encoding = reader.get_attr("encoding")
-    encoding = encoding.decode() if isinstance(encoding, bytes) else encoding
-    if encoding in ("GZIP", "ZLIB") or attrs["record_bytes"] <= 0:
-        return
-    for path in files:
-        if time.monotonic() > deadline:
-            return
-        key = (path, *attrs.values())
-        with _WARNED_LOCK:
-            if key in _WARNED:
-                continue
-        try:
-            size = tf.io.gfile.stat(path).length if "://" in path else os.stat(path).st_size
-        except Exception:  # noqa: BLE001 - a missing file: the reader reports it
-            continue
-        tail = partial_tail(size, **attrs)
-        if tail is None:
-            continue
-        with _WARNED_LOCK:
-            if key in _WARNED:
-                continue
-            _WARNED.add(key)
-        start, unread = tail
-        logger.warning(
-            "queue_pipeline: FixedLengthRecordReader '%s': file %s has %d bytes, so "
-            "with record_bytes=%d, header_bytes=%d, footer_bytes=%d, hop_bytes=%d it "
-            "ends in a partial record at offset %d, which is dropped: %d bytes of the "
-            "file are never read. TF 1.x drops them silently; check the record size, "
-            "or pad the file.",
-            reader.name,
-            path,
-            size,
-            attrs["record_bytes"],
-            attrs["header_bytes"],
-            attrs["footer_bytes"],
-            attrs["hop_bytes"],
-            start,
-            unread,
-        )
-
-
-def partial_tail(
-    size: int, record_bytes: int, header_bytes: int = 0, footer_bytes: int = 0, hop_bytes: int = 0
-) -> tuple[int, int] | None:
-    """(offset, bytes never read) of the partial record TF's kernel drops, or None.
-
-    Record ``i`` starts at ``header_bytes + i * stride`` (stride: `hop_bytes`
-    if positive, else `record_bytes`) and is produced only if it ends at or
-    before ``size - footer_bytes``. The first start that does not fit, if it
-    lies before that end, begins a partial record; its bytes after the end of
-    the last produced record are never read (with overlapping records, the
-    partial record may hold no unread byte at all: then there is nothing to
-    report).
-
-    >>> partial_tail(10, 4)
-    (8, 2)
-    >>> partial_tail(11, 4, hop_bytes=3)
-    (9, 1)
-    >>> partial_tail(10, 4, hop_bytes=3) is None
-    True
-    """
-    end = size - footer_bytes
-    available = end - header_bytes
-    if record_bytes <= 0 or available <= 0:
-        return None
-    stride = hop_bytes if hop_bytes > 0 else record_bytes
-    count = 0 if available < record_bytes else (available - record_bytes) // stride + 1
-    start = header_bytes + count * stride
-    last_end = header_bytes + (count - 1) * stride + record_bytes if count else header_bytes
-    unread = end - max(start, last_end)
-    if start >= end or unread <= 0:
-        return None
-    return start, unread
