@@ -273,6 +273,12 @@ def py(value):
     return value
 
 
+def elements(dataset: tf.data.Dataset, limit: int | None = 10_000) -> list:
+    """The elements of `dataset` (at most `limit`) as :func:`py` values, read as this
+    TF mode's user would (see :func:`dataset_values`)."""
+    return [py(element) for element in dataset_values(dataset, limit=limit)]
+
+
 def assert_produces(fetch, expected, *, ordered: bool = True, error=None, **kwargs) -> list:
     """Asserts that `fetch` delivers `expected` (compared as :func:`py` values).
 

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 import queue_pipeline as qp
 from queue_pipeline.data import producers
-from helpers import build, dataset_values, drain, drain_dataset, new_session, py
+from helpers import assert_produces, build, drain, drain_dataset, elements, new_session, py
 
 NAMES = [
     "input_producer",
@@ -26,15 +26,6 @@ WORDS = [f"w{i:02d}" for i in range(20)]
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def elements(ds, limit=10_000):
-    """The elements of `ds` (at most `limit`), read as this TF mode's user would.
-
-    Eagerly with a Python ``for`` under TF 2.x defaults; through a one-shot
-    iterator in a Session in TF1 mode (see ``helpers.dataset_values``).
-    """
-    return [py(element) for element in dataset_values(ds, limit=limit)]
 
 
 def in_graph(make, seed=None, limit=10_000):
@@ -124,7 +115,7 @@ def test_same_sequence_as_legacy(case):
     want = legacy(lambda m: _dequeue(make(m)))
     if case == "slice_one":  # legacy: a 1-list per step; twin: a 1-tuple
         assert all(isinstance(x, tuple) and len(x) == 1 for x in want)
-    assert elements(make(producers)) == want
+    assert_produces(make(producers), want)
     assert in_graph(lambda: make(producers)) == want
 
 
@@ -180,7 +171,7 @@ def test_shuffled_epochs_are_fresh_permutations_like_legacy(case):
 @pytest.mark.parametrize("case", list(SHUFFLED))
 def test_seed_reproducible_across_builds(case):
     make, _ = SHUFFLED[case]
-    assert elements(make(producers, 7)) == elements(make(producers, 7))
+    assert_produces(make(producers, 7), elements(make(producers, 7)))
     assert elements(make(producers, 7)) != elements(make(producers, 8))
     assert in_graph(lambda: make(producers, 7), seed=3) == in_graph(
         lambda: make(producers, 7), seed=3
@@ -226,26 +217,29 @@ def test_iterating_again_reshuffles():
     ids=["string", "range", "limit_epochs"],
 )
 def test_num_epochs_none_repeats_forever(make, want):
-    assert elements(make(), limit=10) == want
+    assert_produces(make(), want, limit=10)
 
 
 def test_empty_rows_end_at_once():
     """Deliberate difference: legacy spins forever with no rows and no num_epochs."""
-    assert elements(producers.range_input_producer(0)) == []
-    assert elements(producers.input_producer(tf.zeros([0, 2]), num_epochs=2)) == []
+    assert_produces(producers.range_input_producer(0), [])
+    assert_produces(producers.input_producer(tf.zeros([0, 2]), num_epochs=2), [])
 
 
 def test_dataset_input_rows():
     rows = tf.data.Dataset.range(6).filter(lambda x: tf.equal(x % 2, 0))  # unknown length
-    assert elements(producers.input_producer(rows, num_epochs=2, shuffle=False)) == [0, 2, 4] * 2
+    assert_produces(producers.input_producer(rows, num_epochs=2, shuffle=False), [0, 2, 4] * 2)
     got = elements(producers.input_producer(rows, num_epochs=4, seed=2))
     assert [sorted(e) for e in epochs(got, 3)] == [[0, 2, 4]] * 4
     assert len({tuple(e) for e in epochs(got, 3)}) > 1
     known = tf.data.Dataset.from_tensor_slices([[1, 2], [3, 4]])
-    assert elements(producers.input_producer(known, num_epochs=1, shuffle=False)) == [
-        (1, 2),
-        (3, 4),
-    ]
+    assert_produces(
+        producers.input_producer(known, num_epochs=1, shuffle=False),
+        [
+            (1, 2),
+            (3, 4),
+        ],
+    )
 
 
 # --------------------------------------------------------------------------- match_filenames_once
@@ -267,11 +261,11 @@ def test_match_filenames_once_sorted_like_legacy(files):
             sess.run(tf.compat.v1.local_variables_initializer())
             want = [py(f) for f in sess.run(variable)]
     assert want == [str(files / n).encode() for n in ("a.txt", "b.txt")]
-    assert elements(producers.match_filenames_once(pattern)) == want
+    assert_produces(producers.match_filenames_once(pattern), want)
     assert in_graph(lambda: producers.match_filenames_once(pattern)) == want
     both = [str(files / "*.dat"), pattern]
-    assert elements(producers.match_filenames_once(both)) == sorted(
-        [str(files / "c.dat").encode()] + want
+    assert_produces(
+        producers.match_filenames_once(both), sorted([str(files / "c.dat").encode()] + want)
     )
 
 
@@ -308,11 +302,11 @@ def test_string_input_producer_over_match_filenames_once(files, num_epochs):
             seed=seed,
         )
 
-    assert elements(twin(False)) == want
+    assert_produces(twin(False), want)
     assert in_graph(lambda: twin(False)) == want
     shuffled = elements(twin(True, seed=4))
     assert same_epoch_multisets(shuffled, want, 2)
-    assert elements(twin(True, seed=4)) == shuffled
+    assert_produces(twin(True, seed=4), shuffled)
     assert in_graph(lambda: twin(True, seed=4), seed=1) == in_graph(
         lambda: twin(True, seed=4), seed=1
     )

@@ -14,7 +14,7 @@ import tensorflow as tf
 import queue_pipeline as qp
 from queue_pipeline import data
 from queue_pipeline.data import producers, readers
-from helpers import build, dataset_values, drain, drain_dataset, new_session, py, TF
+from helpers import assert_produces, build, drain, drain_dataset, elements, new_session, py, TF
 
 NAMES = [
     "FixedLengthRecordReader",
@@ -34,15 +34,6 @@ STATE_METHODS = [
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def elements(ds, limit=10_000):
-    """The elements of `ds` (at most `limit`), read as this TF mode's user would.
-
-    Eagerly with a Python ``for`` under TF 2.x defaults; through a one-shot
-    iterator in a Session in TF1 mode (see ``helpers.dataset_values``).
-    """
-    return [py(element) for element in dataset_values(ds, limit=limit)]
 
 
 def in_graph(make):
@@ -80,7 +71,7 @@ def assert_parity(make_reader, work, up_to=None, *, oracle=True, graph=False):
     def read(units):
         return twin.read(units) if up_to is None else twin.read_up_to(units, up_to)
 
-    assert elements(read(work)) == want
+    assert_produces(read(work), want)
     if graph:
         assert in_graph(lambda: read(tf.data.Dataset.from_tensor_slices(work))) == want
     return want
@@ -361,7 +352,7 @@ def test_pipeline_matches_legacy_pipeline(text_work, num_epochs):
         files = producers.string_input_producer(text_work, num_epochs=num_epochs, shuffle=False)
         return readers.TextLineReader(skip_header_lines=1).read(files)
 
-    assert elements(twin()) == want
+    assert_produces(twin(), want)
     assert in_graph(twin) == want
 
 
@@ -449,7 +440,7 @@ def test_custom_reader_ref():
         )
     )
     assert reader.supports_serialize is False and callable(reader.reader_ref)
-    assert elements(reader.read(["w"])) == [(b"w:a", b"1"), (b"w:b", b"2"), (b"w:c", b"3")]
+    assert_produces(reader.read(["w"]), [(b"w:a", b"1"), (b"w:b", b"2"), (b"w:c", b"3")])
     assert [len(k) for k, _ in elements(reader.read_up_to(["v", "w"], 2))] == [2, 1, 2, 1]
 
 
