@@ -69,6 +69,7 @@ def _check_progress(run, stderr, stdout, repeats=1):
     assert not PROGRESS_LINE.search(stdout) and "[bench]" not in stdout
 
 
+@pytest.mark.slow
 def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
     """The quick mode (the one the README documents) runs end to end, in the suite's mode."""
     import run  # benchmarks/run.py
@@ -98,6 +99,7 @@ def tf1_quick_run(tmp_path_factory):
     return json.loads(out.read_text()), done.stdout, done.stderr, out
 
 
+@pytest.mark.slow
 def test_harness_tf1_quick_run_every_variant_with_mode_recorded(tf1_quick_run):
     """``--tf1``: every variant runs with v2 behaviour disabled (tf.data through a
     one-shot iterator in a Session), and the result says so."""
@@ -111,6 +113,7 @@ def test_harness_tf1_quick_run_every_variant_with_mode_recorded(tf1_quick_run):
     assert "TF1 mode" in stderr.split("[bench]", 1)[1].splitlines()[0]
 
 
+@pytest.mark.slow
 def test_harness_child_measures_in_the_suites_mode(tmp_path):
     """The full mode's child process (one measurement, fresh process) gets the
     parent's TF mode: ``--tf1`` is passed on when the parent is in TF1 mode."""

@@ -513,6 +513,7 @@ def test_closing_the_session_without_coordinator_logs_in_faithful_mode(caplog):
     assert [r for r in _qp_errors(caplog) if "Exception in QueueRunner" in r.getMessage()]
 
 
+@pytest.mark.slow
 def test_non_daemon_runner_threads_do_not_keep_the_interpreter_alive(tmp_path):
     script = tmp_path / "exit_with_blocked_runner.py"
     script.write_text(
@@ -647,6 +648,7 @@ def test_graphs_without_queue_pipeline_run_through_tfs_own_session_run():
     assert _session_hook.registered(g) and not _session_hook.registered(plain)
 
 
+@pytest.mark.slow
 def test_no_deprecation_warning_from_our_own_calls(tmp_path):
     """Every builder, run once, in a fresh process of the suite's TF mode."""
     script = tmp_path / "all_builders.py"

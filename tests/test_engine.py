@@ -606,6 +606,7 @@ def test_large_preloaded_arrays_are_gathered_in_memory(monkeypatch, caplog):
 # ------------------------------------------------------------- unmodified script
 
 
+@pytest.mark.slow
 def test_unmodified_script_through_queue_pipeline_run_on_both_engines(tmp_path):
     csv = tmp_path / "rows.csv"
     csv.write_text("".join(f"{i},w{i % 5}\n" for i in range(11)))

@@ -378,6 +378,7 @@ def _rows(out):
     return sorted(line for line in out.splitlines() if line.startswith("row "))
 
 
+@pytest.mark.slow
 def test_run_subprocess_both_engines(tmp_path):
     """`python -m queue_pipeline run SCRIPT [--engine E] args...` in two processes at once."""
     csv = _csv(tmp_path)
@@ -445,7 +446,7 @@ def test_run_sets_main_argv_path_and_engine(tmp_path, capfd, monkeypatch):
     script.write_text(
         "import os, sys\n"
         "import tensorflow.compat.v1 as tf\n"
-        "from queue_pipeline import _settings\n"
+        "from queue_pipeline._core import settings as _settings\n"
         "print('name', __name__)\n"
         "print('argv', sys.argv)\n"
         "print('path0', sys.path[0])\n"

@@ -28,6 +28,9 @@ from queue_pipeline import cli
 from queue_pipeline._scripts import install as _install
 from queue_pipeline._scripts import tf1 as _tf1_script
 
+# Every test here starts Python subprocesses running scripts (seconds each).
+pytestmark = pytest.mark.slow
+
 SCRIPTS = pathlib.Path(__file__).parent / "scripts"
 READER = SCRIPTS / "tf1_fully_connected_reader.py"
 NATIVE = SCRIPTS / "tf1_native.py"

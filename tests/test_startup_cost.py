@@ -40,6 +40,7 @@ def test_importing_the_package_imports_neither_tensorflow_nor_pytest():
     assert _imported_after("import queue_pipeline") == []
 
 
+@pytest.mark.slow
 def test_a_public_name_imports_on_first_use():
     assert "tensorflow" in _imported_after("import queue_pipeline as qp\nqp.batch")
     assert "tensorflow" in _imported_after("from queue_pipeline import Coordinator")
@@ -57,6 +58,7 @@ def test_loading_the_plugin_module_imports_no_tensorflow():
     assert _imported_after("import queue_pipeline.pytest_plugin") == ["pytest"]
 
 
+@pytest.mark.slow
 def test_pytest_start_up_with_the_plugin_installed_imports_no_tensorflow(pytester):
     pytester.makepyfile(
         test_probe=textwrap.dedent("""
@@ -96,6 +98,7 @@ def _command(tmp_path, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_commands_hide_tensorflow_start_up_lines(tmp_path):
     done = _command(tmp_path)
     assert done.returncode == 0, done.stderr
@@ -104,6 +107,7 @@ def test_commands_hide_tensorflow_start_up_lines(tmp_path):
     assert "the script speaks\n" in done.stderr
 
 
+@pytest.mark.slow
 def test_tf_logs_shows_them(tmp_path):
     done = _command(tmp_path, "--tf-logs")
     assert done.returncode == 0, done.stderr

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from queue_pipeline import testing
+from queue_pipeline import pytest_plugin, testing
 from queue_pipeline.testing import (
     PipelineError,
     PipelineStalledError,
@@ -161,12 +161,12 @@ def test_snapshot_pipeline_refuses_nondeterministic_pipelines(tmp_path, graph):
 
 def test_plugin_is_registered_by_entry_point():
     points = importlib.metadata.entry_points(group="pytest11")
-    ours = [p for p in points if p.value == "queue_pipeline.testing"]
+    ours = [p for p in points if p.value == "queue_pipeline.pytest_plugin"]
     assert ours, (
         "the pytest11 entry point is missing: run `pip install -e .` so that "
         "setup.py's entry points are installed"
     )
-    assert ours[0].load() is testing
+    assert ours[0].load() is pytest_plugin
 
 
 PLUGIN_TESTS = """
@@ -195,6 +195,7 @@ def test_snapshot(qp_snapshot):
 """
 
 
+@pytest.mark.slow
 def test_plugin_fixtures_and_snapshot_option(pytester):
     pytester.makeini("[pytest]\nqueue_pipeline_timeout = 0.5\n")
     pytester.makepyfile(test_plugin=PLUGIN_TESTS.replace("VALUE", "3"))
