@@ -43,6 +43,7 @@ __all__ = ["describe_key", "failing_records", "kernel_message", "read_sources"]
 
 _MAX_CHECKED = 10
 _SCAN_BATCH = 4096
+_MIN_SUFFIX = 20  # characters a message must share to count as the same failure
 _RECORD_INDEX = re.compile(r"\b(in |at )?record \d+")
 
 
@@ -271,9 +272,23 @@ def failing_records(
             try:
                 sess.run(single, {value_in: value})
             except tf.errors.OpError as e:
-                if _masked(_message(e)) == want:
+                if _same_failure(_masked(_message(e)), want):
                     matched.append(key.decode("utf-8", "replace"))
         return matched, len(every_keys) - len(good_keys) <= _MAX_CHECKED
+
+
+def _same_failure(one: str, other: str) -> bool:
+    """Whether two kernel messages report the same failure.
+
+    Equal, or one ends with the other: a batched kernel prefixes the
+    per-record message with the example it was decoding (the dataset
+    engine's vectorized ``ParseExampleV2`` says ``Name: <unknown>, Feature:
+    x ... is required``, the per-record one ``Feature: x ... is required``).
+    """
+    if one == other:
+        return True
+    shorter, longer = sorted((one, other), key=len)
+    return len(shorter) >= _MIN_SUFFIX and longer.endswith(shorter)
 
 
 def _drain(sess, fetch, deadline) -> tuple[list[bytes], bool]:
