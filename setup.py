@@ -32,6 +32,8 @@ setup(
         # tf-slim: the best-known downstream of TF's queue API; the tests run
         # its data layer unmodified under install() (tests/test_downstreams.py).
         # ruff and mypy: the lint, format and type checks CI runs with the tests.
+        # pytest-xdist: the suite on both cores (-n 2), so that both TF modes
+        # fit CI's 10 minutes.
         "test": [
             "pytest>=7",
             "pytest-timeout>=2",
@@ -39,6 +41,7 @@ setup(
             "tf-slim>=1.1",
             "ruff>=0.6",
             "mypy>=1.10",
+            "pytest-xdist>=3",
         ],
         # scikit-learn ships real handwritten digits inside its wheel (no
         # download): the demo and legacy_examples write them in the classic

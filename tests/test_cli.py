@@ -63,8 +63,8 @@ def test_readme_commands_are_the_demo_and_what_ci_runs():
     assert commands[:2] == [
         "pip install -e '.[examples]' && queue-pipeline demo",
         "pip install -e '.[test]' && ruff check . && ruff format --check . && mypy"
-        " && python -m pytest -q -p no:cacheprovider"
-        " && python -m pytest -q -p no:cacheprovider --tf1",
+        " && python -m pytest -q -p no:cacheprovider -n 2"
+        " && python -m pytest -q -p no:cacheprovider -n 2 --tf1",
     ]
     assert commands[1] in (root / ".ci" / "run").read_text()
 
