@@ -16,7 +16,7 @@ from typing import Any, Mapping
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._rebuild import walk as _walk
 from queue_pipeline._rebuild.rebuilder import Rebuilder
 from queue_pipeline.errors import NotRebuildableError
 
@@ -75,7 +75,7 @@ def to_dataset(outputs, *, session: tf.compat.v1.Session | None = None) -> tf.da
     its twin in :mod:`queue_pipeline.data`, and the user's own per-record ops
     between them are lifted out of the legacy graph into ``Dataset.map``
     functions (see NOTE [ Rebuilding from the plan ] and NOTE [ Lifting a
-    region ] in ``_rebuild/lift.py``). The legacy graph is not modified and nothing
+    region ] in ``_rebuild/walk.py``). The legacy graph is not modified and nothing
     in it runs, except one read of each variable the per-record ops or the
     producers read, through `session`.
 
@@ -150,7 +150,7 @@ def to_dataset(outputs, *, session: tf.compat.v1.Session | None = None) -> tf.da
     rebuilder.restrict_to(leaves)
     if not rebuilder.has_plan():
         # Name the op at fault (a py_func, a foreign queue) when there is one.
-        _lift.find_sources(
+        _walk.find_sources(
             [t for leaf in leaves for t in graph_facts.components(leaf)], lambda t: False, api=_API
         )
         raise NotRebuildableError(

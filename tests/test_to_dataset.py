@@ -22,6 +22,7 @@ import queue_pipeline as qp
 from helpers import dataset_values, new_session, tf1_mode
 from queue_pipeline import cli
 from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._rebuild import walk as _walk
 from queue_pipeline.compare import compare, rebuilt_twin
 from queue_pipeline.errors import NotRebuildableError
 from queue_pipeline._rebuild.rebuilder import Rebuilder
@@ -669,7 +670,7 @@ def test_find_sources_stops_at_sources_and_identities():
         a = tf.constant([1, 2], name="a")
         b = tf.identity(tf.identity(a))
         c = b + tf.constant(1)
-    assert _lift.find_sources([c], lambda t: t.name == "a:0") == [a]
+    assert _walk.find_sources([c], lambda t: t.name == "a:0") == [a]
 
 
 # ------------------------------------------------------------------ the CLI

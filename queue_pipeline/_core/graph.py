@@ -29,6 +29,7 @@ __all__ = [
     "dense_components",
     "error_op",
     "queue_op",
+    "queue_op_name",
     "upstream_ops",
 ]
 
@@ -57,6 +58,14 @@ def queue_op(queue) -> tf.Operation | None:
     """The queue op of a ``tf.queue.QueueBase`` or of its resource tensor; None otherwise."""
     ref = getattr(queue, "queue_ref", queue)
     return getattr(ref, "op", None)
+
+
+def queue_op_name(queue) -> str | None:
+    """The name of the queue op behind `queue` (a QueueBase, its resource or the op); else None."""
+    if isinstance(queue, tf.Operation):
+        return queue.name
+    op = queue_op(queue)
+    return op.name if op is not None else None
 
 
 def components(leaf) -> list[tf.Tensor]:

@@ -18,7 +18,8 @@ import tensorflow as tf
 from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import QUEUE_RUNNERS
-from queue_pipeline._rebuild import rebuilder as rebuild
+from queue_pipeline._rebuild.rebuilder import Rebuilder
+from queue_pipeline._rebuild.stream import Stream
 from queue_pipeline.data import producers as data_producers
 
 __all__ = ["LARGE_ROWS_BYTES", "EngineRebuilder"]
@@ -32,11 +33,11 @@ _GATHER_ROWS = 1024
 class _Pending:
     """A region to run on whole batches after the batching twin."""
 
-    base: rebuild.Stream
+    base: Stream
     vectorized: Callable
 
 
-class EngineRebuilder(rebuild.Rebuilder):
+class EngineRebuilder(Rebuilder):
     """The rebuilder with the engine's two changes to how regions are mapped.
 
     * Determinism: with `deterministic`, a region holding stateful ops
@@ -91,7 +92,7 @@ class EngineRebuilder(rebuild.Rebuilder):
                 leaves += [x for x in n.inputs if isinstance(x, (tf.Tensor, tf.SparseTensor))]
         super().restrict_to(leaves)
 
-    def batching_stream(self, node: plan.PlanNode) -> rebuild.Stream:
+    def batching_stream(self, node: plan.PlanNode) -> Stream:
         self._batching.append(node)
         try:
             stream = super().batching_stream(node)
@@ -110,18 +111,18 @@ class EngineRebuilder(rebuild.Rebuilder):
         dataset = stream.dataset.map(
             tf.autograph.experimental.do_not_convert(decode), num_parallel_calls=tf.data.AUTOTUNE
         )
-        return rebuild.Stream(dataset.prefetch(tf.data.AUTOTUNE), leaves, stream.form)
+        return Stream(dataset.prefetch(tf.data.AUTOTUNE), leaves, stream.form)
 
     def apply_region(
         self,
-        base: rebuild.Stream,
+        base: Stream,
         region,
         leaves: list,
         pack: Callable[[list], Any] | None,
         *,
         role: str = "output",
         parallel=tf.data.AUTOTUNE,
-    ) -> rebuild.Stream:
+    ) -> Stream:
         node = self._batching[-1] if self._batching else None
         path = "per-record map"
         if node is not None and role.startswith(f"{node.kind} list "):
@@ -133,7 +134,7 @@ class EngineRebuilder(rebuild.Rebuilder):
                 if vectorized is not None:
                     self._pending[node.index] = _Pending(base, vectorized)
                     self.paths.append(f"{role}: vectorized, decoded once per batch")
-                    return rebuild.Stream(base.dataset, list(base.leaves), base.form, base.parts)
+                    return Stream(base.dataset, list(base.leaves), base.form, base.parts)
             path += f" ({why_not})"
         stateful = sorted({op.type for op in region.ops if op.op_def.is_stateful})
         if self.deterministic and stateful:
@@ -142,7 +143,7 @@ class EngineRebuilder(rebuild.Rebuilder):
         self.paths.append(f"{role}: {path}")
         return super().apply_region(base, region, leaves, pack, role=role, parallel=parallel)
 
-    def slice_stream(self, node: plan.PlanNode) -> rebuild.Stream:
+    def slice_stream(self, node: plan.PlanNode) -> Stream:
         """``slice_input_producer``; large preloaded arrays stay out of the graph.
 
         See NOTE [ Large preloaded arrays ]. Smaller or computed rows take
@@ -187,7 +188,7 @@ class EngineRebuilder(rebuild.Rebuilder):
             f"slice_input_producer: {sum(a.nbytes for a in arrays):,} bytes "
             "of preloaded rows gathered in memory, not embedded in the graph"
         )
-        return rebuild.Stream(dataset, leaves, "tuple")
+        return Stream(dataset, leaves, "tuple")
 
     def _fixed_lengths(self, region) -> dict[str, int]:
         """Sources that are a FixedLengthRecordReader's value: name -> record bytes."""

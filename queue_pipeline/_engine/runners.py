@@ -18,7 +18,7 @@ from tensorflow.core.protobuf import queue_runner_pb2
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import QUEUE_RUNNERS, PrivateKey
 
-__all__ = ["ServedRunner", "queue_op_name", "restore_retired", "retire_runners", "runner_of"]
+__all__ = ["ServedRunner", "restore_retired", "retire_runners", "runner_of"]
 
 _LOCK = threading.Lock()
 # The faithful runners the engine took out of a graph's collection, kept in
@@ -90,17 +90,10 @@ class ServedRunner:
         return proto
 
 
-def queue_op_name(queue) -> str | None:
-    ref = getattr(queue, "queue_ref", None)
-    if ref is not None:
-        return ref.op.name
-    return getattr(queue, "name", None) if isinstance(queue, tf.Operation) else None
-
-
 def runner_of(graph: tf.Graph, queue):
-    name = queue_op_name(queue)
+    name = graph_facts.queue_op_name(queue)
     for qr in graph.get_collection(QUEUE_RUNNERS):
-        if queue_op_name(getattr(qr, "queue", None)) == name:
+        if graph_facts.queue_op_name(getattr(qr, "queue", None)) == name:
             return qr
     return None
 
@@ -135,7 +128,7 @@ def retire_runners(graph: tf.Graph, leaves: list) -> list:
 
     retired = []
     for qr in list(collection):
-        name = queue_op_name(getattr(qr, "queue", None))
+        name = graph_facts.queue_op_name(getattr(qr, "queue", None))
         if name is None or name not in scope or isinstance(qr, ServedRunner):
             continue
         if all(only_the_pipeline(c) for c in consumers.get(name, ())):
@@ -153,7 +146,7 @@ def restore_retired(graph: tf.Graph, leaves: list) -> None:
     if not retired:
         return
     scope = graph_facts.upstream_ops(leaves, graph.get_collection(QUEUE_RUNNERS) + retired)
-    back = [qr for qr in retired if queue_op_name(qr.queue) in scope]
+    back = [qr for qr in retired if graph_facts.queue_op_name(qr.queue) in scope]
     # Upstream first, as they were: runners start in collection order, and a
     # consumer's first dequeue must not come before its producer is marked
     # started (see NOTE [ Unstarted guard ] in _diagnostics/traps.py).

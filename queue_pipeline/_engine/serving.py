@@ -116,6 +116,7 @@ import tensorflow as tf
 from queue_pipeline import plan
 from queue_pipeline._engine import graph_edits, runners
 from queue_pipeline._engine import rebuilder as engine_rebuilder
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 from queue_pipeline.errors import NotRebuildableError
 
@@ -155,7 +156,7 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
         QUEUE_RUNNERS, runners.ServedRunner(queue, faithful, initializer)
     )
     graph_edits.replace_fill_summaries(
-        graph, {runners.queue_op_name(qr.queue) for qr in retired}, scope
+        graph, {graph_facts.queue_op_name(qr.queue) for qr in retired}, scope
     )
     graph_edits.add_saveable(iterator)
     out = tf.nest.pack_sequence_as(result, values)

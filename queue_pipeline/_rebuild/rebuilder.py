@@ -13,7 +13,7 @@ A *stream* is a stage output: a Dataset plus the legacy tensors its
 element's components stand for. :meth:`Rebuilder.rebuild` turns any legacy
 tensors into a stream in three steps:
 
-1. walk back from the tensors (``_lift.find_sources``) to the stage outputs
+1. walk back from the tensors (``_walk.find_sources``) to the stage outputs
    they need: the outputs of a recorded batching call, reader read,
    ``slice_input_producer`` or ``limit_epochs``, and dequeues;
 2. build one stream per stage, recursively: batching -> its twin over the
@@ -29,19 +29,6 @@ tensors into a stream in three steps:
    evaluated each stage once);
 3. lift the ops between the stage outputs and the tensors into one function
    and ``map`` it (no map when there are none).
-
-NOTE [ Queues no builder recorded ]
-A queue that no queue_pipeline builder recorded is rebuilt only when its
-contents are plain: a FIFO, padding FIFO or random shuffle queue, filled by
-QueueRunners whose enqueue ops each enqueue one element of upstream tensors
-that can themselves be rebuilt, and dequeued one element at a time. One
-enqueue op is a prefetch queue (the Object Detection API's prefetcher,
-tf-slim's ``prefetch_queue``); several are a gathering queue (tf-slim's
-``parallel_reader``: N readers on one filename queue, each enqueueing what it
-reads), whose rebuilt streams are interleaved one element from each in turn
-(the queue's order is whichever thread comes first, so any interleaving is
-one it could deliver). A random shuffle queue adds ``shuffle(capacity)``
-(with the queue's seed); every one ends in ``prefetch(capacity)``.
 
 Work queues shared by several consumers (N readers on one
 ``string_input_producer``, the "Reading data" guide's multiple readers) are
@@ -60,7 +47,6 @@ and :meth:`Rebuilder.slice_stream`, as the dataset engine (``_engine/serving.py`
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from typing import Any, Callable, Mapping
 
@@ -69,15 +55,17 @@ import tensorflow as tf
 
 from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._rebuild import gathering
+from queue_pipeline._rebuild import walk as _walk
+from queue_pipeline._rebuild.stream import Stream, combine, keeps_static_shapes, leaf_name
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import variable_op_read_by
-from queue_pipeline.data import _common as data_common
 from queue_pipeline.data import batching as data_batching
 from queue_pipeline.data import producers as data_producers
 from queue_pipeline.data import readers as data_readers
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["Rebuilder", "Stream"]
+__all__ = ["Rebuilder"]
 
 _API = "to_dataset"  # the API named in errors
 _READER_METHODS = ("read", "read_up_to")
@@ -92,38 +80,6 @@ _BATCH_ARGS = (
     "dynamic_pad",
     "allow_smaller_final_batch",
 )
-
-
-@dataclasses.dataclass
-class Stream:
-    """A stage output: a Dataset and the legacy values its components stand for.
-
-    Attributes:
-      dataset: the rebuilt Dataset.
-      leaves: one legacy Tensor or SparseTensor per component of an element.
-      form: ``"bare"`` (the element is the single component), ``"tuple"``
-        (a tuple of the components, possibly of one), ``"zip"`` (a tuple of
-        the elements of :attr:`parts`), ``"packed"`` (built by a `pack`
-        function: the final structure, not for further rebuilding) or
-        ``"none"`` (no component; the element is a dummy).
-      parts: for ``"zip"``, the zipped streams.
-    """
-
-    dataset: tf.data.Dataset
-    leaves: list
-    form: str = "tuple"
-    parts: tuple = ()
-
-    def flatten(self, args: tuple) -> list:
-        """The components of one element, given the arguments ``Dataset.map`` passes."""
-        if self.form == "none":
-            return []
-        if self.form != "zip":
-            return list(args)
-        flat = []
-        for part, element in zip(self.parts, args):
-            flat += part.flatten(tuple(element) if isinstance(element, tuple) else (element,))
-        return flat
 
 
 def _static_bool(value):
@@ -241,12 +197,12 @@ class Rebuilder:
         """
         leaves = list(leaves)
         sinks = [t for leaf in leaves for t in graph_facts.components(leaf)]
-        sources = _lift.find_sources(sinks, self._is_source, api=self.api)
+        sources = _walk.find_sources(sinks, self._is_source, api=self.api)
         groups: dict[str, list[tf.Tensor]] = {}
         for t in sources:
             groups.setdefault(self._stream_key(t), []).append(t)
         streams = [self._build(key, tensors) for key, tensors in groups.items()]
-        base = _combine(streams)
+        base = combine(streams)
         region = _lift.lift(
             sinks,
             [t for leaf in base.leaves for t in graph_facts.components(leaf)],
@@ -261,8 +217,8 @@ class Rebuilder:
             and region.is_identity
             and base.form in (form, "tuple")
             and (not exact or base.form == form)
-            and [_name(x) for x in base.leaves] == [_name(x) for x in leaves]
-            and _keeps_static_shapes(base.dataset, leaves)
+            and [leaf_name(x) for x in base.leaves] == [leaf_name(x) for x in leaves]
+            and keeps_static_shapes(base.dataset, leaves)
         ):
             return Stream(base.dataset, leaves, base.form)
         self.regions.append((role, region))
@@ -336,7 +292,7 @@ class Rebuilder:
         if node is None:
             op = used[0].op
             if op.type in graph_facts.READ_OPS:
-                raise _lift.not_rebuildable(
+                raise _walk.not_rebuildable(
                     self.api,
                     op,
                     "is a reader op that no queue_pipeline reader recorded "
@@ -408,7 +364,7 @@ class Rebuilder:
         if filler is None:
             return self._prefetch_stream(op)
         if filler.kind not in plan.PRODUCER_KINDS:
-            raise _lift.not_rebuildable(
+            raise _walk.not_rebuildable(
                 self.api,
                 op,
                 f"dequeues directly from the queue of a {filler.kind} "
@@ -422,69 +378,8 @@ class Rebuilder:
         return Stream(dataset, list(op.outputs), "bare")
 
     def _prefetch_stream(self, op: tf.Operation) -> Stream:
-        """A queue no builder recorded: rebuildable only as a plain gathering queue.
-
-        See NOTE [ Queues no builder recorded ].
-        """
-        queue_op = op.inputs[0].op
-        enqueue_ops = {}
-        for qr in self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
-            q = graph_facts.queue_op(getattr(qr, "queue", None))
-            if q is not None and q.name == queue_op.name:
-                for e in qr.enqueue_ops:
-                    e = getattr(e, "op", e)
-                    enqueue_ops[e.name] = e
-        enqueue = list(enqueue_ops.values())
-        plain = (
-            queue_op.type in graph_facts.GATHERING_QUEUE_OPS
-            and op.type in graph_facts.DEQUEUE_ONE_OPS
-            and enqueue
-            and all(e.type in ("QueueEnqueueV2", "QueueEnqueue") for e in enqueue)
-        )
-        if not plain:
-            found = (
-                f"{len(enqueue)} enqueue op(s) of type(s) {sorted({e.type for e in enqueue})}"
-                if enqueue
-                else "no QueueRunner filling it"
-            )
-            raise _lift.not_rebuildable(
-                self.api,
-                queue_op,
-                "is a queue that no queue_pipeline builder recorded, "
-                f"and not a plain gathering queue ({found}; {op.type} on it by "
-                f"{op.name!r}); its contents cannot be rebuilt",
-                "build the stage with queue_pipeline's producers and batching "
-                "functions; only a FIFO, padding FIFO or random shuffle queue that "
-                "QueueRunners fill with plain enqueues of upstream tensors, dequeued "
-                "one element at a time, is rebuilt (a prefetch, or tf-slim's "
-                "parallel_reader).",
-            )
-        inner = [
-            self.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True) for e in enqueue
-        ]
-        if len({repr(s.dataset.element_spec) for s in inner}) != 1:
-            raise _lift.not_rebuildable(
-                self.api,
-                queue_op,
-                "is filled by enqueue ops whose rebuilt elements "
-                "differ in structure, dtype or shape",
-                "enqueue tensors of one kind.",
-            )
-        dataset = (
-            inner[0].dataset
-            if len(inner) == 1
-            else data_common.round_robin([s.dataset for s in inner])
-        )
-        capacity = queue_op.get_attr("capacity")
-        if queue_op.type == "RandomShuffleQueueV2":
-            seeds = (queue_op.get_attr("seed"), queue_op.get_attr("seed2"))
-            dataset = dataset.shuffle(
-                max(capacity, 1),
-                seed=seeds[1] if any(seeds) else None,
-                reshuffle_each_iteration=True,
-            )
-        dataset = dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
-        return Stream(dataset, list(op.outputs), inner[0].form)
+        """A queue no builder recorded; see NOTE [ Queues no builder recorded ]."""
+        return gathering.gathering_stream(self, op)
 
     def _consumers(self, queue_op: tf.Operation) -> list[tf.Operation]:
         """The dequeue and read ops that take from `queue_op`, in creation order."""
@@ -508,7 +403,7 @@ class Rebuilder:
         node = self._fillers.get(queue_op.name)
         if node is None or node.kind not in plan.PRODUCER_KINDS:
             what = f"a {node.kind} call" if node is not None else "no queue_pipeline producer"
-            raise _lift.not_rebuildable(
+            raise _walk.not_rebuildable(
                 self.api,
                 queue_op,
                 f"is a work queue filled by {what}, so its elements are unknown",
@@ -547,7 +442,7 @@ class Rebuilder:
         twin_class = getattr(data_readers, class_name, None)
         read_op = node.outputs[0].op
         if class_name == "ReaderBase" or twin_class is None or method not in _READER_METHODS:
-            raise _lift.not_rebuildable(
+            raise _walk.not_rebuildable(
                 self.api,
                 read_op,
                 f"reads with {class_name}, a reader with no tf.data twin",
@@ -632,37 +527,6 @@ class Rebuilder:
                 pattern = self._value(node.args["pattern"], "pattern")
                 return data_producers.match_filenames_once(pattern)
         return None
-
-
-def _name(x) -> str:
-    return x.indices.name if isinstance(x, tf.SparseTensor) else x.name
-
-
-def _keeps_static_shapes(dataset: tf.data.Dataset, leaves: list) -> bool:
-    """False if a leaf's legacy static shape is more specific than the Dataset's."""
-    specs = tf.nest.flatten(dataset.element_spec)
-    if len(specs) != len(leaves):
-        return True
-    for spec, leaf in zip(specs, leaves):
-        shape = getattr(spec, "shape", None)
-        if (
-            shape is not None
-            and shape.is_compatible_with(leaf.shape)
-            and shape.merge_with(leaf.shape) != shape
-        ):
-            return False
-    return True
-
-
-def _combine(streams: list[Stream]) -> Stream:
-    if not streams:
-        return Stream(tf.data.Dataset.from_tensors(np.int64(0)).repeat(), [], "none")
-    if len(streams) == 1:
-        return streams[0]
-    leaves = [leaf for s in streams for leaf in s.leaves]
-    return Stream(
-        tf.data.Dataset.zip(tuple(s.dataset for s in streams)), leaves, "zip", tuple(streams)
-    )
 
 
 def _shard(rows, index: int, shards: int):

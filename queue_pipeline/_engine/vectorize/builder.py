@@ -9,7 +9,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._core.graph_def import import_graph
 from queue_pipeline._rebuild.lift import LiftedRegion
 from queue_pipeline._engine.vectorize.base import (
     _UNBATCHED,
@@ -346,7 +346,7 @@ def _per_record_facts(region: LiftedRegion):
                 for node in region.graph_def.node
                 for i in range(len(region.graph.get_operation_by_name(node.name).outputs))
             ]
-            imported = _lift.import_graph(region.graph_def, by_name, names, name="per_record")
+            imported = import_graph(region.graph_def, by_name, names, name="per_record")
             tensors.update(zip(names, imported))
     shapes = {name: t.shape for name, t in tensors.items()}
     dtypes = {name: t.dtype.base_dtype for name, t in tensors.items()}

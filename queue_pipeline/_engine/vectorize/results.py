@@ -7,7 +7,7 @@ import dataclasses
 import tensorflow as tf
 
 from queue_pipeline._core.compat import static_dim
-from queue_pipeline._rebuild import lift as _lift
+from queue_pipeline._core.graph_def import import_graph
 from queue_pipeline._rebuild.lift import LiftedRegion
 from queue_pipeline._engine.vectorize.base import (
     _UNBATCHED,
@@ -122,7 +122,7 @@ class VectorizedRegion:
         imported = {}
         if self.graph_def.node:
             wanted = sorted({n for n in self.outputs if n not in by_name})
-            results = _lift.import_graph(self.graph_def, by_name, wanted, name="vectorized")
+            results = import_graph(self.graph_def, by_name, wanted, name="vectorized")
             imported = dict(zip(wanted, results))
         first = by_name[sources[0].name]
         size = tf.shape(first)[0]

@@ -1,0 +1,104 @@
+"""Queues no builder recorded: prefetch and gathering queues rebuilt from their enqueues.
+
+NOTE [ Queues no builder recorded ]
+A queue that no queue_pipeline builder recorded is rebuilt only when its
+contents are plain: a FIFO, padding FIFO or random shuffle queue, filled by
+QueueRunners whose enqueue ops each enqueue one element of upstream tensors
+that can themselves be rebuilt, and dequeued one element at a time. One
+enqueue op is a prefetch queue (the Object Detection API's prefetcher,
+tf-slim's ``prefetch_queue``); several are a gathering queue (tf-slim's
+``parallel_reader``: N readers on one filename queue, each enqueueing what it
+reads), whose rebuilt streams are interleaved one element from each in turn
+(the queue's order is whichever thread comes first, so any interleaving is
+one it could deliver). A random shuffle queue adds ``shuffle(capacity)``
+(with the queue's seed); every one ends in ``prefetch(capacity)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import tensorflow as tf
+
+from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._rebuild import walk as _walk
+from queue_pipeline._rebuild.stream import Stream
+from queue_pipeline.data import _common as data_common
+
+if TYPE_CHECKING:
+    from queue_pipeline._rebuild.rebuilder import Rebuilder
+
+__all__ = ["gathering_stream"]
+
+
+def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
+    """The stream a queue no builder recorded delivers, if it is a plain gathering queue.
+
+    Args:
+      rebuilder: the Rebuilder whose graph holds the queue; it rebuilds the
+        enqueued tensors.
+      op: the dequeue op (one element at a time) taking from the queue.
+
+    Returns:
+      A :class:`Stream` of the dequeue's outputs.
+
+    Raises:
+      NotRebuildableError: the queue is not a plain gathering queue, or its
+        enqueue ops' rebuilt elements differ.
+    """
+    queue_op = op.inputs[0].op
+    enqueue_ops = {}
+    for qr in rebuilder.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+        q = graph_facts.queue_op(getattr(qr, "queue", None))
+        if q is not None and q.name == queue_op.name:
+            for e in qr.enqueue_ops:
+                e = getattr(e, "op", e)
+                enqueue_ops[e.name] = e
+    enqueue = list(enqueue_ops.values())
+    plain = (
+        queue_op.type in graph_facts.GATHERING_QUEUE_OPS
+        and op.type in graph_facts.DEQUEUE_ONE_OPS
+        and enqueue
+        and all(e.type in ("QueueEnqueueV2", "QueueEnqueue") for e in enqueue)
+    )
+    if not plain:
+        found = (
+            f"{len(enqueue)} enqueue op(s) of type(s) {sorted({e.type for e in enqueue})}"
+            if enqueue
+            else "no QueueRunner filling it"
+        )
+        raise _walk.not_rebuildable(
+            rebuilder.api,
+            queue_op,
+            "is a queue that no queue_pipeline builder recorded, "
+            f"and not a plain gathering queue ({found}; {op.type} on it by "
+            f"{op.name!r}); its contents cannot be rebuilt",
+            "build the stage with queue_pipeline's producers and batching "
+            "functions; only a FIFO, padding FIFO or random shuffle queue that "
+            "QueueRunners fill with plain enqueues of upstream tensors, dequeued "
+            "one element at a time, is rebuilt (a prefetch, or tf-slim's "
+            "parallel_reader).",
+        )
+    inner = [
+        rebuilder.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True) for e in enqueue
+    ]
+    if len({repr(s.dataset.element_spec) for s in inner}) != 1:
+        raise _walk.not_rebuildable(
+            rebuilder.api,
+            queue_op,
+            "is filled by enqueue ops whose rebuilt elements differ in structure, dtype or shape",
+            "enqueue tensors of one kind.",
+        )
+    dataset = (
+        inner[0].dataset if len(inner) == 1 else data_common.round_robin([s.dataset for s in inner])
+    )
+    capacity = queue_op.get_attr("capacity")
+    if queue_op.type == "RandomShuffleQueueV2":
+        seeds = (queue_op.get_attr("seed"), queue_op.get_attr("seed2"))
+        dataset = dataset.shuffle(
+            max(capacity, 1),
+            seed=seeds[1] if any(seeds) else None,
+            reshuffle_each_iteration=True,
+        )
+    dataset = dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
+    return Stream(dataset, list(op.outputs), inner[0].form)
