@@ -26,6 +26,7 @@ from queue_pipeline._diagnostics import session_hook as _session_hook
 from queue_pipeline._diagnostics import tails as _tails
 from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
+from queue_pipeline._core.graph import queue_op_name
 
 if TYPE_CHECKING:
     from typing import Sequence
@@ -251,7 +252,7 @@ class QueueRunner:
     @property
     def _queue_op_name(self) -> str:
         """The queue's full op name in every context (runner threads run eagerly)."""
-        return _queue_op_name(self._queue)
+        return queue_op_name(self._queue) or ""
 
     def create_threads(
         self,
@@ -436,13 +437,6 @@ class QueueRunner:
         return QueueRunner(queue_runner_def=queue_runner_def, import_scope=import_scope)
 
 
-def _queue_op_name(queue) -> str:
-    queue_ref = getattr(queue, "queue_ref", None)
-    if queue_ref is not None:
-        return queue_ref.op.name
-    return getattr(queue, "name", "")
-
-
 def _is_no_op(enqueue_op) -> bool:
     op = enqueue_op if isinstance(enqueue_op, tf.Operation) else getattr(enqueue_op, "op", None)
     return op is not None and op.type == "NoOp" and not op.control_inputs
@@ -536,7 +530,7 @@ def start_queue_runners(
     with sess.graph.as_default():
         for qr in tf.compat.v1.get_collection(collection):
             if not isinstance(qr, QueueRunner):  # ours mark in create_threads
-                _diagnostics.mark_started(sess, _queue_op_name(getattr(qr, "queue", None)))
+                _diagnostics.mark_started(sess, queue_op_name(getattr(qr, "queue", None)) or "")
             threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
     return threads
 

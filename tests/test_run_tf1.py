@@ -26,6 +26,7 @@ import tensorflow as tf
 import queue_pipeline
 from queue_pipeline import cli
 from queue_pipeline._scripts import install as _install
+from queue_pipeline._scripts import removed as _removed
 from queue_pipeline._scripts import tf1 as _tf1_script
 
 # Every test here starts Python subprocesses running scripts (seconds each).
@@ -435,11 +436,11 @@ def _resolves(path: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize("key", sorted(_tf1_script.REMOVED))
+@pytest.mark.parametrize("key", sorted(_removed.REMOVED))
 def test_every_replacement_named_in_the_table_exists(key):
     import re
 
-    names = re.findall(r"`(tf\.[\w.]+)(?:\(\))?`", _tf1_script.REMOVED[key])
+    names = re.findall(r"`(tf\.[\w.]+)(?:\(\))?`", _removed.REMOVED[key])
     for name in names:
         if name.startswith(("tf.contrib", "tf.estimator")):
             continue  # the removed names themselves
