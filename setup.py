@@ -25,7 +25,10 @@ setup(
     python_requires=">=3.9",
     # Tested on TensorFlow 2.21; the package uses only TF's stable graph,
     # queue, variable and raw reader-op layers.
-    install_requires=["tensorflow>=2.16", "numpy"],
+    # libcst: `queue-pipeline migrate` rewrites the user's source as a concrete
+    # syntax tree, so the statements it keeps or moves keep their comments and
+    # formatting (the standard library's ast drops both).
+    install_requires=["tensorflow>=2.16", "numpy", "libcst>=1.0"],
     extras_require={
         # pytest-timeout: the suite's global per-test timeout, so that a
         # regression that blocks a queue fails instead of hanging CI.

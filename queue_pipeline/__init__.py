@@ -39,6 +39,9 @@ _LAZY = {
     "maybe_batch_join": "queue_pipeline.batching",
     "maybe_shuffle_batch": "queue_pipeline.batching",
     "maybe_shuffle_batch_join": "queue_pipeline.batching",
+    "migrate": "queue_pipeline._migrate.api",
+    "MigrateError": "queue_pipeline._migrate.api",
+    "MigrationResult": "queue_pipeline._migrate.api",
     "NotRebuildableError": "queue_pipeline.errors",
     "Plan": "queue_pipeline.plan",
     "plan_for": "queue_pipeline.plan",
@@ -83,6 +86,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from queue_pipeline import compare, data, plan, testing
+    from queue_pipeline._migrate.api import MigrateError, MigrationResult, migrate
     from queue_pipeline._scripts.install import install, uninstall
     from queue_pipeline._core.settings import diagnostics, engine, tf_faithful
     from queue_pipeline.batching import (
@@ -127,6 +131,8 @@ __all__ = [
     "GraphModeRequiredError",
     "IdentityReader",
     "LooperThread",
+    "MigrateError",
+    "MigrationResult",
     "NotRebuildableError",
     "Plan",
     "PlanNode",
@@ -151,6 +157,7 @@ __all__ = [
     "maybe_batch_join",
     "maybe_shuffle_batch",
     "maybe_shuffle_batch_join",
+    "migrate",
     "plan",
     "plan_for",
     "range_input_producer",

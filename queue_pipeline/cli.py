@@ -7,6 +7,8 @@ Subcommands:
             when they match, 1 when they differ, 2 on an error.
   demo      train one model through a legacy queue pipeline and through its
             tf.data twin on bundled digits; compare them; exit as ``compare``.
+  migrate   rewrite a legacy input function as plain tf.data code and prove it
+            with ``compare``; exit as ``compare``.
   run       run an unmodified TF 1.x script with ``tf.compat.v1``'s queue API
             routed to queue_pipeline; exit with the script's status (1 if it
             raised). ``--tf1`` runs a script written for TF 1.x itself
@@ -160,6 +162,46 @@ def _run(args) -> int:
         return report_error(command, e, as_json=False)
 
 
+def _migrate(args) -> int:
+    from queue_pipeline._migrate.api import MigrateError, migrate
+
+    path, sep, function = args.target.rpartition(":")
+    if not sep or not path.endswith(".py"):
+        path, function = args.target, ""
+    if not function:
+        return report_error(
+            "migrate",
+            ValueError(
+                f"`FILE.py:FUNCTION` is {args.target!r}: name the function that builds the "
+                "pipeline and returns its tensors (a script whose pipeline is built at module "
+                "level is not migrated yet: move it into a function)."
+            ),
+            as_json=False,
+        )
+    try:
+        result = migrate(
+            path,
+            function,
+            call=args.call,
+            out=args.out,
+            in_place=args.in_place,
+            verify=args.verify,
+            epochs=args.epochs,
+            max_batches=args.batches,
+        )
+    except MigrateError as e:
+        sys.stderr.write(f"{e}\n")
+        return 2
+    except (OSError, ValueError, TypeError) as e:
+        return report_error("migrate", e, as_json=False)
+    if args.diff:
+        sys.stdout.write(result.diff)
+    elif args.out is None and not args.in_place:
+        sys.stdout.write(result.source)
+    sys.stderr.write(result.report())
+    return result.exit_status
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="queue-pipeline",
@@ -233,6 +275,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_demo_arguments(demo_parser)
     demo_parser.set_defaults(run=_demo)
+    mig = commands.add_parser(
+        "migrate",
+        help="rewrite a legacy input function as tf.data code, verified by compare",
+        description="Runs FUNCTION of FILE.py once (with --call's arguments), writes a "
+        "`<FUNCTION>_dataset` version of it in plain tf.data (and of the helpers it calls), "
+        "and compares the two with `compare`. Without --out, --diff or --in-place the "
+        "migrated module goes to stdout; the report goes to stderr. Exit status: 0 MATCH "
+        "(or not verifiable), 1 DIFFER (nothing written), 2 error.",
+    )
+    mig.add_argument("target", metavar="FILE.py:FUNCTION")
+    mig.add_argument(
+        "--call", default=None, metavar="ARGS", help="the function's arguments, as in a call"
+    )
+    where = mig.add_mutually_exclusive_group()
+    where.add_argument("--out", default=None, metavar="NEW.py", help="write the migrated module")
+    where.add_argument("--diff", action="store_true", help="print a unified diff")
+    where.add_argument(
+        "--in-place",
+        action="store_true",
+        help="rewrite FILE.py, keeping the original as FILE.py.orig",
+    )
+    mig.add_argument("--no-verify", dest="verify", action="store_false", help="do not run compare")
+    mig.add_argument("--epochs", type=int, default=1, help="epochs to compare if the plan has none")
+    mig.add_argument(
+        "--batches", type=int, default=None, help="compare at most this many legacy batches"
+    )
+    mig.set_defaults(run=_migrate)
     run_parser = commands.add_parser(
         "run",
         help="run an unmodified TF 1.x script on queue_pipeline",

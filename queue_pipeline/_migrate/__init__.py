@@ -1,0 +1,1 @@
+"""``queue-pipeline migrate``: trace, rewrite (libcst), verify; the facade is ``api``."""

@@ -1,0 +1,182 @@
+"""The tf.data code each legacy call becomes, and what happens to each of its arguments.
+
+Each function here takes the *source text* of the legacy call's arguments
+(by parameter name, as bound to the legacy signature) and returns lines of
+plain TensorFlow code; the arguments' fates for the report use the wording
+of the migration table (:mod:`queue_pipeline.data.migration`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping
+
+import libcst as cst
+
+from queue_pipeline.data import migration
+
+__all__ = [
+    "Unsupported",
+    "batching_lines",
+    "fates",
+    "producer_lines",
+    "reader_dataset",
+    "slice_lines",
+]
+
+AUTOTUNE = "tf.data.AUTOTUNE"
+
+
+class Unsupported(Exception):
+    """A legacy call, or one of its arguments, that the migration cannot express."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Chain:
+    """The lines a call became and the fate of each argument it was given."""
+
+    lines: list[str]
+    fates: list[tuple[str, str]]
+
+
+_TABLE = {m.legacy: m for m in migration.MIGRATIONS}
+
+
+def fates(kind: str, given: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The migration table's words for the arguments the call spelled out."""
+    row = _TABLE.get(kind)
+    out = []
+    for arg in given:
+        fate = "used as written"
+        if row is not None:
+            for names, words in row.arguments:
+                if arg in [n.strip() for n in names.replace("/", " ").split()]:
+                    fate = words
+                    break
+        out.append((arg, fate))
+    return out
+
+
+def _is_true(text: str | None) -> bool | None:
+    """True / False for the literals, None for an expression; absent counts as None."""
+    if text is None:
+        return None
+    if text.strip() == "True":
+        return True
+    if text.strip() in ("False", "None", "0"):
+        return False
+    return None
+
+
+def _shuffle_lines(args: Mapping[str, str], var: str) -> list[str]:
+    """A producer's per-epoch shuffle: a fresh permutation of all its rows each epoch."""
+    seed = f", seed={args['seed']}" if "seed" in args else ""
+    line = f"{var} = {var}.shuffle({var}.cardinality(){seed})"
+    shuffle = _is_true(args.get("shuffle", "True"))
+    if shuffle is None:
+        return [f"if {args['shuffle']}:", "    " + line]
+    return [line] if shuffle else []
+
+
+def producer_lines(kind: str, args: Mapping[str, str], var: str, single: bool) -> Chain:
+    """``string_input_producer`` / ``input_producer`` / ``range_input_producer`` as a Dataset.
+
+    Args:
+      kind: the producer.
+      args: source text by legacy parameter name.
+      var: the Dataset variable to assign.
+      single: the input is statically one row (nothing to shuffle).
+    """
+    if kind == "range_input_producer":
+        lines = [f"{var} = tf.data.Dataset.range({args['limit']})"]
+    else:
+        first = "string_tensor" if kind == "string_input_producer" else "input_tensor"
+        lines = [f"{var} = tf.data.Dataset.from_tensor_slices({args[first]})"]
+    if not single:
+        lines += _shuffle_lines(args, var)
+    epochs = args.get("num_epochs")
+    lines.append(f"{var} = {var}.repeat({'' if epochs in (None, 'None') else epochs})")
+    return Chain(lines, fates(kind, args))
+
+
+def as_tuple(text: str) -> str:
+    """A list display ``[a, b]`` as the tuple ``(a, b)``; anything else as ``tuple(x)``."""
+    try:
+        node = cst.parse_expression(text.strip())
+    except cst.ParserSyntaxError:
+        return f"tuple({text})"
+    if isinstance(node, (cst.List, cst.Tuple)):
+        items = [cst.Module([]).code_for_node(e.value) for e in node.elements]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    return f"tuple({text.strip()})"
+
+
+def slice_lines(args: Mapping[str, str], var: str) -> Chain:
+    """``slice_input_producer(tensor_list, ...)`` as ``from_tensor_slices(tuple)``."""
+    tensors = as_tuple(args["tensor_list"])
+    lines = [f"{var} = tf.data.Dataset.from_tensor_slices({tensors})"]
+    lines += _shuffle_lines(args, var)
+    epochs = args.get("num_epochs")
+    lines.append(f"{var} = {var}.repeat({'' if epochs in (None, 'None') else epochs})")
+    return Chain(lines, fates("slice_input_producer", args))
+
+
+def reader_dataset(kind: str, args: Mapping[str, str]) -> str:
+    """The function of a file name giving the records a reader reads from it."""
+    if kind == "TFRecordReader":
+        if "options" in args and args["options"].strip() != "None":
+            return f"lambda f: tf.data.TFRecordDataset(f, compression_type={args['options']})"
+        return "tf.data.TFRecordDataset"
+    if kind == "TextLineReader":
+        skip = args.get("skip_header_lines")
+        if skip is not None and skip.strip() not in ("None", "0"):
+            return f"lambda f: tf.data.TextLineDataset(f).skip({skip})"
+        return "tf.data.TextLineDataset"
+    if kind == "FixedLengthRecordReader":
+        if args.get("hop_bytes", "0").strip() not in ("0", "None"):
+            raise Unsupported("FixedLengthRecordReader's `hop_bytes` (tf.data has no hop)")
+        extra = "".join(
+            f", {name}={args[name]}"
+            for name in ("header_bytes", "footer_bytes")
+            if name in args and args[name].strip() not in ("0", "None")
+        )
+        if "encoding" in args and args["encoding"].strip() != "None":
+            extra += f", compression_type={args['encoding']}"
+        return f"lambda f: tf.data.FixedLengthRecordDataset(f, {args['record_bytes']}{extra})"
+    if kind == "WholeFileReader":
+        return "tf.io.read_file"
+    raise Unsupported(f"the reader {kind} has no plain tf.data spelling")
+
+
+def batching_lines(kind: str, args: Mapping[str, str], var: str) -> Chain:
+    """A batching call's shuffle / batch / padded_batch chain on `var`.
+
+    The ``prefetch(AUTOTUNE)`` that ends the pipeline is written where the
+    function returns the Dataset.
+    """
+    if kind.startswith("maybe_"):
+        raise Unsupported(f"{kind}'s `keep_input` (write the filter by hand)")
+    if "shapes" in args and args["shapes"].strip() != "None":
+        raise Unsupported(f"{kind}'s `shapes` (set the shapes in the decode function)")
+    lines = []
+    if _is_true(args.get("enqueue_many")):
+        lines.append(f"{var} = {var}.unbatch()")
+    elif args.get("enqueue_many") is not None and _is_true(args["enqueue_many"]) is None:
+        raise Unsupported(f"`enqueue_many={args['enqueue_many']}` is not a literal")
+    if "shuffle" in kind:
+        seed = f", seed={args['seed']}" if "seed" in args else ""
+        lines.append(f"{var} = {var}.shuffle({args['capacity']}{seed})")
+    smaller = args.get("allow_smaller_final_batch")
+    if smaller is None or _is_true(smaller) is False:
+        drop = ", drop_remainder=True"
+    elif _is_true(smaller):
+        drop = ""
+    else:
+        inner = smaller if smaller.isidentifier() else f"({smaller})"
+        drop = f", drop_remainder=not {inner}"
+    pad = _is_true(args.get("dynamic_pad"))
+    if pad is None and args.get("dynamic_pad") is not None:
+        raise Unsupported(f"`dynamic_pad={args['dynamic_pad']}` is not a literal")
+    method = "padded_batch" if pad else "batch"
+    lines.append(f"{var} = {var}.{method}({args['batch_size']}{drop})")
+    return Chain(lines, fates(kind, args))

@@ -1,0 +1,324 @@
+"""Running a legacy input function once, to learn what each of its lines built.
+
+``queue-pipeline migrate`` rewrites source code, but it does not guess from
+names what a call does: the user may spell ``tf.train.shuffle_batch`` as
+``train.shuffle_batch`` through a table of modules, wrap the reader in a
+helper or build the batch in another function. :func:`trace` runs the
+function once in a fresh graph, under :func:`queue_pipeline.install` (so
+TensorFlow's own legacy names build queue_pipeline's recorded stages), and
+keeps what the source rewriter needs:
+
+* the plan of every producer, reader and batching call the outputs depend
+  on, each with the chain of the user's source lines that made it (from the
+  creation traceback of its ops, outermost frame first);
+* the locals and the return value of every call of a function of the file
+  (a profile hook for the duration of the call), so that each variable is
+  known to hold a queue, a reader, a per-record tensor (between a reader or
+  ``slice_input_producer`` and a batching call), a batch or a plain value.
+
+Nothing of the user's graph is kept running: no session is created.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import importlib.util
+import os
+import sys
+import types
+from typing import Any, Callable, Iterator
+
+import tensorflow as tf
+
+from queue_pipeline import plan
+from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._rebuild.walk import Walker
+from queue_pipeline.errors import NotRebuildableError
+
+__all__ = ["Call", "MigrateError", "Trace", "load_module", "parse_call", "trace"]
+
+_API = "queue-pipeline migrate"
+_READ_SUFFIXES = (".read", ".read_up_to")
+
+
+class MigrateError(Exception):
+    """A migration that cannot start or finish: bad input, nothing to migrate."""
+
+
+@dataclasses.dataclass
+class Call:
+    """One finished call of a function of the file: its locals and what it returned."""
+
+    name: str
+    first_line: int
+    local_values: dict[str, Any]
+    returned: Any
+
+
+@dataclasses.dataclass
+class Trace:
+    """What one run of the function built.
+
+    Attributes:
+      path: the real path of the source file.
+      module: the imported module.
+      function: the function's name.
+      outputs: what the function returned.
+      nodes: the plan nodes the call recorded, in order.
+      sites: plan node index -> the (function name, line) frames of the file
+        that built it, outermost first.
+      reader_sites: plan node index of a read -> the frames that created its
+        reader.
+      calls: (function name, first line) -> its last finished call.
+      record: names of the per-record tensors (sources included).
+      batch: names of the batch tensors and of what was computed from them.
+    """
+
+    path: str
+    module: types.ModuleType
+    function: str
+    outputs: Any
+    nodes: tuple[plan.PlanNode, ...]
+    sites: dict[int, tuple[tuple[str, int], ...]]
+    reader_sites: dict[int, tuple[tuple[str, int], ...]]
+    calls: dict[tuple[str, int], Call]
+    record: set[str]
+    batch: set[str]
+
+    def kind_of(self, value: Any) -> str:
+        """``queue``, ``reader``, ``record``, ``batch`` or ``plain`` for a value of the run."""
+        seen: set[int] = set()
+        return _kind(self, value, seen)
+
+
+def _kind(t: Trace, value: Any, seen: set[int]) -> str:
+    if id(value) in seen:
+        return "plain"
+    seen.add(id(value))
+    if isinstance(value, (type, types.ModuleType)) or callable(value):
+        return "plain"
+    if hasattr(value, "queue_ref"):
+        return "queue"
+    if hasattr(value, "reader_ref"):
+        return "reader"
+    if isinstance(value, (tf.Tensor, tf.SparseTensor)):
+        names = {c.name for c in graph_facts.components(value)}
+        if names & t.record:
+            return "record"
+        if names & t.batch:
+            return "batch"
+        return "plain"
+    if isinstance(value, (list, tuple)):
+        parts = list(value)
+    elif isinstance(value, dict):
+        parts = list(value.values())
+    elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+        parts = list(vars(value).values())
+    else:
+        return "plain"
+    kinds = {_kind(t, p, seen) for p in parts}
+    for k in ("queue", "reader", "record", "batch"):
+        if k in kinds:
+            return k
+    return "plain"
+
+
+def load_module(path: str) -> tuple[types.ModuleType, str]:
+    """Imports the module at `path` as its package would (``pkg.mod``); returns it and its name.
+
+    The directory above the file's outermost package goes on ``sys.path``
+    (and stays there: the module's own imports need it).
+
+    Raises:
+      MigrateError: no such file, or the file does not parse or import.
+    """
+    path = os.path.realpath(path)
+    if not os.path.isfile(path):
+        raise MigrateError(f"{_API}: `FILE` {path!r} does not exist. Fix: give a Python file.")
+    directory, base = os.path.split(path)
+    parts = [os.path.splitext(base)[0]]
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.insert(0, package)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    name = ".".join(parts)
+    try:
+        with open(path, encoding="utf-8") as f:
+            compile(f.read(), path, "exec")
+        existing = sys.modules.get(name)
+        if existing is not None and os.path.realpath(getattr(existing, "__file__", "")) == path:
+            return existing, name
+        return importlib.import_module(name), name
+    except SyntaxError as e:
+        raise MigrateError(
+            f"{_API}: {path}:{e.lineno}: the file does not parse ({e.msg}). Fix: give a "
+            "Python file that runs."
+        ) from e
+    except Exception as e:  # noqa: BLE001 - the user's module failed to import
+        raise MigrateError(
+            f"{_API}: importing {path} failed: {type(e).__name__}: {e}. Fix: run it from "
+            "a directory where its imports work."
+        ) from e
+
+
+def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]:
+    """The positional and keyword arguments that `call` (``"'a.csv', 2, num_epochs=1"``) spells.
+
+    The expressions are evaluated in the module's namespace, so they may name
+    its constants.
+    """
+    if not call:
+        return (), {}
+
+    def capture(*args, **kwargs):
+        return args, kwargs
+
+    namespace = dict(vars(module))
+    namespace["__qp_capture__"] = capture
+    try:
+        code = compile(f"__qp_capture__({call})", "<--call>", "eval")
+    except SyntaxError as e:
+        raise MigrateError(
+            f"{_API}: `--call` {call!r} is not a valid argument list ({e.msg}). Fix: write "
+            "the arguments as in a Python call, e.g. --call \"'train.csv', 32\"."
+        ) from e
+    try:
+        return eval(code, namespace)  # noqa: S307 - the user's own arguments
+    except Exception as e:  # noqa: BLE001
+        raise MigrateError(
+            f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}: {e}. Fix: pass "
+            "arguments that can be computed here (files that exist, names of the module)."
+        ) from e
+
+
+@contextlib.contextmanager
+def _recording(path: str, calls: dict) -> Iterator[None]:
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_code.co_filename == path:
+            code = frame.f_code
+            calls[(code.co_name, code.co_firstlineno)] = Call(
+                code.co_name, code.co_firstlineno, dict(frame.f_locals), arg
+            )
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
+
+
+def _first_op(node: plan.PlanNode) -> tf.Operation | None:
+    for out in node.outputs:
+        op = graph_facts.queue_op(out) if hasattr(out, "queue_ref") else getattr(out, "op", None)
+        if op is not None:
+            return op
+    return None
+
+
+def _frames(op: tf.Operation | None, path: str) -> tuple[tuple[str, int], ...]:
+    if op is None:
+        return ()
+    return tuple((f.name, f.lineno) for f in op.traceback if os.path.realpath(f.filename) == path)
+
+
+def trace(path: str, function: str, args: tuple = (), kwargs: dict | None = None) -> Trace:
+    """Runs ``function(*args, **kwargs)`` of the file at `path` once and records what it built.
+
+    Raises:
+      MigrateError: the function does not exist, fails, or builds no queue
+        pipeline.
+    """
+    from queue_pipeline._scripts.install import install  # noqa: PLC0415 - no cycle at import
+
+    module, _ = load_module(path)
+    real = os.path.realpath(module.__file__ or path)
+    fn: Callable | None = getattr(module, function, None)
+    if not callable(fn):
+        raise MigrateError(
+            f"{_API}: {real} has no function {function!r}. Fix: name a function of the "
+            "file (FILE.py:FUNCTION)."
+        )
+    calls: dict[tuple[str, int], Call] = {}
+    graph = tf.Graph()
+    try:
+        with graph.as_default(), install(), _recording(real, calls):
+            outputs = fn(*args, **(kwargs or {}))
+    except MigrateError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the user's function failed
+        raise MigrateError(
+            f"{_API}: calling {function}({_spell(args, kwargs)}) failed: "
+            f"{type(e).__name__}: {e}. Fix: pass arguments that run (--call)."
+        ) from e
+    # The graph is fresh: everything recorded on it is this call's pipeline,
+    # including the stages behind a queue no builder recorded (a prefetch).
+    nodes = plan.plan_nodes(graph) if outputs is not None else ()
+    if not nodes:
+        raise MigrateError(
+            f"{_API}: {function}() in {real} builds no queue pipeline (nothing it returns "
+            "comes from a producer, reader or batching call). Fix: name the function that "
+            "returns the pipeline's tensors."
+        )
+    sites = {n.index: _frames(_first_op(n), real) for n in nodes}
+    reader_sites = {}
+    for n in nodes:
+        if n.kind.endswith(_READ_SUFFIXES):
+            read_op = _first_op(n)
+            if read_op is not None and read_op.inputs:
+                reader_sites[n.index] = _frames(read_op.inputs[0].op, real)
+    record, batch = _classify(nodes, outputs)
+    return Trace(real, module, function, outputs, nodes, sites, reader_sites, calls, record, batch)
+
+
+def _spell(args, kwargs) -> str:
+    return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()])
+
+
+def _classify(nodes, outputs) -> tuple[set[str], set[str]]:
+    """The names of the per-record tensors and of the batch tensors; see the module doc."""
+    stage_outputs: set[str] = set()
+    for n in nodes:
+        if n.kind.endswith(_READ_SUFFIXES) or n.kind == "slice_input_producer":
+            for out in n.outputs:
+                stage_outputs.update(c.name for c in graph_facts.components(out))
+    batching = [n for n in nodes if n.kind in plan.BATCHING_KINDS]
+    if batching:
+        sinks = [c for n in batching for x in n.inputs for c in _components(x)]
+    else:
+        sinks = [
+            c for x in tf.nest.flatten(outputs, expand_composites=False) for c in _components(x)
+        ]
+    walker = Walker(
+        _API,
+        lambda t: t.name in stage_outputs or t.op.type in graph_facts.DEQUEUE_OPS,
+        follow_control=False,
+    )
+    try:
+        walker.walk(sinks)
+    except NotRebuildableError as e:
+        raise MigrateError(str(e).replace("queue-pipeline migrate:", f"{_API}:", 1)) from e
+    record = set(stage_outputs) | set(walker.aliases)
+    for op in walker.ops.values():
+        record.update(t.name for t in op.outputs)
+    batch: set[str] = set()
+    frontier = [t for n in batching for out in n.outputs for t in _components(out)]
+    seen = 0
+    while frontier and seen < graph_facts.MAX_WALK_OPS:
+        t = frontier.pop()
+        if t.name in batch:
+            continue
+        batch.add(t.name)
+        for consumer in t.consumers():
+            seen += 1
+            frontier.extend(consumer.outputs)
+    return record, batch
+
+
+def _components(x) -> list[tf.Tensor]:
+    if isinstance(x, (tf.Tensor, tf.SparseTensor)):
+        return graph_facts.components(x)
+    return []

@@ -1,0 +1,24 @@
+def read_and_decode_record(serialized_example):
+    """One example: (image ``[784]`` float32 in [0, 1], label int32)."""
+    features = tf.io.parse_single_example(serialized_example, features=FEATURES)
+    image = tf.io.decode_raw(features["image_raw"], tf.uint8)
+    image.set_shape([IMAGE_PIXELS])
+    image = tf.cast(image, tf.float32) * (1.0 / 255)
+    label = tf.cast(features["label"], tf.int32)
+    return image, label
+
+
+def eval_inputs_dataset(filename: str, batch_size: int, impl: str = "qp"):
+    """The evaluation input: every example of `filename` once, in order.
+
+    Returns:
+      ``(images [None, 784] float32, labels [None] int32)``; the last batch
+      may be smaller.
+    """
+    with tf.name_scope("eval_input"):
+        filenames = tf.data.Dataset.from_tensor_slices([filename])
+        filenames = filenames.repeat(1)
+        records = filenames.flat_map(tf.data.TFRecordDataset)
+        records = records.map(read_and_decode_record, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = records.batch(batch_size)
+        return dataset.prefetch(tf.data.AUTOTUNE)

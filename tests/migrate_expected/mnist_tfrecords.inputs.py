@@ -1,0 +1,32 @@
+def read_and_decode_record(serialized_example):
+    """One example: (image ``[784]`` float32 in [0, 1], label int32)."""
+    features = tf.io.parse_single_example(serialized_example, features=FEATURES)
+    image = tf.io.decode_raw(features["image_raw"], tf.uint8)
+    image.set_shape([IMAGE_PIXELS])
+    image = tf.cast(image, tf.float32) * (1.0 / 255)
+    label = tf.cast(features["label"], tf.int32)
+    return image, label
+
+
+def inputs_dataset(
+    filename: str,
+    batch_size: int,
+    num_epochs: int | None,
+    impl: str = "qp",
+    *,
+    seed: int | None = None,
+):
+    """The classic training input: shuffled batches for `num_epochs` epochs.
+
+    Returns:
+      ``(images [batch_size, 784] float32, labels [batch_size] int32)``; the
+      last, partial batch is dropped (its dequeue raises OutOfRangeError).
+    """
+    with tf.name_scope("input"):
+        filenames = tf.data.Dataset.from_tensor_slices([filename])
+        filenames = filenames.repeat(num_epochs)
+        records = filenames.flat_map(tf.data.TFRecordDataset)
+        records = records.map(read_and_decode_record, num_parallel_calls=tf.data.AUTOTUNE)
+        dataset = records.shuffle(MIN_AFTER_DEQUEUE + 3 * batch_size, seed=seed)
+        dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)
