@@ -83,6 +83,7 @@ VARIANTS = [
     "twin_batch_decode",
     "tfdata",
     "tfdata_batch_decode",
+    "migrated",
 ]
 # The diagnostics' cost, switch by switch (not in the default run; pass them to
 # --variants): qp_queue_N with every diagnostic off, and with only one on.
@@ -150,11 +151,31 @@ def measure(variant: str, workload: str, data) -> tuple[int, float]:
 
 
 def _dataset(variant, workload, data) -> tf.data.Dataset:
+    if variant == "migrated":
+        return _migrated(workload, data)
     if variant.startswith("twin"):
         from twins import twin_dataset  # noqa: PLC0415 - only when twins exist
 
         return twin_dataset(workload, data, variant == "twin_batch_decode")
     return workloads.handwritten(workload, data, variant == "tfdata_batch_decode")
+
+
+def _migrated(workload, data) -> tf.data.Dataset:
+    """legacy_inputs.py's function for `workload`, rewritten by ``queue-pipeline migrate``.
+
+    The migration (a trace of the legacy function and the rewrite, with
+    batch-then-decode where the rules allow it; tests/test_migrate.py verifies
+    the same code MATCH) runs before the clock starts, as building any other
+    variant's Dataset does.
+    """
+    import queue_pipeline  # noqa: PLC0415
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "legacy_inputs.py")
+    args = tuple(data) if workload == "W4" else (data,)
+    result = queue_pipeline.migrate(
+        path, f"{workload.lower()}_inputs", args=args, verify=False, batch_decode=True
+    )
+    return getattr(result.load(), result.function)(*args)
 
 
 def _measure_dataset_session(variant, workload, data):

@@ -149,7 +149,7 @@ def test_distorted_cifar_input_migrates_and_is_reported_unverified(tmp_path):
     assert "repeats forever" in result.verdict.reason
     assert result.exit_status == 0
     assert "random_crop" in result.added
-    migrated = _verify.load_migrated(_trace_of(result, cifar), result.source, None)
+    migrated = result.load()
     with tf.Graph().as_default():
         legacy_images, legacy_labels = cifar.distorted_inputs(str(tmp_path), 8, verbose=False)
     dataset = migrated.distorted_inputs_dataset(str(tmp_path), 8, verbose=False)
@@ -161,13 +161,57 @@ def test_distorted_cifar_input_migrates_and_is_reported_unverified(tmp_path):
     assert batch[0].shape == (8, 24, 24, 3) and set(batch[1]) <= set(range(10))
 
 
-def _trace_of(result, module):
-    class _Trace:  # the two attributes load_migrated reads
-        pass
+# --- batch-then-decode and exact arithmetic -------------------------------------------
 
-    t = _Trace()
-    t.module, t.path = module, module.__file__
-    return t
+DIVIDE_SCRIPT = """
+import tensorflow as tf
+
+
+def inputs(path):
+    queue = tf.compat.v1.train.string_input_producer([path], num_epochs=1, shuffle=False)
+    _, line = tf.compat.v1.TextLineReader().read(queue)
+    (value,) = tf.io.decode_csv(line, [[0]])
+    scaled = tf.cast(value, tf.float32) / 255.0  # a Session folds this into a multiplication
+    return tf.compat.v1.train.batch([scaled], 4, allow_smaller_final_batch=True)
+"""
+
+RAGGED_SCRIPT = """
+import tensorflow as tf
+
+
+def inputs(path):
+    queue = tf.compat.v1.train.string_input_producer([path], num_epochs=1, shuffle=False)
+    _, line = tf.compat.v1.TextLineReader().read(queue)
+    raw = tf.io.decode_raw(line, tf.uint8)
+    first = tf.cast(raw[0], tf.int32)
+    return tf.compat.v1.train.batch([first], 2, allow_smaller_final_batch=True)
+"""
+
+
+def test_a_division_by_a_constant_verifies_match(tmp_path):
+    """NOTE [ Exact arithmetic for a migration's proof ]: 58 / 255.0 to the last bit."""
+    (tmp_path / "values.csv").write_text("".join(f"{v}\n" for v in range(0, 256, 7)))
+    path = _write(tmp_path / "divide.py", DIVIDE_SCRIPT)
+    result = migrate(path, "inputs", call=repr(str(tmp_path / "values.csv")))
+    assert result.verdict.status == "MATCH", result.report()
+    assert "per_batch" in result.added  # decode_csv, cast and / run on whole batches
+
+
+def test_a_batched_decode_that_fails_falls_back_to_per_record(tmp_path):
+    """decode_raw of lines of different lengths works per record, not on a batch."""
+    (tmp_path / "lines.txt").write_text("ab\nabc\nabcd\nx\n")
+    path = _write(tmp_path / "ragged.py", RAGGED_SCRIPT)
+    result = migrate(path, "inputs", call=repr(str(tmp_path / "lines.txt")))
+    assert result.verdict.status == "MATCH", result.report()
+    assert "per_record" in result.added and "per_batch" not in result.added
+    assert any("batch-then-decode" in d and "did not verify" in d for d in result.differences)
+
+
+def test_without_verify_the_decode_stays_per_record(tmp_path):
+    (tmp_path / "values.csv").write_text("1\n2\n")
+    path = _write(tmp_path / "divide.py", DIVIDE_SCRIPT)
+    result = migrate(path, "inputs", call=repr(str(tmp_path / "values.csv")), verify=False)
+    assert "per_record" in result.added and "per_batch" not in result.added
 
 
 # --- reports -------------------------------------------------------------------------

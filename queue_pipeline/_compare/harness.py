@@ -11,13 +11,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import queue as queue_lib
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import tensorflow as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
 
 from queue_pipeline._compare import inspect as _inspect
 from queue_pipeline.coordinator import Coordinator
@@ -59,8 +62,34 @@ def _backstop(timeout: float) -> float:
     return max(2 * timeout, timeout + 5)
 
 
+# NOTE [ Exact arithmetic for a migration's proof ]
+# Grappler's constant folding rewrites a division by a constant into a
+# multiplication by its reciprocal in a Session's graph (`x / 255.0` becomes
+# `x * (1 / 255.0)`), which differs from the division in the last bit of some
+# float32 values; a tf.data map function keeps the division. Both are the
+# user's code, so for `queue-pipeline migrate`'s verification the legacy
+# Session runs without constant folding (`exact_arithmetic()`), and the two
+# sides compute the same float values. compare itself keeps TF's defaults.
+_EXACT = contextvars.ContextVar("queue_pipeline_exact_arithmetic", default=False)
+
+
+@contextlib.contextmanager
+def exact_arithmetic() -> Iterator[None]:
+    """Legacy Sessions made in the block skip constant folding; see the NOTE above."""
+    token = _EXACT.set(True)
+    try:
+        yield
+    finally:
+        _EXACT.reset(token)
+
+
 def session_config(timeout: float) -> tf.compat.v1.ConfigProto:
-    return tf.compat.v1.ConfigProto(operation_timeout_in_ms=max(1, int(timeout * 1000)))
+    config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=max(1, int(timeout * 1000)))
+    if _EXACT.get():
+        config.graph_options.rewrite_options.constant_folding = (
+            rewriter_config_pb2.RewriterConfig.OFF
+        )
+    return config
 
 
 def run_graph(

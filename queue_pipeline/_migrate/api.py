@@ -21,10 +21,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import types
 
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate import verify as _verify
+import tensorflow as tf
+
 from queue_pipeline._compare.harness import PipelineError
 from queue_pipeline._migrate.trace import MigrateError
 
@@ -49,6 +52,7 @@ class MigrationResult:
         purpose.
       verdict: ``MATCH``, ``DIFFER`` or ``UNVERIFIED`` (with its reason).
       written: the path written, or None.
+      original: the legacy module (for :meth:`load`).
     """
 
     source: str
@@ -60,6 +64,13 @@ class MigrationResult:
     differences: list[str]
     verdict: _verify.Verdict | None
     written: str | None
+    original: types.ModuleType | None = dataclasses.field(default=None, repr=False)
+
+    def load(self) -> types.ModuleType:
+        """The migrated module, imported beside the original (``result.load().f_dataset(...)``)."""
+        if self.original is None:
+            raise MigrateError(f"{_API}: this result has no original module to load beside.")
+        return _verify.load_migrated(self.original, self.source, self.written)
 
     @property
     def exit_status(self) -> int:
@@ -90,16 +101,41 @@ class MigrationResult:
         return "\n".join(lines) + "\n"
 
 
+def _prove(traced, rewrite, target, args, kwargs, epochs, max_batches) -> _verify.Verdict:
+    """The verification of one rewrite; a failure to run it is a MigrateError."""
+    del target  # verified from a temporary file: the target is written only after a MATCH
+    migrated = _verify.load_migrated(traced.module, rewrite.source, None)
+    try:
+        return _verify.verify(
+            traced,
+            migrated,
+            rewrite.function,
+            args,
+            kwargs,
+            epochs=epochs,
+            max_batches=max_batches,
+        )
+    except (PipelineError, ValueError, TypeError, tf.errors.OpError) as e:
+        if rewrite.batched:  # the batched decoder failed: retried per record
+            return _verify.Verdict("DIFFER", f"the batched decode failed: {e}")
+        raise MigrateError(
+            f"{_API}: the migrated code was written nowhere: verifying it failed: {e}"
+        ) from e
+
+
 def migrate(
     path: str,
     function: str,
     *,
     call: str | None = None,
+    args: tuple | None = None,
+    kwargs: dict | None = None,
     out: str | None = None,
     in_place: bool = False,
     verify: bool = True,
     epochs: int = 1,
     max_batches: int | None = None,
+    batch_decode: bool | None = None,
 ) -> MigrationResult:
     """Rewrites ``function`` of the file at `path` as tf.data code, and proves it.
 
@@ -109,6 +145,7 @@ def migrate(
         returns its batch (or per-record) tensors.
       call: its arguments, as written in a call (``"'train.tfrecords', 32"``);
         evaluated in the module's namespace.
+      args, kwargs: its arguments as values (instead of `call`).
       out: write the migrated module there (refused if it exists).
       in_place: rewrite `path` itself, keeping the original as ``path.orig``
         (refused if that exists).
@@ -117,6 +154,11 @@ def migrate(
       epochs: epochs to compare when the legacy plan records none.
       max_batches: stop the comparison after this many legacy batches (needed
         when the input repeats forever).
+      batch_decode: write batch-then-decode code where the rules of NOTE
+        [ Batch-then-decode in migrated code ] allow it. None (default): only
+        when verifying, falling back to per-record decoding when the batched
+        version does not verify MATCH; True without `verify` writes it
+        unproven.
 
     Returns:
       A :class:`MigrationResult`.
@@ -139,12 +181,32 @@ def migrate(
             f"{_API}: {path}.orig exists (a previous --in-place keeps the original there). "
             "Fix: move it away first."
         )
+    if call is not None and (args is not None or kwargs is not None):
+        raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
     module, _ = _trace.load_module(path)
-    args, kwargs = _trace.parse_call(module, call)
+    if call is not None or (args is None and kwargs is None):
+        args, kwargs = _trace.parse_call(module, call)
+    args, kwargs = tuple(args or ()), dict(kwargs or {})
     traced = _trace.trace(path, function, args, kwargs)
     with open(traced.path, encoding="utf-8") as f:
         original = f.read()
-    rewrite = codegen.rewrite(traced, original)
+    batched = verify if batch_decode is None else batch_decode
+    rewrite = codegen.rewrite(traced, original, batch_decode=batched)
+    verdict = None
+    notes: list[str] = []
+    if verify:
+        verdict = _prove(traced, rewrite, target, args, kwargs, epochs, max_batches)
+        if rewrite.batched and verdict.status != "MATCH":
+            notes.append(
+                f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
+                f"({verdict.status}); the per-record decode is written instead"
+            )
+            rewrite = codegen.rewrite(traced, original, batch_decode=False)
+            verdict = _prove(traced, rewrite, target, args, kwargs, epochs, max_batches)
+    elif rewrite.batched:
+        notes.append("batch-then-decode was not verified (verify=False)")
+    if rewrite.batched:
+        notes.append(f"decodes whole batches (batch-then-decode): {', '.join(rewrite.batched)}")
     diff = "".join(
         difflib.unified_diff(
             original.splitlines(keepends=True),
@@ -153,23 +215,6 @@ def migrate(
             target or f"{path} (migrated)",
         )
     )
-    verdict = None
-    if verify:
-        migrated = _verify.load_migrated(traced, rewrite.source, target)
-        try:
-            verdict = _verify.verify(
-                traced,
-                migrated,
-                rewrite.function,
-                args,
-                kwargs,
-                epochs=epochs,
-                max_batches=max_batches,
-            )
-        except (PipelineError, ValueError, TypeError) as e:
-            raise MigrateError(
-                f"{_API}: the migrated code was written nowhere: verifying it failed: {e}"
-            ) from e
     written = None
     if target is not None and (verdict is None or verdict.status != "DIFFER"):
         if in_place:
@@ -184,7 +229,8 @@ def migrate(
         function=rewrite.function,
         steps=rewrite.steps,
         dropped=rewrite.dropped,
-        differences=rewrite.differences,
+        differences=rewrite.differences + notes,
         verdict=verdict,
         written=written,
+        original=traced.module,
     )

@@ -55,7 +55,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusi
 
 import queue_pipeline
 from queue_pipeline import plan
-from queue_pipeline._migrate import chains
+from queue_pipeline._migrate import chains, vectorize
 from queue_pipeline._migrate.trace import MigrateError, Trace
 
 __all__ = ["Rewrite", "Step", "rewrite"]
@@ -64,6 +64,13 @@ _API = "queue-pipeline migrate"
 PRODUCERS = ("string_input_producer", "input_producer", "range_input_producer")
 BATCHING = tuple(sorted(plan.BATCHING_KINDS))
 READS = ("read", "read_up_to")
+READER_CLASSES = (
+    "TextLineReader",
+    "TFRecordReader",
+    "FixedLengthRecordReader",
+    "WholeFileReader",
+    "IdentityReader",
+)
 _SUMMARY = re.compile(r"\bsummary\.\w+\(|\bsummary\.(image|scalar|histogram)\b")
 
 
@@ -88,6 +95,7 @@ class Rewrite:
       steps: each legacy call and what replaced it.
       dropped: statements left out, with why (file:line).
       differences: where the migrated code differs on purpose.
+      batched: the functions that decode whole batches (batch-then-decode).
     """
 
     source: str
@@ -96,6 +104,7 @@ class Rewrite:
     steps: list[Step]
     dropped: list[str]
     differences: list[str]
+    batched: list[str] = dataclasses.field(default_factory=list)
 
 
 def _callee(call: cst.Call) -> str:
@@ -237,8 +246,10 @@ class _State:
 
 
 class _Rewriter:
-    def __init__(self, trace: Trace, source: str):
+    def __init__(self, trace: Trace, source: str, batch_decode: bool = False):
         self.trace = trace
+        self.batch_decode = batch_decode
+        self.batched: list[str] = []  # functions that decode whole batches
         try:
             self.module = cst.parse_module(source)
         except cst.ParserSyntaxError as e:
@@ -260,6 +271,8 @@ class _Rewriter:
         self.reader_sites = {line for frames in trace.reader_sites.values() for _, line in frames}
         self.record_helpers: dict[str, tuple[str, str, str, list[str], str]] = {}
         self.kept_params: dict[str, list[str]] = {}
+        self.batch_helpers: dict[str, str] = {}  # <name>_record -> <name>_batch
+        self._pending_batch_code: dict[str, tuple[str, str]] = {}  # written when used
 
     # ------------------------------------------------------------------ helpers
 
@@ -384,33 +397,72 @@ class _Rewriter:
         )
         self.generated.setdefault(fn.name, "")
         self.generated[fn.name] += "\n\n" + text
+        if self.batch_decode and not extra:
+            self._batch_helper(fn, name, value, doc, kept_stmts)
         self.record_helpers[fn.name] = (name, reader_kind, reader_fn, extra, value)
         return self.record_helpers[fn.name]
 
+    def _batch_helper(self, fn: _Function, name: str, value: str, doc: str, stmts) -> None:
+        """``<name>_batch``: the record helper on whole batches, if the rules allow it.
+
+        See NOTE [ Batch-then-decode in migrated code ].
+        """
+        try:
+            body = "".join(self.batched_text(fn, st, 1, {}) for st in stmts)
+        except vectorize.Unbatchable:
+            return
+        batch_name = name[: -len("_record")] + "_batch"
+        self._pending_batch_code[batch_name] = (
+            fn.name,
+            f"def {batch_name}({value}):\n"
+            + f'    """{fn.name} on a batch of records (batch-then-decode)."""\n'
+            + body,
+        )
+        self.batch_helpers[name] = batch_name
+
+    def batched_text(self, fn: _Function, stmt, depth: int, replace: dict) -> str:
+        """`stmt` batched (vectorize.batch_statement), at indentation `depth`."""
+        ids = {id(node): text for node, text in replace.items()} if replace else {}
+        new = vectorize.batch_statement(stmt, self.batch_helpers, ids, _tensor_names(fn))
+        for node, text in _tuple_returns(new):
+            new = new.deep_replace(node, cst.parse_expression(text))
+        code = self.module.code_for_node(new)
+        column = self.positions[stmt].start.column
+        lines = (" " * column + code).splitlines(keepends=True)
+        out = []
+        for line in lines:
+            if not line.strip():
+                out.append("\n")
+                continue
+            spaces = len(line) - len(line.lstrip(" "))
+            out.append("    " * depth + line[min(spaces, column) :])
+        return "".join(out)
+
     def _reader_ctor(self, fn: _Function, stmt: cst.CSTNode) -> tuple[str, dict] | None:
-        """(reader kind, its arguments) if `stmt` creates a reader of a traced read."""
+        """(reader kind, its arguments) if `stmt` creates a reader.
+
+        A reader of a traced read is known by the run, however its class is
+        spelled (``IMPLS[impl]["TFRecordReader"]()``); in a branch the run did
+        not take, by the class name (``tf.compat.v1.TextLineReader()``).
+        """
         first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
-        if not any(first <= line <= last for line in self.reader_sites):
-            return None
-        for node in self.trace.nodes:
-            if node.index not in self.trace.reader_sites:
-                continue
-            if not any(
+        kinds = [
+            node.kind.rpartition(".")[0]
+            for node in self.trace.nodes
+            if any(
                 name == fn.name and first <= line <= last
-                for name, line in self.trace.reader_sites[node.index]
-            ):
+                for name, line in self.trace.reader_sites.get(node.index, ())
+            )
+        ]
+        for call in self.calls_in(stmt):
+            if _callee(call) in READS:
                 continue
-            kind = node.kind.rpartition(".")[0]
-            reader_class = getattr(queue_pipeline, kind, None)
-            for call in self.calls_in(stmt):
-                if _callee(call) in READS or reader_class is None:
-                    continue
+            for kind in kinds or ([_callee(call)] if _callee(call) in READER_CLASSES else []):
                 try:
-                    args = _bind(reader_class.__init__, call, self.module, skip_self=True)
-                except (chains.Unsupported, TypeError, ValueError):
+                    reader_init = getattr(queue_pipeline, kind).__init__
+                    return kind, _bind(reader_init, call, self.module, skip_self=True)
+                except (chains.Unsupported, TypeError, ValueError, AttributeError):
                     continue
-                if self.positions[call].start.line >= first:
-                    return kind, args
         return None
 
     def _read(self, fn, stmt, read_call, readers, stmts):
@@ -764,8 +816,71 @@ class _Rewriter:
             f"{pad}records = records.map(per_record, num_parallel_calls={chains.AUTOTUNE})\n",
         ]
 
+    def _batched_flush(self, fn, state: _State, returns: str, args, kind, depth):
+        """The per-record code as a function mapped over batches, or None if it stays per record.
+
+        The lines go after the batch; see NOTE [ Batch-then-decode in migrated code ].
+        """
+        if not self.batch_decode or kind not in ("batch", "shuffle_batch"):
+            return None
+        if any(
+            args.get(a, "False").strip() not in ("False", "None")
+            for a in ("dynamic_pad", "enqueue_many")
+        ):
+            return None
+        pad = "    " * depth
+        stmt, direct = state.direct
+        if (
+            direct
+            and len(state.pending) == 1
+            and state.pending[0][0] is stmt
+            and _bare(self.code(stmt.body[0].targets[0].target)) == _bare(returns)
+        ):
+            batched = self.batch_helpers.get(direct)
+            if batched is None:
+                return None
+            self._use_batch_helper(batched)
+            state.pending = []
+            self.batched.append(batched)
+            return [
+                f"{pad}dataset = dataset.map({batched}, num_parallel_calls={chains.AUTOTUNE})\n"
+            ]
+        if not state.pending:
+            return None
+        try:
+            body = "".join(
+                self.batched_text(fn, st, depth + 1, dict(rep)) for st, rep in state.pending
+            )
+            returned = vectorize.batch_statement(
+                cst.parse_expression(returns), self.batch_helpers, {}, _tensor_names(fn)
+            )
+        except vectorize.Unbatchable:
+            return None
+        for helper, batched in self.batch_helpers.items():
+            if helper in body:
+                self._use_batch_helper(batched)
+        state.pending = []
+        self.batched.append(f"{fn.name}'s per_batch")
+        params = ", ".join(state.element)
+        return [
+            "\n",
+            f"{pad}def per_batch({params}):\n",
+            body,
+            f"{pad}    return {self.module.code_for_node(returned)}\n",
+            "\n",
+            f"{pad}dataset = dataset.map(per_batch, num_parallel_calls={chains.AUTOTUNE})\n",
+        ]
+
+    def _use_batch_helper(self, name: str) -> None:
+        if name in self._pending_batch_code:
+            owner, code = self._pending_batch_code.pop(name)
+            self.generated[owner] += "\n\n" + code
+
     def _element_of(self, tensors: str) -> str:
+        """What the mapped function returns for a batching call's `tensors` (never a list)."""
         text = tensors.strip()
+        if text.startswith("list(") and text.endswith(")"):
+            return "tuple(" + text[len("list(") :]
         if text.startswith("[") and text.endswith("]"):
             inner = text[1:-1].strip().rstrip(",")
             return inner if "," in inner else inner + ","
@@ -779,6 +894,7 @@ class _Rewriter:
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e
         out: list[str] = []
+        after: list[str] | None = None
         first = "tensors_list" if kind.endswith("_join") else "tensors"
         if kind.endswith("_join"):
             out += self._join_records(fn, stmt, call, args, state, depth)
@@ -791,7 +907,9 @@ class _Rewriter:
                 )
             source = "dataset"
         else:
-            out += self._flush(state, self._element_of(args[first]), depth)
+            after = self._batched_flush(fn, state, self._element_of(args[first]), args, kind, depth)
+            if after is None:
+                out += self._flush(state, self._element_of(args[first]), depth)
             source = "records"
         try:
             chain = chains.batching_lines(kind, args, "dataset")
@@ -800,6 +918,8 @@ class _Rewriter:
         lines = list(chain.lines)
         lines[0] = lines[0].replace("= dataset.", f"= {source}.", 1)
         out += [f"{pad}{line}\n" for line in lines]
+        if after is not None:
+            out += after
         self.steps.append(Step(fn.line(stmt), kind, " / ".join(lines), chain.fates))
         if "shuffle" in kind:
             self.differences.append(
@@ -1075,6 +1195,12 @@ def _list_of_reads(stmt) -> cst.ListComp | None:
     return None
 
 
+def _tensor_names(fn: _Function) -> set[str]:
+    """The locals of `fn`'s run that held a tensor (so ``x[i]`` indexes a tensor, not a list)."""
+    values = fn.call.local_values if fn.call is not None else {}
+    return {k for k, v in values.items() if isinstance(v, (tf.Tensor, tf.SparseTensor))}
+
+
 def _fresh(fn: _Function, *candidates: str) -> str:
     """The first of `candidates` that `fn` does not use as a name."""
     used = _names(fn.node)
@@ -1154,7 +1280,7 @@ def _dead_code(lines: list[str]) -> list[str]:
     return out
 
 
-def rewrite(trace: Trace, source: str) -> Rewrite:
+def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite:
     """The module's source with a tf.data version of the traced function and its helpers.
 
     See NOTE [ How a legacy function is rewritten ].
@@ -1162,7 +1288,7 @@ def rewrite(trace: Trace, source: str) -> Rewrite:
     Raises:
       MigrateError: a statement cannot be migrated (its file:line and why).
     """
-    rw = _Rewriter(trace, source)
+    rw = _Rewriter(trace, source, batch_decode)
     fn = rw.functions.get(trace.function)
     if fn is None:
         raise MigrateError(
@@ -1174,6 +1300,7 @@ def rewrite(trace: Trace, source: str) -> Rewrite:
             "that builds the whole pipeline."
         )
     name = rw.pipeline(fn)
+    _drop_unused_record_helpers(rw)
     return Rewrite(
         source=_insert(rw, source),
         added="\n\n".join(
@@ -1184,7 +1311,23 @@ def rewrite(trace: Trace, source: str) -> Rewrite:
         steps=rw.steps,
         dropped=rw.dropped,
         differences=rw.differences,
+        batched=rw.batched,
     )
+
+
+def _drop_unused_record_helpers(rw: _Rewriter) -> None:
+    """Removes ``<name>_record`` functions that only their batched versions replaced."""
+    for owner, (name, *_rest) in rw.record_helpers.items():
+        code = rw.generated.get(owner, "")
+        start = code.find(f"def {name}(")
+        if start < 0:
+            continue
+        end = code.find("\n\n\ndef ", start)
+        end = len(code) if end < 0 else end
+        own = code[start:end]
+        others = "".join(v for k, v in rw.generated.items() if k != owner) + code.replace(own, "")
+        if not re.search(rf"\b{re.escape(name)}\b", others):
+            rw.generated[owner] = code.replace(own, "").replace("\n\n\n\n\n", "\n\n")
 
 
 def _insert(rw: _Rewriter, source: str) -> str:

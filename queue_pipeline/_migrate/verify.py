@@ -8,6 +8,7 @@ import sys
 import tempfile
 import types
 
+from queue_pipeline._compare.harness import exact_arithmetic
 from queue_pipeline._migrate.trace import MigrateError, Trace
 
 __all__ = ["Verdict", "load_migrated", "verify"]
@@ -30,14 +31,20 @@ class Verdict:
     report: object | None = None
 
 
-def load_migrated(trace: Trace, source: str, path: str | None) -> types.ModuleType:
-    """The migrated source as a module beside the original (same package, same imports)."""
-    original = trace.module
+def load_migrated(original: types.ModuleType, source: str, path: str | None) -> types.ModuleType:
+    """`source` as a module beside `original` (same package, so the same imports work).
+
+    Args:
+      original: the legacy module.
+      source: the migrated module's source.
+      path: the file it was written to; None writes it to a temporary
+        directory, so that AutoGraph and tracebacks find the source.
+    """
     name = f"{original.__name__}__migrated"
     module = types.ModuleType(name)
-    if path is None:  # a file, so that AutoGraph and tracebacks find the source
+    if path is None:
         directory = tempfile.mkdtemp(prefix="queue_pipeline_migrate_")
-        path = os.path.join(directory, os.path.basename(trace.path))
+        path = os.path.join(directory, os.path.basename(original.__file__ or "migrated.py"))
         with open(path, "w", encoding="utf-8") as f:
             f.write(source)
     module.__file__ = path
@@ -83,11 +90,12 @@ def verify(
         )
     original = getattr(trace.module, trace.function)
     new = getattr(migrated, function)
-    report = compare(
-        lambda: original(*args, **kwargs),
-        lambda: new(*args, **kwargs),
-        epochs=epochs,
-        max_batches=max_batches,
-        timeout=timeout,
-    )
+    with exact_arithmetic():  # NOTE [ Exact arithmetic for a migration's proof ]
+        report = compare(
+            lambda: original(*args, **kwargs),
+            lambda: new(*args, **kwargs),
+            epochs=epochs,
+            max_batches=max_batches,
+            timeout=timeout,
+        )
     return Verdict("MATCH" if report.matched else "DIFFER", report.mode, report)

@@ -1,8 +1,8 @@
-def read_and_decode_record(serialized_example):
-    """One example: (image ``[784]`` float32 in [0, 1], label int32)."""
-    features = tf.io.parse_single_example(serialized_example, features=FEATURES)
+def read_and_decode_batch(serialized_example):
+    """read_and_decode on a batch of records (batch-then-decode)."""
+    features = tf.io.parse_example(serialized_example, features=FEATURES)
     image = tf.io.decode_raw(features["image_raw"], tf.uint8)
-    image.set_shape([IMAGE_PIXELS])
+    image.set_shape([None, IMAGE_PIXELS])
     image = tf.cast(image, tf.float32) * (1.0 / 255)
     label = tf.cast(features["label"], tf.int32)
     return image, label
@@ -26,7 +26,7 @@ def inputs_dataset(
         filenames = tf.data.Dataset.from_tensor_slices([filename])
         filenames = filenames.repeat(num_epochs)
         records = filenames.flat_map(tf.data.TFRecordDataset)
-        records = records.map(read_and_decode_record, num_parallel_calls=tf.data.AUTOTUNE)
         dataset = records.shuffle(MIN_AFTER_DEQUEUE + 3 * batch_size, seed=seed)
         dataset = dataset.batch(batch_size, drop_remainder=True)
+        dataset = dataset.map(read_and_decode_batch, num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -6,13 +6,13 @@ def _slice_and_batch_dataset(
     if shuffle:
         records = records.shuffle(records.cardinality(), seed=seed)
     records = records.repeat(num_epochs)
+    dataset = records.batch(batch_size, drop_remainder=True)
 
-    def per_record(image, label):
+    def per_batch(image, label):
         label = tf.cast(label, tf.int32)
         return image, label
 
-    records = records.map(per_record, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = records.batch(batch_size, drop_remainder=True)
+    dataset = dataset.map(per_batch, num_parallel_calls=tf.data.AUTOTUNE)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
