@@ -188,6 +188,7 @@ def _migrate(args) -> int:
             verify=args.verify,
             epochs=args.epochs,
             max_batches=args.batches,
+            callers=args.callers,
         )
     except MigrateError as e:
         sys.stderr.write(f"{e}\n")
@@ -300,6 +301,12 @@ def build_parser() -> argparse.ArgumentParser:
     mig.add_argument("--epochs", type=int, default=1, help="epochs to compare if the plan has none")
     mig.add_argument(
         "--batches", type=int, default=None, help="compare at most this many legacy batches"
+    )
+    mig.add_argument(
+        "--callers",
+        action="store_true",
+        help="also rewrite the session code that calls FUNCTION: read it through a "
+        "one-shot iterator, drop the Coordinator lines when no queue remains",
     )
     mig.set_defaults(run=_migrate)
     run_parser = commands.add_parser(

@@ -214,6 +214,96 @@ def test_without_verify_the_decode_stays_per_record(tmp_path):
     assert "per_record" in result.added and "per_batch" not in result.added
 
 
+# --- session code that calls the migrated function -------------------------------------
+
+SESSION_SCRIPT = """
+import tensorflow as tf
+
+OP_TIMEOUT_MS = 20_000
+
+
+def inputs(path, num_epochs):
+    queue = tf.compat.v1.train.string_input_producer([path], num_epochs=num_epochs, shuffle=False)
+    _, line = tf.compat.v1.TextLineReader().read(queue)
+    (value,) = tf.io.decode_csv(line, [[0]])
+    return tf.compat.v1.train.batch([value], 2, allow_smaller_final_batch=True)
+
+
+def other_inputs(path):
+    queue = tf.compat.v1.train.string_input_producer([path], num_epochs=1, shuffle=False)
+    _, line = tf.compat.v1.TextLineReader().read(queue)
+    return tf.compat.v1.train.batch([line], 2, allow_smaller_final_batch=True)
+
+
+def total(path, num_epochs, stop_after=None):
+    with tf.Graph().as_default():
+        values = inputs(path, num_epochs)  # a batch of one tensor is that tensor, as in TF
+        config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=OP_TIMEOUT_MS)
+        with tf.compat.v1.Session(config=config) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = tf.compat.v1.train.Coordinator()
+            threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)
+            seen, steps = 0, 0
+            try:
+                while not coord.should_stop():
+                    seen += int(sess.run(values).sum())
+                    steps += 1
+                    if stop_after is not None and steps >= stop_after:
+                        coord.request_stop()
+            except tf.errors.OutOfRangeError:
+                pass
+            finally:
+                coord.request_stop()
+            coord.join(threads)
+            return seen, steps
+
+
+def both(path):
+    with tf.Graph().as_default():
+        values = inputs(path, 1)
+        lines = other_inputs(path)
+        config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=OP_TIMEOUT_MS)
+        with tf.compat.v1.Session(config=config) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = tf.compat.v1.train.Coordinator()
+            threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)
+            out = sess.run([values, lines])
+            coord.request_stop()
+            coord.join(threads)
+            return out
+"""
+
+
+def _session_module(tmp_path):
+    (tmp_path / "values.csv").write_text("".join(f"{v}\n" for v in range(1, 8)))
+    return _write(tmp_path / "session_script.py", SESSION_SCRIPT), str(tmp_path / "values.csv")
+
+
+def test_callers_keep_their_loop_and_lose_the_coordinator(tmp_path):
+    """NOTE [ Rewriting the callers of a migrated function ], on a classic loop."""
+    path, data = _session_module(tmp_path)
+    result = migrate(path, "inputs", call=f"{data!r}, 2", callers=True)
+    assert result.verdict.status == "MATCH", result.report()
+    module = result.load()
+    source = result.source[result.source.index("def total(") : result.source.index("def both(")]
+    assert "Coordinator" not in source and "start_queue_runners" not in source
+    assert "while True:" in source and "break" in source and "finally" not in source
+    assert "make_one_shot_iterator(dataset).get_next()" in source
+    legacy = result.original
+    assert module.total(data, 2) == legacy.total(data, 2) == (2 * 28, 7)  # 1..7 twice, by 2
+    assert module.total(data, 2, stop_after=3) == legacy.total(data, 2, stop_after=3) == (21, 3)
+
+
+def test_a_caller_with_another_queue_pipeline_keeps_its_coordinator(tmp_path):
+    path, data = _session_module(tmp_path)
+    result = migrate(path, "inputs", call=f"{data!r}, 1", callers=True)
+    source = result.source[result.source.index("def both(") :]
+    assert "Coordinator" in source and "make_one_shot_iterator(dataset)" in source
+    assert any("Coordinator kept" in step.replacement for step in result.steps)
+    values, lines = result.load().both(data)
+    assert list(values) == [1, 2] and list(lines) == [b"1", b"2"]
+
+
 # --- reports -------------------------------------------------------------------------
 
 

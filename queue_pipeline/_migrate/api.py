@@ -24,6 +24,7 @@ import os
 import types
 
 from queue_pipeline._migrate import codegen
+from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
@@ -82,7 +83,8 @@ class MigrationResult:
         lines = [f"queue-pipeline migrate: {self.function}"]
         lines.append("Legacy calls:")
         for step in self.steps:
-            lines.append(f"  line {step.line}: {step.legacy}")
+            where = f"line {step.line}" if step.line else "session code"
+            lines.append(f"  {where}: {step.legacy}")
             lines.append(f"      -> {step.replacement}")
             for arg, fate in step.fates:
                 lines.append(f"      {arg}: {fate}")
@@ -136,6 +138,7 @@ def migrate(
     epochs: int = 1,
     max_batches: int | None = None,
     batch_decode: bool | None = None,
+    callers: bool = False,
 ) -> MigrationResult:
     """Rewrites ``function`` of the file at `path` as tf.data code, and proves it.
 
@@ -159,6 +162,11 @@ def migrate(
         when verifying, falling back to per-record decoding when the batched
         version does not verify MATCH; True without `verify` writes it
         unproven.
+      callers: also rewrite the functions of the file that call `function`
+        (session loops): the call reads the tf.data version through a one-shot
+        iterator, and the Coordinator / start_queue_runners lines go when no
+        other queue remains (NOTE [ Rewriting the callers of a migrated
+        function ]).
 
     Returns:
       A :class:`MigrationResult`.
@@ -207,10 +215,17 @@ def migrate(
         notes.append("batch-then-decode was not verified (verify=False)")
     if rewrite.batched:
         notes.append(f"decodes whole batches (batch-then-decode): {', '.join(rewrite.batched)}")
+    source, steps = rewrite.source, list(rewrite.steps)
+    if callers:
+        skip = set(rewrite.names) | {function}
+        source, changed = rewrite_callers(source, function, rewrite.function, skip)
+        steps += [
+            codegen.Step(0, "caller " + c.split(":", 1)[0], c.split(": ", 1)[1]) for c in changed
+        ]
     diff = "".join(
         difflib.unified_diff(
             original.splitlines(keepends=True),
-            rewrite.source.splitlines(keepends=True),
+            source.splitlines(keepends=True),
             path,
             target or f"{path} (migrated)",
         )
@@ -220,14 +235,14 @@ def migrate(
         if in_place:
             os.replace(path, path + ".orig")
         with open(target, "x" if not in_place else "w", encoding="utf-8") as f:
-            f.write(rewrite.source)
+            f.write(source)
         written = target
     return MigrationResult(
-        source=rewrite.source,
+        source=source,
         diff=diff,
         added=rewrite.added,
         function=rewrite.function,
-        steps=rewrite.steps,
+        steps=steps,
         dropped=rewrite.dropped,
         differences=rewrite.differences + notes,
         verdict=verdict,

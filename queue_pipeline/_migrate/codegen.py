@@ -96,6 +96,7 @@ class Rewrite:
       dropped: statements left out, with why (file:line).
       differences: where the migrated code differs on purpose.
       batched: the functions that decode whole batches (batch-then-decode).
+      names: the functions migrated (originals and their new versions).
     """
 
     source: str
@@ -105,6 +106,7 @@ class Rewrite:
     dropped: list[str]
     differences: list[str]
     batched: list[str] = dataclasses.field(default_factory=list)
+    names: list[str] = dataclasses.field(default_factory=list)
 
 
 def _callee(call: cst.Call) -> str:
@@ -882,8 +884,8 @@ class _Rewriter:
         if text.startswith("list(") and text.endswith(")"):
             return "tuple(" + text[len("list(") :]
         if text.startswith("[") and text.endswith("]"):
-            inner = text[1:-1].strip().rstrip(",")
-            return inner if "," in inner else inner + ","
+            # A list of one tensor batches to that tensor alone, as in TF 1.x.
+            return text[1:-1].strip().rstrip(",")
         return text
 
     def _batching(self, fn, stmt, call, state: _State, depth: int) -> list[str]:
@@ -1029,8 +1031,6 @@ class _Rewriter:
             bound = _bind(getattr(self.trace.module, helper.name), call, self.module)
             record_params = [p for p in helper.params if helper.kind(p) == "record"]
             returns = ", ".join(bound[p] for p in record_params if p in bound)
-            if len(record_params) == 1:
-                returns += ","
             if state.pending or _bare(returns) != _bare(", ".join(state.element)):
                 out += self._flush(state, returns, depth)
             replace = {p: "" for p in record_params}
@@ -1312,6 +1312,10 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
         dropped=rw.dropped,
         differences=rw.differences,
         batched=rw.batched,
+        names=sorted(
+            set(rw.generated)
+            | set(re.findall(r"^def (\w+)\(", "".join(rw.generated.values()), re.M))
+        ),
     )
 
 

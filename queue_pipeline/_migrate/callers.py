@@ -1,0 +1,231 @@
+"""The session code that calls a migrated function: the smallest change that keeps its loop.
+
+NOTE [ Rewriting the callers of a migrated function ]
+A session script calls the input function and runs the classic loop::
+
+    images, labels = inputs(train_file, batch_size, num_epochs)
+    ...
+    coord = tf.train.Coordinator()
+    threads = tf.train.start_queue_runners(sess=sess, coord=coord)
+    try:
+        while not coord.should_stop():
+            sess.run(train_op)
+    except tf.errors.OutOfRangeError:
+        print("Done")
+    finally:
+        coord.request_stop()
+    coord.join(threads)
+
+With ``callers=True`` each function of the file that calls the migrated
+function keeps its loop and changes in as few places as possible: the call
+becomes ``dataset = inputs_dataset(...)`` and
+``tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()`` (the same
+tensors, fed by tf.data; the end of the input is still ``OutOfRangeError``),
+and, when no other queue pipeline remains in that
+function, the Coordinator and ``start_queue_runners`` lines go:
+``coord.join(...)`` is removed, ``while not coord.should_stop():`` becomes
+``while True:``, a ``coord.request_stop()`` inside the loop becomes ``break``
+(the loop's own way to stop early) and one elsewhere (``finally:``) is
+removed, with the ``finally`` clause if nothing else is left in it. A
+function where another queue pipeline remains keeps its Coordinator.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import libcst.matchers as m
+
+__all__ = ["rewrite_callers"]
+
+_QUEUE_NAMES = frozenset(
+    {
+        "string_input_producer",
+        "input_producer",
+        "range_input_producer",
+        "slice_input_producer",
+        "batch",
+        "batch_join",
+        "shuffle_batch",
+        "shuffle_batch_join",
+        "maybe_batch",
+        "maybe_batch_join",
+        "maybe_shuffle_batch",
+        "maybe_shuffle_batch_join",
+        "TextLineReader",
+        "TFRecordReader",
+        "FixedLengthRecordReader",
+        "WholeFileReader",
+        "IdentityReader",
+        "QueueRunner",
+        "FIFOQueue",
+        "RandomShuffleQueue",
+        "PaddingFIFOQueue",
+    }
+)
+
+
+def _callee(call: cst.Call) -> str:
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    if isinstance(call.func, cst.Name):
+        return call.func.value
+    return ""
+
+
+def _method_of(node: cst.CSTNode, names: set[str], method: str) -> bool:
+    """Whether `node` is ``<one of names>.<method>(...)``."""
+    return (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == method
+        and isinstance(node.func.value, cst.Name)
+        and node.func.value.value in names
+    )
+
+
+class _Caller(cst.CSTTransformer):
+    def __init__(self, function: str, new: str):
+        self.function, self.new = function, new
+        self.coords: set[str] = set()
+        self.threads: set[str] = set()
+        self.loops = 0
+        self.replaced = 0
+        self.removed: list[str] = []
+        self.keep_queues = False
+        self.datasets: list[cst.Call] = []  # f_dataset(...) calls to assign first
+        self.name = "dataset"
+
+    # the call itself: `dataset = f_dataset(...)`, then the iterator's tensors
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if isinstance(updated.func, cst.Name) and updated.func.value == self.function:
+            self.replaced += 1
+            self.datasets.append(updated.with_changes(func=cst.Name(self.new)))
+            expression = cst.parse_expression(
+                f"tf.compat.v1.data.make_one_shot_iterator({self.name}).get_next()"
+            )
+            return expression
+        return updated
+
+    # the loop
+    def visit_While(self, node: cst.While) -> None:
+        self.loops += 1
+
+    def leave_While(self, original: cst.While, updated: cst.While) -> cst.While:
+        self.loops -= 1
+        test = updated.test
+        if (
+            not self.keep_queues
+            and isinstance(test, cst.UnaryOperation)
+            and isinstance(test.operator, cst.Not)
+            and _method_of(test.expression, self.coords, "should_stop")
+        ):
+            self.removed.append("while not coord.should_stop(): -> while True:")
+            return updated.with_changes(test=cst.Name("True"))
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if self.datasets:
+            assigns = [
+                cst.SimpleStatementLine(
+                    [cst.Assign([cst.AssignTarget(cst.Name(self.name))], call)],
+                    leading_lines=updated.leading_lines,
+                )
+                for call in self.datasets
+            ]
+            self.datasets = []
+            return cst.FlattenSentinel([*assigns, updated.with_changes(leading_lines=[])])
+        if self.keep_queues or len(updated.body) != 1:
+            return updated
+        small = updated.body[0]
+        value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        if isinstance(small, cst.Assign) and isinstance(value, cst.Call):
+            if _callee(value) in ("Coordinator", "start_queue_runners"):
+                self.removed.append(cst.Module([]).code_for_node(updated).strip())
+                return cst.RemoveFromParent()
+        if isinstance(small, cst.Expr) and isinstance(value, cst.Call):
+            if _method_of(value, self.coords, "join") or _callee(value) == "start_queue_runners":
+                self.removed.append(cst.Module([]).code_for_node(updated).strip())
+                return cst.RemoveFromParent()
+            if _method_of(value, self.coords, "request_stop"):
+                if self.loops:
+                    self.removed.append("coord.request_stop() in the loop -> break")
+                    return updated.with_changes(body=[cst.Break()])
+                self.removed.append("coord.request_stop()")
+                return cst.RemoveFromParent()
+        return updated
+
+    def leave_Try(self, original: cst.Try, updated: cst.Try) -> cst.BaseStatement:
+        final = updated.finalbody
+        if final is not None and all(
+            m.matches(st, m.SimpleStatementLine(body=[m.Pass()])) for st in final.body.body
+        ):
+            return updated.with_changes(finalbody=None)
+        return updated
+
+    def leave_IndentedBlock(self, original, updated):
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated
+
+
+def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tuple[str, list[str]]:
+    """`source` with the callers of `function` rewritten; see NOTE [ Rewriting the callers ... ].
+
+    Args:
+      source: the migrated module's source.
+      function: the legacy input function.
+      new: its tf.data version.
+      skip: functions left alone (the legacy function, its helpers and the
+        generated versions).
+
+    Returns:
+      The new source and one line per change (``caller: what changed``).
+    """
+    module = cst.parse_module(source)
+    pipelines = {
+        f.name.value
+        for f in module.body
+        if isinstance(f, cst.FunctionDef)
+        and f.name.value != function
+        and any(
+            isinstance(c, cst.Call) and _callee(c) in _QUEUE_NAMES for c in m.findall(f, m.Call())
+        )
+    }
+    notes: list[str] = []
+    body = []
+    for stmt in module.body:
+        if (
+            isinstance(stmt, cst.FunctionDef)
+            and stmt.name.value not in skip
+            and m.findall(stmt, m.Call(func=m.Name(function)))
+        ):
+            calls = [c for c in m.findall(stmt, m.Call()) if isinstance(c, cst.Call)]
+            remaining = {_callee(c) for c in calls} - {function}
+            transformer = _Caller(function, new)
+            used = {n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)}
+            transformer.name = next(
+                n for n in ("dataset", "input_dataset", "migrated_dataset") if n not in used
+            )
+            transformer.keep_queues = bool(remaining & (_QUEUE_NAMES | pipelines))
+            for c in calls:
+                if _callee(c) == "Coordinator":
+                    transformer.coords |= _assigned_to(stmt, c)
+            new_stmt = stmt.visit(transformer)
+            assert isinstance(new_stmt, cst.FunctionDef)
+            stmt = new_stmt
+            what = [f"{function}(...) -> make_one_shot_iterator({new}(...)).get_next()"]
+            if transformer.keep_queues:
+                what.append("Coordinator kept: another queue pipeline remains")
+            notes.append(f"{stmt.name.value}: " + "; ".join(what + transformer.removed))
+        body.append(stmt)
+    return module.with_changes(body=body).code, notes
+
+
+def _assigned_to(scope: cst.CSTNode, call: cst.Call) -> set[str]:
+    names: set[str] = set()
+    for assign in m.findall(scope, m.Assign()):
+        if isinstance(assign, cst.Assign) and assign.value is call:
+            for target in assign.targets:
+                if isinstance(target.target, cst.Name):
+                    names.add(target.target.value)
+    return names
