@@ -35,6 +35,8 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from queue_pipeline._migrate.syntax import callee
+
 __all__ = ["rewrite_callers"]
 
 _QUEUE_NAMES = frozenset(
@@ -62,14 +64,6 @@ _QUEUE_NAMES = frozenset(
         "PaddingFIFOQueue",
     }
 )
-
-
-def _callee(call: cst.Call) -> str:
-    if isinstance(call.func, cst.Attribute):
-        return call.func.attr.value
-    if isinstance(call.func, cst.Name):
-        return call.func.value
-    return ""
 
 
 def _method_of(node: cst.CSTNode, names: set[str], method: str) -> bool:
@@ -139,11 +133,11 @@ class _Caller(cst.CSTTransformer):
         small = updated.body[0]
         value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
         if isinstance(small, cst.Assign) and isinstance(value, cst.Call):
-            if _callee(value) in ("Coordinator", "start_queue_runners"):
+            if callee(value) in ("Coordinator", "start_queue_runners"):
                 self.removed.append(cst.Module([]).code_for_node(updated).strip())
                 return cst.RemoveFromParent()
         if isinstance(small, cst.Expr) and isinstance(value, cst.Call):
-            if _method_of(value, self.coords, "join") or _callee(value) == "start_queue_runners":
+            if _method_of(value, self.coords, "join") or callee(value) == "start_queue_runners":
                 self.removed.append(cst.Module([]).code_for_node(updated).strip())
                 return cst.RemoveFromParent()
             if _method_of(value, self.coords, "request_stop"):
@@ -188,7 +182,7 @@ def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tup
         if isinstance(f, cst.FunctionDef)
         and f.name.value != function
         and any(
-            isinstance(c, cst.Call) and _callee(c) in _QUEUE_NAMES for c in m.findall(f, m.Call())
+            isinstance(c, cst.Call) and callee(c) in _QUEUE_NAMES for c in m.findall(f, m.Call())
         )
     }
     notes: list[str] = []
@@ -200,7 +194,7 @@ def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tup
             and m.findall(stmt, m.Call(func=m.Name(function)))
         ):
             calls = [c for c in m.findall(stmt, m.Call()) if isinstance(c, cst.Call)]
-            remaining = {_callee(c) for c in calls} - {function}
+            remaining = {callee(c) for c in calls} - {function}
             transformer = _Caller(function, new)
             used = {n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)}
             transformer.name = next(
@@ -208,7 +202,7 @@ def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tup
             )
             transformer.keep_queues = bool(remaining & (_QUEUE_NAMES | pipelines))
             for c in calls:
-                if _callee(c) == "Coordinator":
+                if callee(c) == "Coordinator":
                     transformer.coords |= _assigned_to(stmt, c)
             new_stmt = stmt.visit(transformer)
             assert isinstance(new_stmt, cst.FunctionDef)

@@ -1,0 +1,246 @@
+"""What every part of the rewriter shares: the functions of the file, the state of one rewrite.
+
+:class:`Function` is one module-level function with its run's locals and its
+role (NOTE [ How a legacy function is rewritten ] in
+:mod:`queue_pipeline._migrate.codegen`); :class:`RewriterBase` holds the
+parsed module, its positions and the output of one rewrite, and renders the
+user's statements at a new indentation with their comments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import libcst as cst
+import libcst.matchers as m
+import tensorflow as tf
+
+from queue_pipeline import plan
+from queue_pipeline._migrate.syntax import (
+    all_params,
+    callee,
+    names_in,
+    string_lines,
+)
+from queue_pipeline._migrate.trace import MigrateError, Trace
+from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
+
+__all__ = [
+    "BATCHING",
+    "PRODUCERS",
+    "READER_CLASSES",
+    "READS",
+    "Function",
+    "RewriterBase",
+    "State",
+    "Step",
+    "fresh",
+    "is_shuffled",
+    "param_default",
+    "tensor_names",
+]
+
+API = "queue-pipeline migrate"
+PRODUCERS = ("string_input_producer", "input_producer", "range_input_producer")
+BATCHING = tuple(sorted(plan.BATCHING_KINDS))
+READS = ("read", "read_up_to")
+READER_CLASSES = (
+    "TextLineReader",
+    "TFRecordReader",
+    "FixedLengthRecordReader",
+    "WholeFileReader",
+    "IdentityReader",
+)
+
+
+@dataclasses.dataclass
+class Step:
+    """One line of the report: a legacy call, what replaced it, and its arguments' fates."""
+
+    line: int
+    legacy: str
+    replacement: str
+    fates: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+
+
+class Function:
+    """One module-level function: its CST, its run's locals and its role."""
+
+    def __init__(self, rw: RewriterBase, node: cst.FunctionDef):
+        self.rw = rw
+        self.node = node
+        self.name = node.name.value
+        pos = rw.positions[node]
+        self.first, self.last = pos.start.line, pos.end.line
+        call = None
+        for (name, first), c in rw.trace.calls.items():
+            if name == self.name and self.first <= first <= self.last:
+                call = c
+        self.call = call
+        self.kinds: dict[str, str] = {}
+        if call is not None:
+            for var, value in call.local_values.items():
+                self.kinds[var] = rw.trace.kind_of(value)
+        self.params = [p.name.value for p in all_params(node.params)]
+
+    def kind(self, name: str) -> str:
+        return self.kinds.get(name, "plain")
+
+    @property
+    def role(self) -> str:
+        """``record``, ``batch`` or ``pipeline``.
+
+        See NOTE [ How a legacy function is rewritten ].
+        """
+        param_kinds = {self.kind(p) for p in self.params}
+        if "queue" in param_kinds:
+            return "record"
+        if "record" in param_kinds:
+            return "batch"
+        return "pipeline"
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.rw.positions[node].start.line
+
+
+@dataclasses.dataclass
+class State:
+    """Where a pipeline function's Dataset stands while its statements are rewritten."""
+
+    element: list[str] = dataclasses.field(default_factory=list)  # names of one record
+    # per-record statements, each with (node, replacement text) pairs
+    pending: list[tuple[Any, tuple]] = dataclasses.field(default_factory=list)
+    queues: dict[str, str] = dataclasses.field(default_factory=dict)  # queue var -> Dataset var
+    readers: dict[str, tuple[str, dict]] = dataclasses.field(default_factory=dict)
+    batch_element: list[str] = dataclasses.field(default_factory=list)
+    joined: set = dataclasses.field(default_factory=set)  # names of joined reader lists
+    direct: tuple = (None, "")  # (helper statement, helper version to map directly)
+
+
+def tensor_names(fn: Function) -> set[str]:
+    """The locals of `fn`'s run that held a tensor (so ``x[i]`` indexes a tensor, not a list)."""
+    values = fn.call.local_values if fn.call is not None else {}
+    return {k for k, v in values.items() if isinstance(v, (tf.Tensor, tf.SparseTensor))}
+
+
+def fresh(fn: Function, *candidates: str) -> str:
+    """The first of `candidates` that `fn` does not use as a name."""
+    used = names_in(fn.node)
+    for name in candidates:
+        if name not in used:
+            return name
+    return candidates[-1] + "_ds"
+
+
+def param_default(fn: Function, param: str) -> cst.CSTNode:
+    for p in all_params(fn.node.params):
+        if p.name.value == param and p.default is not None:
+            return p.default
+    raise MigrateError(f"{API}: {fn.name}'s parameter {param!r} has no value to pass")
+
+
+def static_dim(d) -> int | None:
+    return getattr(d, "value", d)
+
+
+def is_shuffled(args) -> bool:
+    return args.get("shuffle", "True").strip() == "True"
+
+
+class RewriterBase:
+    """The parsed module, its positions and what one rewrite produced so far."""
+
+    def __init__(self, trace: Trace, source: str, batch_decode: bool = False):
+        self.trace = trace
+        self.batch_decode = batch_decode
+        self.batched: list[str] = []  # functions that decode whole batches
+        try:
+            self.module = cst.parse_module(source)
+        except cst.ParserSyntaxError as e:
+            raise MigrateError(f"{API}: {trace.path}: the file does not parse: {e}") from e
+        wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+        self.positions = wrapper.resolve(PositionProvider)
+        self.spans = wrapper.resolve(WhitespaceInclusivePositionProvider)
+        self.lines = source.splitlines(keepends=True)
+        self.in_string = string_lines(source)
+        self.functions = {
+            f.name.value: Function(self, f)
+            for f in self.module.body
+            if isinstance(f, cst.FunctionDef)
+        }
+        self.generated: dict[str, str] = {}  # original function -> code of its versions
+        self.steps: list[Step] = []
+        self.dropped: list[str] = []
+        self.differences: list[str] = []
+        self.reader_sites = {line for frames in trace.reader_sites.values() for _, line in frames}
+        self.record_helpers: dict[str, tuple[str, str, str, list[str], str]] = {}
+        self.kept_params: dict[str, list[str]] = {}
+        self.batch_helpers: dict[str, str] = {}  # <name>_record -> <name>_batch
+        self._pending_batch_code: dict[str, tuple[str, str]] = {}  # written when used
+
+    # ------------------------------------------------------------------ helpers
+
+    def where(self, line: int) -> str:
+        return f"{self.trace.path}:{line}"
+
+    def fail(self, fn: Function, node: cst.CSTNode, why: str) -> MigrateError:
+        return MigrateError(
+            f"{API}: {self.where(fn.line(node))}: cannot migrate "
+            f"`{self.code(node).strip().splitlines()[0]}`: {why}."
+        )
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    def raw(self, node: cst.CSTNode) -> str:
+        """The node's exact source text (no leading or trailing whitespace)."""
+        pos = self.positions[node]
+        lines = self.lines[pos.start.line - 1 : pos.end.line]
+        if len(lines) == 1:
+            return lines[0][pos.start.column : pos.end.column]
+        return lines[0][pos.start.column :] + "".join(lines[1:-1]) + lines[-1][: pos.end.column]
+
+    def text(self, stmt: cst.CSTNode, depth: int, replace=()) -> str:
+        """`stmt`'s source lines (its comments included) at indentation `depth`.
+
+        Args:
+          replace: (node, text) pairs: each node's source replaced by the text.
+        """
+        span = self.spans[stmt]
+        end = span.end.line - 1 if span.end.column == 0 else span.end.line
+        first = span.start.line
+        chunk = "".join(self.lines[first - 1 : end])
+        for node, new in replace:
+            old = self.raw(node)
+            start = self.lines[self.positions[node].start.line - 1]
+            base = " " * (len(start) - len(start.lstrip(" ")))
+            new = new.replace("\n", "\n" + base)
+            chunk = chunk.replace(old, new, 1)
+        column = self.positions[stmt].start.column
+        out = []
+        for offset, line in enumerate(chunk.splitlines(keepends=True)):
+            if first + offset in self.in_string or not line.strip():
+                out.append(line if line.strip() else "\n")
+                continue
+            spaces = len(line) - len(line.lstrip(" "))
+            out.append("    " * depth + line[min(spaces, column) :])
+        return "".join(out)
+
+    def helper_of(self, call: cst.Call) -> Function | None:
+        name = callee(call) if isinstance(call.func, cst.Name) else ""
+        fn = self.functions.get(name)
+        if fn is not None and fn.call is not None and self._builds(fn):
+            return fn
+        return None
+
+    def _builds(self, fn: Function) -> bool:
+        """Whether a legacy call was made inside `fn` (directly or through its helpers)."""
+        for frames in list(self.trace.sites.values()) + list(self.trace.reader_sites.values()):
+            for name, line in frames:
+                if name == fn.name and fn.first <= line <= fn.last:
+                    return True
+        return False
+
+    def calls_in(self, node: cst.CSTNode) -> list[cst.Call]:
+        return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]

@@ -1,0 +1,200 @@
+"""Reader helpers of a migration: ``read_and_decode(queue)`` as ``<name>_record(value)``.
+
+A function that takes a filename queue, reads from it and decodes becomes a
+per-record function of the value the reader read (and, where the rules of
+NOTE [ Batch-then-decode in migrated code ] allow it, ``<name>_batch`` of a
+batch of values); the reader's constructor and read lines become the
+Dataset of records that feeds it.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+import libcst.matchers as m
+
+import queue_pipeline
+from queue_pipeline._migrate import chains, vectorize
+from queue_pipeline._migrate.syntax import (
+    assigned_names,
+    bind_arguments,
+    callee,
+    names_in,
+    tuple_returns,
+)
+from queue_pipeline._migrate.base import (
+    tensor_names,
+    READER_CLASSES,
+    READS,
+    Function,
+    RewriterBase,
+)
+
+__all__ = ["RecordHelpers"]
+
+
+class RecordHelpers(RewriterBase):
+    """The reader-side rewrites (a mixin of the rewriter)."""
+
+    def record_helper(self, fn: Function) -> tuple[str, str, str, list[str], str]:
+        """`fn` (reads from a queue and decodes) as ``<name>_record(value)``.
+
+        Returns:
+          (new name, reader kind, reader Dataset function, kept extra params,
+          the name of the record parameter).
+        """
+        if fn.name in self.record_helpers:
+            return self.record_helpers[fn.name]
+        body: list[str] = []
+        kept_stmts: list[cst.CSTNode] = []
+        reader_kind = reader_fn = ""
+        value = ""
+        readers: dict[str, tuple[str, dict]] = {}
+        stmts = list(fn.node.body.body)
+        doc = ""
+        if stmts and m.matches(
+            stmts[0],
+            m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString() | m.ConcatenatedString())]),
+        ):
+            doc = self.text(stmts[0], 1)
+            stmts = stmts[1:]
+        for stmt in stmts:
+            reads = [c for c in self.calls_in(stmt) if callee(c) in READS]
+            ctor = self._reader_ctor(fn, stmt)
+            if ctor is not None and not reads:
+                target = assigned_names(stmt)
+                readers[target[0] if target else ""] = ctor
+                continue
+            if reads:
+                reader_kind, reader_fn, value, key_used = self._read(
+                    fn, stmt, reads[0], readers, stmts
+                )
+                if key_used:
+                    raise self.fail(
+                        fn,
+                        stmt,
+                        "the code uses the reader's key (tf.data readers give no key); "
+                        "migrate by hand with keys from the file name",
+                    )
+                continue
+            body.append(self.text(stmt, 1, tuple_returns(stmt)))
+            kept_stmts.append(stmt)
+        used = set().union(*(names_in(st) for st in kept_stmts)) if kept_stmts else set()
+        queue_params = [p for p in fn.params if fn.kind(p) == "queue"]
+        extra = [p for p in fn.params if p not in queue_params and p in used]
+        name = f"{fn.name}_record"
+        params = ", ".join([value] + extra)
+        text = (
+            f"def {name}({params}):\n"
+            + (doc or f'    """{fn.name} after the reader: one record, decoded."""\n')
+            + "".join(body)
+        )
+        self.generated.setdefault(fn.name, "")
+        self.generated[fn.name] += "\n\n" + text
+        if self.batch_decode and not extra:
+            self._batch_helper(fn, name, value, doc, kept_stmts)
+        self.record_helpers[fn.name] = (name, reader_kind, reader_fn, extra, value)
+        return self.record_helpers[fn.name]
+
+    def _batch_helper(self, fn: Function, name: str, value: str, doc: str, stmts) -> None:
+        """``<name>_batch``: the record helper on whole batches, if the rules allow it.
+
+        See NOTE [ Batch-then-decode in migrated code ].
+        """
+        try:
+            body = "".join(self.batched_text(fn, st, 1, {}) for st in stmts)
+        except vectorize.Unbatchable:
+            return
+        batch_name = name[: -len("_record")] + "_batch"
+        self._pending_batch_code[batch_name] = (
+            fn.name,
+            f"def {batch_name}({value}):\n"
+            + f'    """{fn.name} on a batch of records (batch-then-decode)."""\n'
+            + body,
+        )
+        self.batch_helpers[name] = batch_name
+
+    def batched_text(self, fn: Function, stmt, depth: int, replace: dict) -> str:
+        """`stmt` batched (vectorize.batch_statement), at indentation `depth`."""
+        ids = {id(node): text for node, text in replace.items()} if replace else {}
+        new = vectorize.batch_statement(stmt, self.batch_helpers, ids, tensor_names(fn))
+        for node, text in tuple_returns(new):
+            new = new.deep_replace(node, cst.parse_expression(text))
+        code = self.module.code_for_node(new)
+        column = self.positions[stmt].start.column
+        lines = (" " * column + code).splitlines(keepends=True)
+        out = []
+        for line in lines:
+            if not line.strip():
+                out.append("\n")
+                continue
+            spaces = len(line) - len(line.lstrip(" "))
+            out.append("    " * depth + line[min(spaces, column) :])
+        return "".join(out)
+
+    def _reader_ctor(self, fn: Function, stmt: cst.CSTNode) -> tuple[str, dict] | None:
+        """(reader kind, its arguments) if `stmt` creates a reader.
+
+        A reader of a traced read is known by the run, however its class is
+        spelled (``IMPLS[impl]["TFRecordReader"]()``); in a branch the run did
+        not take, by the class name (``tf.compat.v1.TextLineReader()``).
+        """
+        first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
+        kinds = [
+            node.kind.rpartition(".")[0]
+            for node in self.trace.nodes
+            if any(
+                name == fn.name and first <= line <= last
+                for name, line in self.trace.reader_sites.get(node.index, ())
+            )
+        ]
+        for call in self.calls_in(stmt):
+            if callee(call) in READS:
+                continue
+            for kind in kinds or ([callee(call)] if callee(call) in READER_CLASSES else []):
+                try:
+                    reader_init = getattr(queue_pipeline, kind).__init__
+                    return kind, bind_arguments(reader_init, call, self.module, skip_self=True)
+                except (chains.Unsupported, TypeError, ValueError, AttributeError):
+                    continue
+        return None
+
+    def _read(self, fn, stmt, read_call, readers, stmts):
+        """The reader kind, Dataset function and value variable of a read statement."""
+        receiver = read_call.func.value if isinstance(read_call.func, cst.Attribute) else None
+        spec = None
+        if isinstance(receiver, cst.Name):
+            spec = readers.get(receiver.value)
+        elif isinstance(receiver, cst.Call):
+            spec = self._reader_ctor(fn, stmt)
+        if spec is None:
+            raise self.fail(fn, stmt, "its reader was not created by a traced reader constructor")
+        kind, args = spec
+        if callee(read_call) == "read_up_to":
+            raise self.fail(fn, stmt, "read_up_to (batch the records with Dataset.batch by hand)")
+        try:
+            reader_fn = chains.reader_dataset(kind, args)
+        except chains.Unsupported as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        key, value = "", ""
+        if isinstance(assign, cst.Assign) and isinstance(assign.targets[0].target, cst.Tuple):
+            elements = assign.targets[0].target.elements
+            key, value = (self.code(e.value) for e in elements)
+        if not value or not re.fullmatch(r"\w+", value):
+            raise self.fail(fn, stmt, "the read must assign `key, value = reader.read(queue)`")
+        later = "".join(self.code(s) for s in stmts[stmts.index(stmt) + 1 :])
+        key_used = (
+            bool(key)
+            and key != "_"
+            and bool(re.search(rf"(?<![\w.]){re.escape(key)}(?!\w)", later))
+        )
+        if key and not re.fullmatch(r"\w+", key):
+            self.dropped.append(
+                f"{self.where(fn.line(stmt))}: `{key}` (the reader's key): tf.data's readers give "
+                "no key"
+            )
+        if kind == "WholeFileReader":
+            reader_fn = "tf.io.read_file"
+        return kind, reader_fn, value, key_used

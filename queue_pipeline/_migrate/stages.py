@@ -1,0 +1,328 @@
+"""Pipeline stages of a migration: producers, readers, slices, joins and batching calls.
+
+Each legacy stage of a pipeline function becomes its tf.data lines (from
+:mod:`queue_pipeline._migrate.chains`); the per-record statements collected
+between a reader and a batching call become the mapped function, per record
+or, where allowed, per batch (NOTE [ Batch-then-decode in migrated code ]).
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+import queue_pipeline
+from queue_pipeline._migrate import chains, vectorize
+from queue_pipeline._migrate.syntax import (
+    assigned_names,
+    bare,
+    bind_arguments,
+    callee,
+    parse_expression,
+)
+from queue_pipeline._migrate.base import (
+    Function,
+    State,
+    Step,
+    fresh,
+    is_shuffled,
+    param_default,
+    tensor_names,
+)
+from queue_pipeline._migrate.record_helpers import RecordHelpers
+
+__all__ = ["Stages"]
+
+
+class Stages(RecordHelpers):
+    """The stage rewrites (a mixin of the rewriter)."""
+
+    def _files(self, fn, stmt, read_call, state: State) -> str:
+        queue = read_call.args[0].value if read_call.args else None
+        if isinstance(queue, cst.Name) and queue.value in state.queues:
+            return state.queues[queue.value]
+        raise self.fail(fn, stmt, "it reads from a queue no producer of this function filled")
+
+    def _producer(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+        pad = "    " * depth
+        kind = callee(call)
+        try:
+            args = bind_arguments(getattr(queue_pipeline, kind), call, self.module)
+        except (chains.Unsupported, TypeError) as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        targets = assigned_names(stmt)
+        if not targets:
+            raise self.fail(fn, stmt, "the producer's queue is not assigned to a variable")
+        single = self._single_row(args)
+        files = fresh(fn, "filenames", "files", "file_names")
+        try:
+            chain = chains.producer_lines(kind, args, files, single)
+        except chains.Unsupported as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        state.queues[targets[0]] = files
+        self.steps.append(Step(fn.line(stmt), kind, " / ".join(chain.lines), chain.fates))
+        if single and is_shuffled(args):
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: {kind} shuffles one row: nothing to shuffle, "
+                "so no shuffle is written"
+            )
+        return [f"{pad}{line}\n" for line in chain.lines]
+
+    @staticmethod
+    def _single_row(args) -> bool:
+        """Whether the producer's input is written as a list of one row (``[filename]``)."""
+        first = args.get("string_tensor") or args.get("input_tensor") or ""
+        try:
+            node = cst.parse_expression(first)
+        except cst.ParserSyntaxError:
+            return False
+        return isinstance(node, cst.List) and len(node.elements) == 1
+
+    def _slice(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+        pad = "    " * depth
+        try:
+            args = bind_arguments(queue_pipeline.slice_input_producer, call, self.module)
+            chain = chains.slice_lines(args, "records")
+        except (chains.Unsupported, TypeError) as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if not isinstance(assign, cst.Assign):
+            raise self.fail(fn, stmt, "assign the slices to variables")
+        target = assign.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)):
+            state.element = [self.code(e.value) for e in target.elements]
+        else:
+            state.element = ["*" + self.code(target)]
+        self.steps.append(
+            Step(fn.line(stmt), "slice_input_producer", " / ".join(chain.lines), chain.fates)
+        )
+        return [f"{pad}{line}\n" for line in chain.lines]
+
+    def _flush(self, state: State, returns: str, depth: int) -> list[str]:
+        """The pending per-record statements as a nested function mapped over ``records``."""
+        pad = "    " * depth
+        params = ", ".join(state.element)
+        stmt, direct = state.direct
+        if (
+            direct
+            and len(state.pending) == 1
+            and state.pending[0][0] is stmt
+            and bare(self.code(stmt.body[0].targets[0].target)) == bare(returns)
+        ):
+            state.pending = []
+            return [f"{pad}records = records.map({direct}, num_parallel_calls={chains.AUTOTUNE})\n"]
+        call = parse_expression(returns)
+        if (
+            not state.pending
+            and isinstance(call, cst.Call)
+            and isinstance(call.func, (cst.Name, cst.Attribute))
+            and [self.code(a.value) for a in call.args if a.keyword is None] == state.element
+            and len(call.args) == len(state.element)
+        ):
+            function = self.code(call.func)
+            return [
+                f"{pad}records = records.map({function}, num_parallel_calls={chains.AUTOTUNE})\n"
+            ]
+        if not state.pending and returns.replace(" ", "") in (
+            params.replace(" ", ""),
+            f"({params})",
+        ):
+            return []
+        body = "".join(self.text(st, depth + 1, rep) for st, rep in state.pending)
+        body += f"{pad}    return {returns}\n"
+        state.pending = []
+        return [
+            "\n",
+            f"{pad}def per_record({params}):\n",
+            body,
+            "\n",
+            f"{pad}records = records.map(per_record, num_parallel_calls={chains.AUTOTUNE})\n",
+        ]
+
+    def _batched_flush(self, fn, state: State, returns: str, args, kind, depth):
+        """The per-record code as a function mapped over batches, or None if it stays per record.
+
+        The lines go after the batch; see NOTE [ Batch-then-decode in migrated code ].
+        """
+        if not self.batch_decode or kind not in ("batch", "shuffle_batch"):
+            return None
+        if any(
+            args.get(a, "False").strip() not in ("False", "None")
+            for a in ("dynamic_pad", "enqueue_many")
+        ):
+            return None
+        pad = "    " * depth
+        stmt, direct = state.direct
+        if (
+            direct
+            and len(state.pending) == 1
+            and state.pending[0][0] is stmt
+            and bare(self.code(stmt.body[0].targets[0].target)) == bare(returns)
+        ):
+            batched = self.batch_helpers.get(direct)
+            if batched is None:
+                return None
+            self._use_batch_helper(batched)
+            state.pending = []
+            self.batched.append(batched)
+            return [
+                f"{pad}dataset = dataset.map({batched}, num_parallel_calls={chains.AUTOTUNE})\n"
+            ]
+        if not state.pending:
+            return None
+        try:
+            body = "".join(
+                self.batched_text(fn, st, depth + 1, dict(rep)) for st, rep in state.pending
+            )
+            returned = vectorize.batch_statement(
+                cst.parse_expression(returns), self.batch_helpers, {}, tensor_names(fn)
+            )
+        except vectorize.Unbatchable:
+            return None
+        for helper, batched in self.batch_helpers.items():
+            if helper in body:
+                self._use_batch_helper(batched)
+        state.pending = []
+        self.batched.append(f"{fn.name}'s per_batch")
+        params = ", ".join(state.element)
+        return [
+            "\n",
+            f"{pad}def per_batch({params}):\n",
+            body,
+            f"{pad}    return {self.module.code_for_node(returned)}\n",
+            "\n",
+            f"{pad}dataset = dataset.map(per_batch, num_parallel_calls={chains.AUTOTUNE})\n",
+        ]
+
+    def _use_batch_helper(self, name: str) -> None:
+        if name in self._pending_batch_code:
+            owner, code = self._pending_batch_code.pop(name)
+            self.generated[owner] += "\n\n" + code
+
+    def _element_of(self, tensors: str) -> str:
+        """What the mapped function returns for a batching call's `tensors` (never a list)."""
+        text = tensors.strip()
+        if text.startswith("list(") and text.endswith(")"):
+            return "tuple(" + text[len("list(") :]
+        if text.startswith("[") and text.endswith("]"):
+            # A list of one tensor batches to that tensor alone, as in TF 1.x.
+            return text[1:-1].strip().rstrip(",")
+        return text
+
+    def _batching(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+        pad = "    " * depth
+        kind = callee(call)
+        try:
+            args = bind_arguments(getattr(queue_pipeline, kind), call, self.module)
+        except (chains.Unsupported, TypeError) as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        out: list[str] = []
+        after: list[str] | None = None
+        first = "tensors_list" if kind.endswith("_join") else "tensors"
+        if kind.endswith("_join"):
+            out += self._join_records(fn, stmt, call, args, state, depth)
+            source = "records"
+        elif fn.role == "batch" and not state.pending:
+            element = self._element_of(args[first])
+            if element.replace(" ", "").rstrip(",") != ",".join(state.element):
+                out.append(
+                    f"{pad}dataset = dataset.map(lambda {', '.join(state.element)}: ({element}))\n"
+                )
+            source = "dataset"
+        else:
+            after = self._batched_flush(fn, state, self._element_of(args[first]), args, kind, depth)
+            if after is None:
+                out += self._flush(state, self._element_of(args[first]), depth)
+            source = "records"
+        try:
+            chain = chains.batching_lines(kind, args, "dataset")
+        except chains.Unsupported as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        lines = list(chain.lines)
+        lines[0] = lines[0].replace("= dataset.", f"= {source}.", 1)
+        out += [f"{pad}{line}\n" for line in lines]
+        if after is not None:
+            out += after
+        self.steps.append(Step(fn.line(stmt), kind, " / ".join(lines), chain.fates))
+        if "shuffle" in kind:
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: {kind}: a shuffle buffer is not a "
+                "RandomShuffleQueue; the examples are the same, their order is not"
+            )
+        if (
+            kind in ("batch", "batch_join")
+            and "num_threads" in args
+            and args["num_threads"].strip() not in ("1",)
+        ):
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: {kind}(num_threads={args['num_threads']}): the "
+                "legacy order depends on its threads; the tf.data order is the order of the files"
+            )
+        target = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if isinstance(target, cst.Return):
+            out.append(f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n")
+        elif isinstance(target, cst.Assign):
+            t = target.targets[0].target
+            if isinstance(t, (cst.Tuple, cst.List)):
+                state.batch_element = [self.code(e.value) for e in t.elements]
+            else:
+                state.batch_element = ["*" + self.code(t)]
+        else:
+            raise self.fail(fn, stmt, "assign or return the batching call's result")
+        return out
+
+    def _join_records(self, fn, stmt, call, args, state: State, depth: int) -> list[str]:
+        tensors = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if tensors is None:
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value == "tensors_list":
+                    tensors = a.value
+        if isinstance(tensors, cst.Name) and tensors.value in state.joined:
+            return []
+        if isinstance(tensors, cst.ListComp) and isinstance(tensors.elt, cst.Call):
+            return self._interleave(fn, stmt, tensors, state, depth)
+        raise self.fail(
+            fn, stmt, "the join's lists must be `[reader_helper(queue) for _ in range(n)]`"
+        )
+
+    def _interleave(self, fn, stmt, comp: cst.ListComp, state: State, depth: int) -> list[str]:
+        """N readers sharing one queue (``[read(queue) for _ in range(n)]``) as an interleave."""
+        pad = "    " * depth
+        elt = comp.elt
+        helper = self.helper_of(elt) if isinstance(elt, cst.Call) else None
+        if helper is None or helper.role != "record" or not isinstance(elt, cst.Call):
+            raise self.fail(fn, stmt, "the join's lists must come from one reading helper")
+        new, kind, reader_fn, extra, _ = self.record_helper(helper)
+        queue = elt.args[0].value if elt.args else None
+        if not isinstance(queue, cst.Name) or queue.value not in state.queues:
+            raise self.fail(fn, stmt, "the helper must read from a producer of this function")
+        files = state.queues[queue.value]
+        count = self.code(comp.for_in.iter)
+        match = re.fullmatch(r"range\((.+)\)", count.strip())
+        readers = match.group(1) if match else f"len({count})"
+        mapped = new
+        if extra:
+            passed = ", ".join(self._extra_args(helper, elt, extra))
+            mapped = f"lambda value: {new}(value, {passed})"
+        self.steps.append(
+            Step(
+                fn.line(stmt),
+                f"{kind}.read x {readers} (in {helper.name})",
+                f"{files}.interleave({reader_fn}, cycle_length={readers}), "
+                f"then {new} in Dataset.map",
+            )
+        )
+        state.element = ["value"]
+        return [
+            f"{pad}records = {files}.interleave(\n",
+            f"{pad}    {reader_fn}, cycle_length={readers}, num_parallel_calls={chains.AUTOTUNE}\n",
+            f"{pad})\n",
+            f"{pad}records = records.map({mapped}, num_parallel_calls={chains.AUTOTUNE})\n",
+        ]
+
+    def _extra_args(self, helper: Function, call: cst.Call, extra: list[str]) -> list[str]:
+        bound = bind_arguments(
+            helper.call and getattr(self.trace.module, helper.name), call, self.module
+        )
+        return [bound[p] if p in bound else self.code(param_default(helper, p)) for p in extra]

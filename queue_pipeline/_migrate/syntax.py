@@ -1,0 +1,206 @@
+"""Syntax helpers of the migration: calls, names, arguments and source text, on libcst trees.
+
+Pure functions of a concrete syntax tree (or of source text): what a call
+calls, which names a statement reads and assigns, a call's arguments bound to
+a signature, the text of a call a formatter would write, and dead
+assignments. The rewriter (:mod:`queue_pipeline._migrate.codegen`) and the
+caller rewrite (:mod:`queue_pipeline._migrate.callers`) share them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import re
+import tokenize
+from typing import Any
+
+import libcst as cst
+import libcst.matchers as m
+
+from queue_pipeline._migrate import chains
+
+__all__ = [
+    "all_params",
+    "assigned_names",
+    "bare",
+    "bind_arguments",
+    "call_text",
+    "callee",
+    "dead_code",
+    "is_keyword",
+    "list_of_reads",
+    "names_in",
+    "parse_expression",
+    "string_lines",
+    "tuple_returns",
+]
+
+
+def callee(call: cst.Call) -> str:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return ""
+
+
+class _NameCollector(cst.CSTVisitor):
+    """The variable names a node reads or writes (not attribute or keyword names)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    collector = _NameCollector()
+    node.visit(collector)
+    return collector.names
+
+
+def assigned_names(stmt: cst.CSTNode) -> list[str]:
+    """Names a statement assigns (tuple targets flattened; attributes count by their base)."""
+    out: list[str] = []
+    for assign in m.findall(stmt, m.Assign() | m.AugAssign() | m.AnnAssign()):
+        if isinstance(assign, cst.Assign):
+            targets: list[cst.CSTNode] = [t.target for t in assign.targets]
+        elif isinstance(assign, (cst.AugAssign, cst.AnnAssign)):
+            targets = [assign.target]
+        else:
+            continue
+        for target in targets:
+            out += [n.value for n in m.findall(target, m.Name()) if isinstance(n, cst.Name)]
+    return out
+
+
+def all_params(params: cst.Parameters) -> list[cst.Param]:
+    out = list(params.posonly_params) + list(params.params)
+    if isinstance(params.star_arg, cst.Param):
+        out.append(params.star_arg)
+    out += list(params.kwonly_params)
+    if params.star_kwarg is not None:
+        out.append(params.star_kwarg)
+    return out
+
+
+def bind_arguments(
+    api: Any, call: cst.Call, module: cst.Module, skip_self: bool = False
+) -> dict[str, str]:
+    """Source text of each argument of `call`, by `api`'s parameter names."""
+    params = [
+        p
+        for p in inspect.signature(api).parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if skip_self and params and params[0].name == "self":
+        params = params[1:]
+    out: dict[str, str] = {}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    i = 0
+    for arg in call.args:
+        text = module.code_for_node(arg.value)
+        if arg.star:
+            raise chains.Unsupported(f"a `{arg.star}` argument in a call of {callee(call)}")
+        if arg.keyword is not None:
+            out[arg.keyword.value] = text
+        else:
+            if i >= len(positional):
+                raise chains.Unsupported(f"too many positional arguments to {callee(call)}")
+            out[positional[i].name] = text
+            i += 1
+    return out
+
+
+def call_text(name: str, pieces: list[str]) -> str:
+    """``name(a, b)``, or one argument per line when that is long (as a formatter would)."""
+    flat = f"{name}({', '.join(pieces)})"
+    if len(flat) <= 72:
+        return flat
+    return f"{name}(\n" + "".join(f"    {p},\n" for p in pieces) + ")"
+
+
+def tuple_returns(stmt) -> list[tuple[cst.CSTNode, str]]:
+    """``return [a, b]`` as ``return a, b``: tf.data would stack a list into one tensor."""
+    out: list[tuple[cst.CSTNode, str]] = []
+    for ret in m.findall(stmt, m.Return(value=m.List())):
+        if not isinstance(ret, cst.Return) or not isinstance(ret.value, cst.List):
+            continue
+        elements = [cst.Module([]).code_for_node(e.value) for e in ret.value.elements]
+        out.append((ret.value, ", ".join(elements) + ("," if len(elements) == 1 else "")))
+    return out
+
+
+def list_of_reads(stmt) -> cst.ListComp | None:
+    """The list comprehension `stmt` assigns, if it is ``x = [helper(...) for ...]``."""
+    if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+        value = stmt.body[0].value
+        if isinstance(value, cst.ListComp) and isinstance(value.elt, cst.Call):
+            return value
+    return None
+
+
+def parse_expression(text: str) -> cst.BaseExpression | None:
+    try:
+        return cst.parse_expression(text.strip())
+    except cst.ParserSyntaxError:
+        return None
+
+
+def bare(text: str) -> str:
+    """`text` without spaces, outer brackets and a trailing comma, for comparing element lists."""
+    text = text.replace(" ", "").replace("\n", "")
+    if text[:1] in "([" and text[-1:] in ")]":
+        text = text[1:-1]
+    return text.rstrip(",")
+
+
+def string_lines(source: str) -> set[int]:
+    """Line numbers that continue a multi-line string (never re-indented)."""
+    lines: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                lines.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return lines
+
+
+def is_keyword(call: cst.Call, param: str) -> bool:
+    return any(a.keyword is not None and a.keyword.value == param for a in call.args)
+
+
+def dead_code(lines: list[str]) -> list[str]:
+    """Drops assignments without calls whose targets nothing later reads."""
+    out = list(lines)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(out) - 1, -1, -1):
+            text = out[i]
+            match = _PLAIN_ASSIGN.match(text)
+            if match is None or "\n" in text.rstrip("\n") or "(" in match.group(3):
+                continue
+            targets = [t.strip() for t in match.group(2).split(",") if t.strip()]
+            later = "".join(out[i + 1 :])
+            if targets and not any(
+                re.search(rf"(?<![\w.]){re.escape(t)}(?!\w)", later) for t in targets
+            ):
+                del out[i]
+                changed = True
+    return out
+
+
+_PLAIN_ASSIGN = re.compile(r"^(\s*)([\w, ]+?)\s*=\s*(?!=)(.*)$", re.S)
