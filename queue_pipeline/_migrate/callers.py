@@ -35,34 +35,18 @@ from __future__ import annotations
 import libcst as cst
 import libcst.matchers as m
 
+from queue_pipeline._migrate.base import BATCHING, PRODUCERS, READER_CLASSES
 from queue_pipeline._migrate.syntax import callee
 
 __all__ = ["rewrite_callers"]
 
+# What builds a queue: a function of the file that calls one of these still
+# has a queue pipeline, so its Coordinator stays.
 _QUEUE_NAMES = frozenset(
-    {
-        "string_input_producer",
-        "input_producer",
-        "range_input_producer",
-        "slice_input_producer",
-        "batch",
-        "batch_join",
-        "shuffle_batch",
-        "shuffle_batch_join",
-        "maybe_batch",
-        "maybe_batch_join",
-        "maybe_shuffle_batch",
-        "maybe_shuffle_batch_join",
-        "TextLineReader",
-        "TFRecordReader",
-        "FixedLengthRecordReader",
-        "WholeFileReader",
-        "IdentityReader",
-        "QueueRunner",
-        "FIFOQueue",
-        "RandomShuffleQueue",
-        "PaddingFIFOQueue",
-    }
+    PRODUCERS
+    + BATCHING
+    + READER_CLASSES
+    + ("slice_input_producer", "QueueRunner", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue")
 )
 
 

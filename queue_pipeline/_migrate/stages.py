@@ -44,13 +44,17 @@ class Stages(RecordHelpers):
             return state.queues[queue.value]
         raise self.fail(fn, stmt, "it reads from a queue no producer of this function filled")
 
-    def _producer(self, fn, stmt, call, state: State, depth: int) -> list[str]:
-        pad = "    " * depth
+    def _legacy_arguments(self, fn, stmt, call) -> tuple[str, dict[str, str]]:
+        """The legacy API `call` names and its arguments' source text by parameter name."""
         kind = callee(call)
         try:
-            args = bind_arguments(getattr(queue_pipeline, kind), call, self.module)
+            return kind, bind_arguments(getattr(queue_pipeline, kind), call, self.module)
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e
+
+    def _producer(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+        pad = "    " * depth
+        kind, args = self._legacy_arguments(fn, stmt, call)
         targets = assigned_names(stmt)
         if not targets:
             raise self.fail(fn, stmt, "the producer's queue is not assigned to a variable")
@@ -212,11 +216,7 @@ class Stages(RecordHelpers):
 
     def _batching(self, fn, stmt, call, state: State, depth: int) -> list[str]:
         pad = "    " * depth
-        kind = callee(call)
-        try:
-            args = bind_arguments(getattr(queue_pipeline, kind), call, self.module)
-        except (chains.Unsupported, TypeError) as e:
-            raise self.fail(fn, stmt, str(e)) from e
+        kind, args = self._legacy_arguments(fn, stmt, call)
         out: list[str] = []
         after: list[str] | None = None
         first = "tensors_list" if kind.endswith("_join") else "tensors"
