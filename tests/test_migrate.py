@@ -214,6 +214,31 @@ def test_without_verify_the_decode_stays_per_record(tmp_path):
     assert "per_record" in result.added and "per_batch" not in result.added
 
 
+def test_the_classic_fully_connected_reader_migrates_with_batch_then_decode(tmp_path):
+    """TF's own fully_connected_reader.py input code: 2-space indents, a separate decode()."""
+    import shutil  # noqa: PLC0415
+
+    script = tmp_path / "fully_connected_reader.py"
+    shutil.copy(os.path.join(ROOT, "tests", "scripts", "fully_connected_reader.py"), script)
+    rng = __import__("numpy").random.default_rng(0)
+    with tf.io.TFRecordWriter(str(tmp_path / "validation.tfrecords")) as writer:
+        for _ in range(300):
+            image = rng.integers(0, 256, 784, dtype="uint8").tobytes()
+            feature = {
+                "image_raw": tf.train.Feature(bytes_list=tf.train.BytesList(value=[image])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[3])),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    result = migrate(str(script), "inputs", call=f"{str(tmp_path)!r}, False, 100, 1")
+    assert result.verdict.status == "MATCH", result.report()
+    assert "def decode_batch(serialized_example):" in result.added
+    assert "tf.io.parse_example(" in result.added and "set_shape([None, 784])" in result.added
+    assert "# Convert from [0, 255] -> [-0.5, 0.5] floats." in result.added  # comments kept
+    assert "with tf.compat.v1.name_scope('input'):" in result.added
+    compile(result.source, str(script), "exec")
+
+
 # --- session code that calls the migrated function -------------------------------------
 
 SESSION_SCRIPT = """

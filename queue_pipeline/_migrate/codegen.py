@@ -285,10 +285,18 @@ class _Rewriter(Stages):
     def _compound(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
         pad = "    " * depth
         out: list[str] = []
+        # The comments and blank lines above the statement, then its header alone.
+        out += [
+            f"{pad}{self.code(line).strip()}\n" if line.comment else "\n"
+            for line in stmt.leading_lines
+        ]
         if isinstance(stmt, cst.With):
-            header = self.code(stmt).split("\n", 1)[0]
+            bare = stmt.with_changes(
+                leading_lines=[], body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
+            )
+            header = self.code(bare).rsplit("pass", 1)[0].strip()
             inner = self._block(fn, list(stmt.body.body), state, depth + 1)
-            out.append(f"{pad}{header.strip()}\n")
+            out.append(f"{pad}{header}\n")
             out += inner or [f"{pad}    pass\n"]
             return out
         assert isinstance(stmt, cst.If)

@@ -103,6 +103,7 @@ class RecordHelpers(RewriterBase):
         See NOTE [ Batch-then-decode in migrated code ].
         """
         try:
+            self._batch_plain_functions(stmts)
             body = "".join(self.batched_text(fn, st, 1, {}) for st in stmts)
         except vectorize.Unbatchable:
             return
@@ -114,6 +115,38 @@ class RecordHelpers(RewriterBase):
             + body,
         )
         self.batch_helpers[name] = batch_name
+
+    def _batch_plain_functions(self, stmts) -> None:
+        """``<g>_batch`` for each function of the file the per-record statements call.
+
+        A decoder is often its own function (``decode(serialized)`` called by
+        ``read_and_decode``); its batched version is written beside it when
+        the rules allow, and the batched statements call it.
+
+        Raises:
+          vectorize.Unbatchable: such a function cannot be batched.
+        """
+        for stmt in stmts:
+            for call in self.calls_in(stmt):
+                g = self.functions.get(callee(call)) if isinstance(call.func, cst.Name) else None
+                if g is None or g.name in self.batch_helpers or g.call is None:
+                    continue
+                body = list(g.node.body.body)
+                doc = ""
+                if body and m.matches(
+                    body[0], m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString())])
+                ):
+                    body = body[1:]
+                    doc = f"{g.name} on a batch of records (batch-then-decode)."
+                self._batch_plain_functions(body)
+                text = "".join(self.batched_text(g, st, 1, {}) for st in body)
+                params = self.code(g.node.params)
+                batch_name = f"{g.name}_batch"
+                self._pending_batch_code[batch_name] = (
+                    g.name,
+                    f"def {batch_name}({params}):\n" + (f'    """{doc}"""\n' if doc else "") + text,
+                )
+                self.batch_helpers[g.name] = batch_name
 
     def batched_text(self, fn: Function, stmt, depth: int, replace: dict) -> str:
         """`stmt` batched (vectorize.batch_statement), at indentation `depth`."""

@@ -176,16 +176,19 @@ class Stages(RecordHelpers):
         if not state.pending:
             return None
         try:
+            expression = cst.parse_expression(returns)
+            self._batch_plain_functions([st for st, _ in state.pending] + [expression])
             body = "".join(
                 self.batched_text(fn, st, depth + 1, dict(rep)) for st, rep in state.pending
             )
             returned = vectorize.batch_statement(
-                cst.parse_expression(returns), self.batch_helpers, {}, tensor_names(fn)
+                expression, self.batch_helpers, {}, tensor_names(fn)
             )
         except vectorize.Unbatchable:
             return None
-        for helper, batched in self.batch_helpers.items():
-            if helper in body:
+        code = body + self.module.code_for_node(returned)
+        for batched in set(self.batch_helpers.values()):
+            if re.search(rf"\b{batched}\(", code):
                 self._use_batch_helper(batched)
         state.pending = []
         self.batched.append(f"{fn.name}'s per_batch")
@@ -200,9 +203,13 @@ class Stages(RecordHelpers):
         ]
 
     def _use_batch_helper(self, name: str) -> None:
+        """Writes the batched function `name`, and the batched functions it calls."""
         if name in self._pending_batch_code:
             owner, code = self._pending_batch_code.pop(name)
-            self.generated[owner] += "\n\n" + code
+            self.generated[owner] = self.generated.get(owner, "") + "\n\n" + code
+            for other in list(self._pending_batch_code):
+                if re.search(rf"\b{other}\(", code):
+                    self._use_batch_helper(other)
 
     def _element_of(self, tensors: str) -> str:
         """What the mapped function returns for a batching call's `tensors` (never a list)."""

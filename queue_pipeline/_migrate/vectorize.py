@@ -12,8 +12,10 @@ batched function over the batches. The rules work on the syntax tree:
   comparisons, ``one_hot``, ...) stay as they are;
 * ``stack(values)`` gains ``axis=1`` (a positive axis moves up by one);
 * ``reshape(x, [d...])`` -> ``reshape(x, [-1, d...])``; ``transpose(x, [p...])``
-  -> ``transpose(x, [0, p+1...])``; ``x.set_shape([d...])`` ->
+  -> ``transpose(x, [0, p+1...])``; ``x.set_shape([d...])`` (or ``(d)``) ->
   ``x.set_shape([None, d...])``;
+* a function of the file the decoder calls (``decode(serialized)``) gets a
+  batched version of its own, by the same rules;
 * an index of a tensor ``x[i]`` / ``x[a:b]`` -> ``x[:, i]`` / ``x[:, a:b]``
   (an index by a string literal, ``features["label"]``, is a dict lookup and
   stays).
@@ -62,6 +64,11 @@ ELEMENTWISE = frozenset(
         "to_float",
         "to_int32",
         "to_int64",
+        # feature specs of parse_single_example, not per-record ops
+        "FixedLenFeature",
+        "VarLenFeature",
+        "FixedLenSequenceFeature",
+        "SparseFeature",
     }
 )
 
@@ -94,7 +101,9 @@ def _ints(node: cst.BaseExpression) -> list[int] | None:
 
 
 def _prepend(node: cst.BaseExpression, first: str) -> cst.BaseExpression:
-    """``[a, b]`` -> ``[first, a, b]``."""
+    """``[a, b]`` -> ``[first, a, b]``; a bare dimension ``(784)`` counts as ``[784]``."""
+    if isinstance(node, (cst.Integer, cst.Name)):
+        node = cst.List([cst.Element(node.with_changes(lpar=[], rpar=[]))])
     if not isinstance(node, (cst.List, cst.Tuple)):
         raise Unbatchable("a shape that is not a list display")
     element = cst.Element(
