@@ -162,6 +162,12 @@ def _run(args) -> int:
         return report_error(command, e, as_json=False)
 
 
+def _tf1_from_environment() -> bool:
+    from queue_pipeline._scripts import tf1 as _tf1_script
+
+    return _tf1_script.from_environment()
+
+
 def _migrate(args) -> int:
     from queue_pipeline._migrate.api import MigrateError, migrate
 
@@ -189,6 +195,7 @@ def _migrate(args) -> int:
             epochs=args.epochs,
             max_batches=args.batches,
             callers=args.callers,
+            tf1=args.tf1 or _tf1_from_environment(),
         )
     except MigrateError as e:
         sys.stderr.write(f"{e}\n")
@@ -307,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also rewrite the session code that calls FUNCTION: read it through a "
         "one-shot iterator, drop the Coordinator lines when no queue remains",
+    )
+    mig.add_argument(
+        "--tf1",
+        action="store_true",
+        help="FILE.py is written for TensorFlow 1.x (`import tensorflow as tf`): run it "
+        "in TF1 mode, as `run --tf1` does (default: $QUEUE_PIPELINE_TF1)",
     )
     mig.set_defaults(run=_migrate)
     run_parser = commands.add_parser(

@@ -499,6 +499,50 @@ def test_command_errors_exit_2_without_a_traceback(tmp_path, capsys):
 
 
 @pytest.mark.slow
+def test_a_script_written_for_tf1_migrates_with_tf1(tmp_path):
+    """``import tensorflow as tf`` meaning TF 1.x (tf.TFRecordReader, tf.parse_single_example).
+
+    A subprocess: --tf1 disables v2 behaviour for the rest of the process.
+    """
+    data = tmp_path / "records.tfrecords"
+    with tf.io.TFRecordWriter(str(data)) as writer:
+        for i in range(10):
+            feature = {
+                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                "features": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=[i, i + 0.5, -i, 1.0])
+                ),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    out = tmp_path / "migrated.py"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "queue_pipeline",
+            "migrate",
+            "--tf1",
+            os.path.join(ROOT, "tests", "scripts", "tf1_inputs.py") + ":inputs",
+            "--call",
+            f"{str(data)!r}, 4, 2",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Verify: MATCH (ordered)" in done.stderr
+    migrated = out.read_text()
+    assert "def decode_batch(serialized_example):" in migrated
+    assert "tf.parse_example(" in migrated  # the script's own spelling, batched
+    assert "tf.data.TFRecordDataset" in migrated
+
+
+@pytest.mark.slow
 def test_console_script_migrates_to_a_new_file(tmp_path):
     out = tmp_path / "new.py"
     done = subprocess.run(

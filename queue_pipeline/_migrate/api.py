@@ -139,6 +139,7 @@ def migrate(
     max_batches: int | None = None,
     batch_decode: bool | None = None,
     callers: bool = False,
+    tf1: bool = False,
 ) -> MigrationResult:
     """Rewrites ``function`` of the file at `path` as tf.data code, and proves it.
 
@@ -167,6 +168,10 @@ def migrate(
         iterator, and the Coordinator / start_queue_runners lines go when no
         other queue remains (NOTE [ Rewriting the callers of a migrated
         function ]).
+      tf1: the file is written for TensorFlow 1.x itself (``import tensorflow
+        as tf`` meaning ``tf.compat.v1``): everything runs as under
+        ``queue-pipeline run --tf1``, which disables v2 behaviour for the rest
+        of the process.
 
     Returns:
       A :class:`MigrationResult`.
@@ -176,6 +181,55 @@ def migrate(
         exist, fails with these arguments or builds no queue pipeline, a
         statement cannot be migrated, or a file would be overwritten.
     """
+    if tf1:
+        from queue_pipeline._scripts import tf1 as _tf1_script  # noqa: PLC0415
+
+        with _tf1_script.tf1_mode():
+            return _migrate(
+                path,
+                function,
+                call,
+                args,
+                kwargs,
+                out,
+                in_place,
+                verify,
+                epochs,
+                max_batches,
+                batch_decode,
+                callers,
+            )
+    return _migrate(
+        path,
+        function,
+        call,
+        args,
+        kwargs,
+        out,
+        in_place,
+        verify,
+        epochs,
+        max_batches,
+        batch_decode,
+        callers,
+    )
+
+
+def _migrate(
+    path,
+    function,
+    call,
+    args,
+    kwargs,
+    out,
+    in_place,
+    verify,
+    epochs,
+    max_batches,
+    batch_decode,
+    callers,
+) -> MigrationResult:
+    """:func:`migrate` in the current TF mode."""
     if out is not None and in_place:
         raise MigrateError(f"{_API}: give `out` or `in_place`, not both.")
     target = out if out is not None else (path if in_place else None)

@@ -231,9 +231,7 @@ class _Rewriter(Stages):
             return []
         reads = [c for c in calls if callee(c) in READS]
         if reads and any(fn.kind(n) in ("queue", "reader") for n in names):
-            kind, reader_fn, value, key_used = self._read(
-                fn, stmt, reads[0], state.readers, list(fn.node.body.body)
-            )
+            kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], state.readers)
             if key_used:
                 raise self.fail(
                     fn, stmt, "the code uses the reader's key (tf.data readers give no key)"

@@ -67,9 +67,7 @@ class RecordHelpers(RewriterBase):
                 readers[target[0] if target else ""] = ctor
                 continue
             if reads:
-                reader_kind, reader_fn, value, key_used = self._read(
-                    fn, stmt, reads[0], readers, stmts
-                )
+                reader_kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], readers)
                 if key_used:
                     raise self.fail(
                         fn,
@@ -193,7 +191,7 @@ class RecordHelpers(RewriterBase):
                     continue
         return None
 
-    def _read(self, fn, stmt, read_call, readers, stmts):
+    def _read(self, fn, stmt, read_call, readers):
         """The reader kind, Dataset function and value variable of a read statement."""
         receiver = read_call.func.value if isinstance(read_call.func, cst.Attribute) else None
         spec = None
@@ -217,7 +215,8 @@ class RecordHelpers(RewriterBase):
             key, value = (self.code(e.value) for e in elements)
         if not value or not re.fullmatch(r"\w+", value):
             raise self.fail(fn, stmt, "the read must assign `key, value = reader.read(queue)`")
-        later = "".join(self.code(s) for s in stmts[stmts.index(stmt) + 1 :])
+        # The rest of the function, however deep the read is (a `with` block).
+        later = "".join(self.lines[self.positions[stmt].end.line : fn.last])
         key_used = (
             bool(key)
             and key != "_"
