@@ -18,6 +18,7 @@ which keeps it as ``FILE.py.orig`` (refused if that exists); an existing
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import os
@@ -181,38 +182,26 @@ def migrate(
         exist, fails with these arguments or builds no queue pipeline, a
         statement cannot be migrated, or a file would be overwritten.
     """
+    mode: contextlib.AbstractContextManager = contextlib.nullcontext()
     if tf1:
         from queue_pipeline._scripts import tf1 as _tf1_script  # noqa: PLC0415
 
-        with _tf1_script.tf1_mode():
-            return _migrate(
-                path,
-                function,
-                call,
-                args,
-                kwargs,
-                out,
-                in_place,
-                verify,
-                epochs,
-                max_batches,
-                batch_decode,
-                callers,
-            )
-    return _migrate(
-        path,
-        function,
-        call,
-        args,
-        kwargs,
-        out,
-        in_place,
-        verify,
-        epochs,
-        max_batches,
-        batch_decode,
-        callers,
-    )
+        mode = _tf1_script.tf1_mode()
+    with mode:
+        return _migrate(
+            path,
+            function,
+            call,
+            args,
+            kwargs,
+            out,
+            in_place,
+            verify,
+            epochs,
+            max_batches,
+            batch_decode,
+            callers,
+        )
 
 
 def _migrate(

@@ -103,10 +103,12 @@ class Stages(RecordHelpers):
         )
         return [f"{pad}{line}\n" for line in chain.lines]
 
-    def _flush(self, state: State, returns: str, depth: int) -> list[str]:
-        """The pending per-record statements as a nested function mapped over ``records``."""
-        pad = "    " * depth
-        params = ", ".join(state.element)
+    def _direct_helper(self, state: State, returns: str) -> str:
+        """The record helper to map as it is, if the pending code only calls it and returns that.
+
+        ``image, label = read_and_decode_record(value)`` followed by a batch of
+        ``[image, label]`` maps ``read_and_decode_record`` itself (no wrapper).
+        """
         stmt, direct = state.direct
         if (
             direct
@@ -114,6 +116,15 @@ class Stages(RecordHelpers):
             and state.pending[0][0] is stmt
             and bare(self.code(stmt.body[0].targets[0].target)) == bare(returns)
         ):
+            return direct
+        return ""
+
+    def _flush(self, state: State, returns: str, depth: int) -> list[str]:
+        """The pending per-record statements as a nested function mapped over ``records``."""
+        pad = "    " * depth
+        params = ", ".join(state.element)
+        direct = self._direct_helper(state, returns)
+        if direct:
             state.pending = []
             return [f"{pad}records = records.map({direct}, num_parallel_calls={chains.AUTOTUNE})\n"]
         call = parse_expression(returns)
@@ -157,13 +168,8 @@ class Stages(RecordHelpers):
         ):
             return None
         pad = "    " * depth
-        stmt, direct = state.direct
-        if (
-            direct
-            and len(state.pending) == 1
-            and state.pending[0][0] is stmt
-            and bare(self.code(stmt.body[0].targets[0].target)) == bare(returns)
-        ):
+        direct = self._direct_helper(state, returns)
+        if direct:
             batched = self.batch_helpers.get(direct)
             if batched is None:
                 return None
