@@ -3,7 +3,7 @@
 :func:`migrate` runs the function once (see :mod:`queue_pipeline._migrate.trace`),
 writes a ``<name>_dataset`` version of it and of the helpers it calls, in
 plain TensorFlow (``tf.data.Dataset.from_tensor_slices``, ``TFRecordDataset``
-/ ``TextLineDataset`` / ``FixedLengthRecordDataset``, ``flat_map`` /
+/ ``TextLineDataset`` / ``FixedLengthRecordDataset`` over the file names,
 ``interleave``, ``map`` of the user's own decode lines, ``shuffle``,
 ``batch`` / ``padded_batch``, ``prefetch(AUTOTUNE)``; see NOTE [ How a
 legacy function is rewritten ] in :mod:`queue_pipeline._migrate.codegen`),

@@ -9,6 +9,7 @@ of the migration table (:mod:`queue_pipeline.data.migration`).
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Mapping
 
 import libcst as cst
@@ -21,6 +22,7 @@ __all__ = [
     "fates",
     "producer_lines",
     "reader_dataset",
+    "records_of",
     "slice_lines",
 ]
 
@@ -146,6 +148,24 @@ def reader_dataset(kind: str, args: Mapping[str, str]) -> str:
     if kind == "WholeFileReader":
         return "tf.io.read_file"
     raise Unsupported(f"the reader {kind} has no plain tf.data spelling")
+
+
+def records_of(reader_fn: str, files: str) -> str:
+    """The Dataset of records a reader reads from the Dataset of file names `files`.
+
+    tf.data's readers take a Dataset of file names themselves
+    (``tf.data.TFRecordDataset(files)``), which is also faster than a
+    ``flat_map`` of one reader per file; a reader that needs per-file work (a
+    header line to skip) stays a ``flat_map``, ``read_file`` a ``map``.
+    """
+    if re.fullmatch(r"tf\.data\.\w+", reader_fn):
+        return f"{reader_fn}({files})"
+    match = re.fullmatch(r"lambda f: (tf\.data\.\w+)\(f(, [^()]*)?\)", reader_fn)
+    if match is not None:
+        return f"{match.group(1)}({files}{match.group(2) or ''})"
+    if reader_fn == "tf.io.read_file":
+        return f"{files}.map(tf.io.read_file)"
+    return f"{files}.flat_map({reader_fn})"
 
 
 def batching_lines(kind: str, args: Mapping[str, str], var: str) -> Chain:

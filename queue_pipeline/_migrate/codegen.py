@@ -24,8 +24,9 @@ written right after it:
 
 Inside a pipeline function the statements are sorted by what they touch:
 a producer becomes ``from_tensor_slices(...).shuffle(...).repeat(...)``, a
-reader and its read ``flat_map`` / ``interleave`` of the reader's Dataset
-(the reader constructor line is dropped), ``slice_input_producer``
+reader and its read ``tf.data.TFRecordDataset(files)`` (or the other
+readers; N readers on one queue an ``interleave``; the reader constructor
+line is dropped), ``slice_input_producer``
 ``from_tensor_slices((...))``; statements that compute per-record values
 move, in order, into a nested ``per_record`` function mapped with
 ``num_parallel_calls=AUTOTUNE`` (a nested function, so the plain values it
@@ -241,11 +242,11 @@ class _Rewriter(Stages):
                 Step(
                     line,
                     f"{kind}.{callee(reads[0])}",
-                    f"{files}.flat_map({reader_fn})",
+                    chains.records_of(reader_fn, files),
                 )
             )
             state.element = [value]
-            return [f"{pad}records = {files}.flat_map({reader_fn})\n"]
+            return [f"{pad}records = {chains.records_of(reader_fn, files)}\n"]
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Return):
             return self._return(fn, stmt, state, depth)
         kinds = {fn.kind(n) for n in names}
@@ -334,10 +335,10 @@ class _Rewriter(Stages):
                 Step(
                     fn.line(stmt),
                     f"{kind}.read (in {helper.name})",
-                    f"{files}.flat_map({reader_fn}), then {new} in Dataset.map",
+                    f"{chains.records_of(reader_fn, files)}, then {new} in Dataset.map",
                 )
             )
-            return [f"{pad}records = {files}.flat_map({reader_fn})\n"]
+            return [f"{pad}records = {chains.records_of(reader_fn, files)}\n"]
         new = self.pipeline(helper)
         kept = self.kept_params[new]
         out: list[str] = []

@@ -53,7 +53,7 @@ def inputs_dataset(
         if shuffle:
             files = files.shuffle(files.cardinality())
         files = files.repeat(num_epochs)
-        records = files.flat_map(lambda f: tf.data.FixedLengthRecordDataset(f, RECORD_BYTES))
+        records = tf.data.FixedLengthRecordDataset(files, RECORD_BYTES)
         height, width = IMAGE_SIZE, IMAGE_SIZE
         min_queue_examples = int(num_examples(filenames) * MIN_FRACTION_OF_EXAMPLES_IN_QUEUE)
 

@@ -4,7 +4,7 @@ def build_legacy_dataset(filenames, impl: str = "qp", num_epochs=None, shuffle=T
     if shuffle:
         files = files.shuffle(files.cardinality())
     files = files.repeat(num_epochs)
-    records = files.flat_map(tf.data.TextLineDataset)
+    records = tf.data.TextLineDataset(files)
     record_defaults = [[1], [1], [1], [1], [1]]
 
     def per_record(value):

@@ -35,7 +35,7 @@ def build_legacy_dataset(
     if shuffle:
         filenames = filenames.shuffle(filenames.cardinality(), seed=seed)
     filenames = filenames.repeat(num_epochs)
-    records = filenames.flat_map(tf.data.TFRecordDataset)
+    records = tf.data.TFRecordDataset(filenames)
     records = records.map(decode_example, num_parallel_calls=tf.data.AUTOTUNE)
     dataset = records.padded_batch(batch_size, drop_remainder=True)
     return dataset.prefetch(tf.data.AUTOTUNE)

@@ -18,7 +18,7 @@ def eval_inputs_dataset(filename: str, batch_size: int, impl: str = "qp"):
     with tf.name_scope("eval_input"):
         filenames = tf.data.Dataset.from_tensor_slices([filename])
         filenames = filenames.repeat(1)
-        records = filenames.flat_map(tf.data.TFRecordDataset)
+        records = tf.data.TFRecordDataset(filenames)
         dataset = records.batch(batch_size)
         dataset = dataset.map(read_and_decode_batch, num_parallel_calls=tf.data.AUTOTUNE)
         return dataset.prefetch(tf.data.AUTOTUNE)

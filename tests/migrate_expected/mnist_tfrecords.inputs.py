@@ -25,7 +25,7 @@ def inputs_dataset(
     with tf.name_scope("input"):
         filenames = tf.data.Dataset.from_tensor_slices([filename])
         filenames = filenames.repeat(num_epochs)
-        records = filenames.flat_map(tf.data.TFRecordDataset)
+        records = tf.data.TFRecordDataset(filenames)
         dataset = records.shuffle(MIN_AFTER_DEQUEUE + 3 * batch_size, seed=seed)
         dataset = dataset.batch(batch_size, drop_remainder=True)
         dataset = dataset.map(read_and_decode_batch, num_parallel_calls=tf.data.AUTOTUNE)
