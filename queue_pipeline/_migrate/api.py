@@ -104,9 +104,12 @@ class MigrationResult:
         return "\n".join(lines) + "\n"
 
 
-def _prove(traced, rewrite, target, args, kwargs, epochs, max_batches) -> _verify.Verdict:
-    """The verification of one rewrite; a failure to run it is a MigrateError."""
-    del target  # verified from a temporary file: the target is written only after a MATCH
+def _prove(traced, rewrite, args, kwargs, epochs, max_batches) -> _verify.Verdict:
+    """The verification of one rewrite; a failure to run it is a MigrateError.
+
+    The migrated module is loaded from a temporary file: the target is
+    written only after the proof.
+    """
     migrated = _verify.load_migrated(traced.module, rewrite.source, None)
     try:
         return _verify.verify(
@@ -188,107 +191,74 @@ def migrate(
 
         mode = _tf1_script.tf1_mode()
     with mode:
-        return _migrate(
-            path,
-            function,
-            call,
-            args,
-            kwargs,
-            out,
-            in_place,
-            verify,
-            epochs,
-            max_batches,
-            batch_decode,
-            callers,
-        )
-
-
-def _migrate(
-    path,
-    function,
-    call,
-    args,
-    kwargs,
-    out,
-    in_place,
-    verify,
-    epochs,
-    max_batches,
-    batch_decode,
-    callers,
-) -> MigrationResult:
-    """:func:`migrate` in the current TF mode."""
-    if out is not None and in_place:
-        raise MigrateError(f"{_API}: give `out` or `in_place`, not both.")
-    target = out if out is not None else (path if in_place else None)
-    if out is not None and os.path.exists(out):
-        raise MigrateError(
-            f"{_API}: `--out` {out!r} exists; it is never overwritten. Fix: remove it or "
-            "pick another name."
-        )
-    if in_place and os.path.exists(path + ".orig"):
-        raise MigrateError(
-            f"{_API}: {path}.orig exists (a previous --in-place keeps the original there). "
-            "Fix: move it away first."
-        )
-    if call is not None and (args is not None or kwargs is not None):
-        raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
-    module, _ = _trace.load_module(path)
-    if call is not None or (args is None and kwargs is None):
-        args, kwargs = _trace.parse_call(module, call)
-    args, kwargs = tuple(args or ()), dict(kwargs or {})
-    traced = _trace.trace(path, function, args, kwargs)
-    with open(traced.path, encoding="utf-8") as f:
-        original = f.read()
-    batched = verify if batch_decode is None else batch_decode
-    rewrite = codegen.rewrite(traced, original, batch_decode=batched)
-    verdict = None
-    notes: list[str] = []
-    if verify:
-        verdict = _prove(traced, rewrite, target, args, kwargs, epochs, max_batches)
-        if rewrite.batched and verdict.status != "MATCH":
-            notes.append(
-                f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
-                f"({verdict.status}); the per-record decode is written instead"
+        if out is not None and in_place:
+            raise MigrateError(f"{_API}: give `out` or `in_place`, not both.")
+        target = out if out is not None else (path if in_place else None)
+        if out is not None and os.path.exists(out):
+            raise MigrateError(
+                f"{_API}: `--out` {out!r} exists; it is never overwritten. Fix: remove it or "
+                "pick another name."
             )
-            rewrite = codegen.rewrite(traced, original, batch_decode=False)
-            verdict = _prove(traced, rewrite, target, args, kwargs, epochs, max_batches)
-    elif rewrite.batched:
-        notes.append("batch-then-decode was not verified (verify=False)")
-    if rewrite.batched:
-        notes.append(f"decodes whole batches (batch-then-decode): {', '.join(rewrite.batched)}")
-    source, steps = rewrite.source, list(rewrite.steps)
-    if callers:
-        skip = set(rewrite.names) | {function}
-        source, changed = rewrite_callers(source, function, rewrite.function, skip)
-        steps += [
-            codegen.Step(0, "caller " + c.split(":", 1)[0], c.split(": ", 1)[1]) for c in changed
-        ]
-    diff = "".join(
-        difflib.unified_diff(
-            original.splitlines(keepends=True),
-            source.splitlines(keepends=True),
-            path,
-            target or f"{path} (migrated)",
+        if in_place and os.path.exists(path + ".orig"):
+            raise MigrateError(
+                f"{_API}: {path}.orig exists (a previous --in-place keeps the original there). "
+                "Fix: move it away first."
+            )
+        if call is not None and (args is not None or kwargs is not None):
+            raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
+        module, _ = _trace.load_module(path)
+        if call is not None or (args is None and kwargs is None):
+            args, kwargs = _trace.parse_call(module, call)
+        args, kwargs = tuple(args or ()), dict(kwargs or {})
+        traced = _trace.trace(path, function, args, kwargs)
+        with open(traced.path, encoding="utf-8") as f:
+            original = f.read()
+        batched = verify if batch_decode is None else batch_decode
+        rewrite = codegen.rewrite(traced, original, batch_decode=batched)
+        verdict = None
+        notes: list[str] = []
+        if verify:
+            verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
+            if rewrite.batched and verdict.status != "MATCH":
+                notes.append(
+                    f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
+                    f"({verdict.status}); the per-record decode is written instead"
+                )
+                rewrite = codegen.rewrite(traced, original, batch_decode=False)
+                verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
+        elif rewrite.batched:
+            notes.append("batch-then-decode was not verified (verify=False)")
+        if rewrite.batched:
+            notes.append(f"decodes whole batches (batch-then-decode): {', '.join(rewrite.batched)}")
+        source, steps = rewrite.source, list(rewrite.steps)
+        if callers:
+            skip = set(rewrite.names) | {function}
+            source, changed = rewrite_callers(source, function, rewrite.function, skip)
+            steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
+        diff = "".join(
+            difflib.unified_diff(
+                original.splitlines(keepends=True),
+                source.splitlines(keepends=True),
+                path,
+                target or f"{path} (migrated)",
+            )
         )
-    )
-    written = None
-    if target is not None and (verdict is None or verdict.status != "DIFFER"):
-        if in_place:
-            os.replace(path, path + ".orig")
-        with open(target, "x" if not in_place else "w", encoding="utf-8") as f:
-            f.write(source)
-        written = target
-    return MigrationResult(
-        source=source,
-        diff=diff,
-        added=rewrite.added,
-        function=rewrite.function,
-        steps=steps,
-        dropped=rewrite.dropped,
-        differences=rewrite.differences + notes,
-        verdict=verdict,
-        written=written,
-        original=traced.module,
-    )
+        written = None
+        if target is not None and (verdict is None or verdict.status != "DIFFER"):
+            if in_place:
+                os.replace(path, path + ".orig")
+            with open(target, "x" if not in_place else "w", encoding="utf-8") as f:
+                f.write(source)
+            written = target
+        return MigrationResult(
+            source=source,
+            diff=diff,
+            added=rewrite.added,
+            function=rewrite.function,
+            steps=steps,
+            dropped=rewrite.dropped,
+            differences=rewrite.differences + notes,
+            verdict=verdict,
+            written=written,
+            original=traced.module,
+        )

@@ -146,7 +146,9 @@ class _Caller(cst.CSTTransformer):
         return updated
 
 
-def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tuple[str, list[str]]:
+def rewrite_callers(
+    source: str, function: str, new: str, skip: set[str]
+) -> tuple[str, list[tuple[str, str]]]:
     """`source` with the callers of `function` rewritten; see NOTE [ Rewriting the callers ... ].
 
     Args:
@@ -157,7 +159,7 @@ def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tup
         generated versions).
 
     Returns:
-      The new source and one line per change (``caller: what changed``).
+      The new source and, per caller rewritten, ``(its name, what changed)``.
     """
     module = cst.parse_module(source)
     pipelines = {
@@ -169,7 +171,7 @@ def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tup
             isinstance(c, cst.Call) and callee(c) in _QUEUE_NAMES for c in m.findall(f, m.Call())
         )
     }
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
     body = []
     for stmt in module.body:
         if (
@@ -194,7 +196,7 @@ def rewrite_callers(source: str, function: str, new: str, skip: set[str]) -> tup
             what = [f"{function}(...) -> make_one_shot_iterator({new}(...)).get_next()"]
             if transformer.keep_queues:
                 what.append("Coordinator kept: another queue pipeline remains")
-            notes.append(f"{stmt.name.value}: " + "; ".join(what + transformer.removed))
+            notes.append((stmt.name.value, "; ".join(what + transformer.removed)))
         body.append(stmt)
     return module.with_changes(body=body).code, notes
 
