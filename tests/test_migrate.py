@@ -70,6 +70,12 @@ PROGRAMS = [
         "True, _bundled_data.write_cifar_binary({d!r}) and {d!r}, 299, num_epochs=2",
         "multiset",
     ),
+    (
+        "cifar10_binary",
+        "distorted_inputs",
+        "_bundled_data.write_cifar_binary({d!r}) and {d!r}, 8, verbose=False",
+        "multiset",
+    ),
 ]
 
 
@@ -89,7 +95,7 @@ def test_every_classic_program_migrates_and_verifies_match(tmp_path, program, fu
     )
     assert result.verdict is not None
     assert result.verdict.status == "MATCH", result.report()
-    assert result.verdict.reason == mode
+    assert result.verdict.reason.partition(",")[0].partition(";")[0] == mode
     assert result.exit_status == 0
     assert all(part in result.source for part in result.added.split("\n\n\n"))
     expected_file = _expected_name(program, function)
@@ -130,25 +136,29 @@ def test_migrated_code_is_plain_tensorflow(program, function):
     assert not names & LEGACY_NAMES, names & LEGACY_NAMES
 
 
-def test_distorted_cifar_input_migrates_and_is_reported_unverified(tmp_path):
-    """Random augmentation on an input that repeats forever: no finite comparison exists.
-
-    The migrated Dataset has the legacy batches' structure, dtypes and shapes.
-    """
+def _distorted_cifar(tmp_path):
     import legacy_examples.cifar10_binary as cifar  # noqa: PLC0415
 
     from queue_pipeline import _bundled_data  # noqa: PLC0415
 
     _bundled_data.write_cifar_binary(str(tmp_path))
-    result = migrate(
-        cifar.__file__,
-        "distorted_inputs",
-        call=f"{str(tmp_path)!r}, 8, verbose=False",
-    )
-    assert result.verdict.status == "UNVERIFIED"
-    assert "repeats forever" in result.verdict.reason
+    return cifar, f"{str(tmp_path)!r}, 8, verbose=False"
+
+
+def test_distorted_cifar_input_verifies_with_bounded_repeats_and_pinned_draws(tmp_path):
+    """Random augmentation on an input that repeats forever: proven for one epoch, draws pinned.
+
+    NOTE [ Proving a random, endless input pipeline ]. The migrated Dataset
+    itself keeps its endless repeat and its random draws.
+    """
+    cifar, call = _distorted_cifar(tmp_path)
+    result = migrate(cifar.__file__, "distorted_inputs", call=call)
+    assert result.verdict.status == "MATCH", result.report()
+    reason = result.verdict.reason
+    assert "repeats bounded to 1 epoch(s) on both sides" in reason
+    assert "random draws (RandomUniform, RandomUniformInt) pinned" in reason
     assert result.exit_status == 0
-    assert "random_crop" in result.added
+    assert "random_crop" in result.added and ".repeat()" in result.source
     migrated = result.load()
     with tf.Graph().as_default():
         legacy_images, legacy_labels = cifar.distorted_inputs(str(tmp_path), 8, verbose=False)
@@ -157,8 +167,69 @@ def test_distorted_cifar_input_migrates_and_is_reported_unverified(tmp_path):
     assert images.dtype == legacy_images.dtype and labels.dtype == legacy_labels.dtype
     assert images.shape.as_list() == legacy_images.shape.as_list() == [8, 24, 24, 3]
     assert labels.shape.as_list() == legacy_labels.shape.as_list() == [8]
-    (batch,) = dataset_values(dataset.take(1))
-    assert batch[0].shape == (8, 24, 24, 3) and set(batch[1]) <= set(range(10))
+    # Unbounded outside the proof: more batches than one epoch holds (250 images).
+    batches = dataset_values(dataset.take(40))
+    assert len(batches) == 40 and set(batches[-1][1]) <= set(range(10))
+
+
+def _edited_proof(module, function, call, source, old, new):
+    """The proof of `source` (a migration of `module.function`) with one line edited."""
+    from queue_pipeline._migrate import trace as _trace  # noqa: PLC0415
+
+    lines = source.splitlines(keepends=True)
+    index = max(i for i, line in enumerate(lines) if old in line)  # the migrated function's
+    lines[index] = lines[index].replace(old, new)
+    args, kwargs = _trace.parse_call(module, call)
+    traced = _trace.trace(module.__file__, function, args, kwargs)
+    edited = _verify.load_migrated(traced.module, "".join(lines), None)
+    return _verify.verify(traced, edited, function + "_dataset", args, kwargs)
+
+
+def test_pinned_draws_still_see_a_lost_flip(tmp_path):
+    """The proof is not blind to the augmentation: without the flip the images DIFFER.
+
+    (CIFAR's brightness and contrast changes are undone by its
+    per_image_standardization, in both pipelines alike; NOISY_SCRIPT shows
+    that a changed range is seen.)
+    """
+    cifar, call = _distorted_cifar(tmp_path)
+    result = migrate(cifar.__file__, "distorted_inputs", call=call, verify=False)
+    flip = "distorted_image = tf.image.random_flip_left_right(distorted_image)"
+    verdict = _edited_proof(cifar, "distorted_inputs", call, result.source, flip, "pass")
+    assert verdict.status == "DIFFER", verdict.reason
+
+
+NOISY_SCRIPT = """
+import tensorflow as tf
+
+
+def inputs(path):
+    queue = tf.compat.v1.train.string_input_producer([path], shuffle=False)  # forever
+    _, line = tf.compat.v1.TextLineReader().read(queue)
+    (value,) = tf.io.decode_csv(line, [[0.0]])
+    noisy = value + tf.random.uniform([], -0.5, 0.5) + tf.random.normal([], stddev=0.1)
+    return tf.compat.v1.train.batch([noisy], 4)
+"""
+
+
+@pytest.mark.parametrize("old,new", [(None, None), ("-0.5, 0.5", "-0.5, 0.6"), ("0.1", "0.2")])
+def test_random_noise_on_an_endless_input_verifies_and_a_changed_range_differs(tmp_path, old, new):
+    (tmp_path / "values.csv").write_text("".join(f"{v}\n" for v in range(12)))
+    path = _write(tmp_path / "noisy.py", NOISY_SCRIPT)
+    call = repr(str(tmp_path / "values.csv"))
+    result = migrate(path, "inputs", call=call, verify=old is None)
+    if old is None:
+        assert result.verdict.status == "MATCH", result.report()
+        assert result.verdict.reason == (
+            "ordered; repeats bounded to 1 epoch(s) on both sides; random draws "
+            "(RandomStandardNormal, RandomUniform) pinned to 0.25 of their range on both sides"
+        )
+        return
+    from queue_pipeline._migrate import trace as _trace  # noqa: PLC0415
+
+    original, _ = _trace.load_module(path)
+    verdict = _edited_proof(original, "inputs", call, result.source, old, new)
+    assert verdict.status == "DIFFER", verdict.reason
 
 
 # --- batch-then-decode and exact arithmetic -------------------------------------------

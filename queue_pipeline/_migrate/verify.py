@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
@@ -9,12 +10,22 @@ import tempfile
 import types
 
 from queue_pipeline import plan
+import tensorflow as tf
+
 from queue_pipeline._compare.harness import exact_arithmetic
+from queue_pipeline._migrate.proof_conditions import (
+    PINNED_FRACTION,
+    bounded_repeats,
+    pinned_random_draws,
+    random_op_types,
+)
 from queue_pipeline._migrate.trace import MigrateError, Trace
 
 __all__ = ["Verdict", "load_migrated", "verify"]
 
 _API = "queue-pipeline migrate"
+# A bounded run ends by itself; compare still wants a limit for a plan that says forever.
+_BOUNDED_MAX_BATCHES = 1_000_000
 
 
 @dataclasses.dataclass
@@ -77,39 +88,70 @@ def verify(
     The order must be equal where the legacy side is deterministic; else the
     multisets.
 
-    A legacy input that repeats forever is verified only with `max_batches`
-    (and then only as far as those batches show); otherwise UNVERIFIED.
+    A legacy input that repeats forever is read for `epochs` epochs on both
+    sides (unless `max_batches` bounds the run), and random draws are pinned:
+    NOTE [ Proving a random, endless input pipeline ]. The verdict's reason
+    names each condition the proof held.
     """
     from queue_pipeline.compare import _plan_epochs, compare  # noqa: PLC0415
 
     kind, _ = _plan_epochs(trace.outputs)
-    if kind == "infinite" and max_batches is None:
-        return Verdict(
-            "UNVERIFIED",
-            "the input repeats forever (a producer has num_epochs=None): pass a finite "
-            "num_epochs in --call, or --batches N",
+    bound = kind == "infinite" and max_batches is None
+    pinned, unpinned = random_op_types(_graph_of(trace.outputs))
+    conditions = []
+    if bound:
+        conditions.append(f"repeats bounded to {epochs} epoch(s) on both sides")
+    if pinned:
+        conditions.append(
+            f"random draws ({', '.join(sorted(pinned))}) pinned to {PINNED_FRACTION} of "
+            "their range on both sides"
         )
+    if unpinned:
+        conditions.append(f"left random: {', '.join(sorted(unpinned))}")
     original = getattr(trace.module, trace.function)
     new = getattr(migrated, function)
-    with exact_arithmetic():  # NOTE [ Exact arithmetic for a migration's proof ]
+    # NOTE [ Exact arithmetic for a migration's proof ] and
+    # NOTE [ Proving a random, endless input pipeline ]
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(exact_arithmetic())
+        if bound:
+            stack.enter_context(bounded_repeats(epochs))
+        if pinned:
+            stack.enter_context(pinned_random_draws())
         report = compare(
-            lambda: original(*args, **kwargs),
+            lambda: _build_legacy(original, args, kwargs, installed=bound),
             lambda: new(*args, **kwargs),
             epochs=epochs,
-            max_batches=max_batches,
+            max_batches=_BOUNDED_MAX_BATCHES if bound else max_batches,
             timeout=timeout,
         )
+    suffix = "".join(f"; {c}" for c in conditions)
     if report.matched:
-        return Verdict("MATCH", report.mode, report)
+        return Verdict("MATCH", report.mode + suffix, report)
     tail = _dropped_tail(trace, report)
     if tail is not None:
         return Verdict(
             "MATCH",
             f"{report.mode}, but for the shuffled tail each side drops "
-            f"({tail} example(s) differ on each side; batch_size {_batch_size(trace)})",
+            f"({tail} example(s) differ on each side; batch_size {_batch_size(trace)})" + suffix,
             report,
         )
-    return Verdict("DIFFER", report.mode, report)
+    return Verdict("DIFFER", report.mode + suffix, report)
+
+
+def _build_legacy(original, args, kwargs, *, installed: bool):
+    """The legacy side; `installed`: on queue_pipeline's queue API (where a bound applies)."""
+    if not installed:
+        return original(*args, **kwargs)
+    from queue_pipeline._scripts.install import install  # noqa: PLC0415 - no cycle at import
+
+    with install():
+        return original(*args, **kwargs)
+
+
+def _graph_of(outputs) -> tf.Graph:
+    leaves = [t for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "graph")]
+    return leaves[0].graph if leaves else tf.Graph()
 
 
 def _batch_size(trace: Trace) -> int | None:
