@@ -111,7 +111,10 @@ RUN_DESCRIPTION = (
     "2.x removed (tf.contrib, tf.estimator, ...) is reported with its replacement. "
     "Every other argument goes to the script. Exit status: the script's own (0 when "
     "it ends normally); 1 with its traceback and a one-line error if it raised; 2 if "
-    "it could not be started."
+    "it could not be started. --service grpc://HOST:PORT (before SCRIPT.py; also "
+    "QUEUE_PIPELINE_SERVICE, which it sets for subprocesses) runs the dataset engine "
+    "with every batching call's pipeline read through that tf.data service dispatcher's "
+    "workers; --service-job NAME lets trainer processes split one stream."
 )
 
 
@@ -152,7 +155,13 @@ def _run(args) -> int:
     command = "run --tf1" if tf1 else "run"
     try:
         with _tf1_script.tf1_mode() if tf1 else contextlib.nullcontext():
-            return _install.run_script(args.script, script_args, engine=engine)
+            return _install.run_script(
+                args.script,
+                script_args,
+                engine=engine,
+                service=args.service,
+                job_name=args.service_job,
+            )
     except _install.ScriptError as failure:
         sys.stderr.write(failure.traceback)
         error = (_tf1_script.explain(failure.error) if tf1 else None) or failure.error
@@ -325,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser = commands.add_parser(
         "run",
         help="run an unmodified TF 1.x script on queue_pipeline",
-        usage="queue-pipeline run [--engine {queue,dataset}] [--tf1] SCRIPT.py "
+        usage="queue-pipeline run [--engine {queue,dataset}] [--tf1] "
+        "[--service grpc://HOST:PORT [--service-job NAME]] SCRIPT.py "
         "[--engine {queue,dataset}] [--tf1] [ARGS...]",
         description=RUN_DESCRIPTION,
     )
@@ -340,6 +350,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run a script written for TensorFlow 1.x (`import tensorflow as "
         "tf`) in TF1 mode (default: $QUEUE_PIPELINE_TF1)",
+    )
+    run_parser.add_argument(
+        "--service",
+        metavar="grpc://HOST:PORT",
+        default=None,
+        help="read each batching call's rebuilt pipeline through the tf.data service at "
+        "this dispatcher (implies --engine dataset; default: $QUEUE_PIPELINE_SERVICE)",
+    )
+    run_parser.add_argument(
+        "--service-job",
+        metavar="NAME",
+        default=None,
+        help="job name shared by trainer processes that split one stream "
+        "(default: $QUEUE_PIPELINE_SERVICE_JOB; none: each process reads its own)",
     )
     run_parser.add_argument("script", metavar="SCRIPT.py")
     run_parser.add_argument(

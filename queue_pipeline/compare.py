@@ -55,7 +55,7 @@ from queue_pipeline._compare.report import (
     ShuffleStats,
     SideReport,
 )
-from queue_pipeline.plan import plan_for
+from queue_pipeline.plan import epochs_of
 
 __all__ = [
     "ComparisonReport",
@@ -72,13 +72,6 @@ __all__ = [
 ]
 
 _API = "compare"
-_PRODUCERS = (
-    "string_input_producer",
-    "range_input_producer",
-    "slice_input_producer",
-    "input_producer",
-    "limit_epochs",
-)
 _SAFETY_MAX_BATCHES = 100_000  # when the plan cannot tell whether the legacy side ends
 
 
@@ -277,22 +270,6 @@ def _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference) ->
         )
 
 
-def _plan_epochs(outputs) -> tuple[str, int | None]:
-    """("finite", n) / ("finite", None) / ("infinite", None) / ("unknown", None)."""
-    values = []
-    for node in plan_for(outputs):
-        if node.kind in _PRODUCERS:
-            n = node.args.get("num_epochs")
-            if n is None and node.kind == "limit_epochs":
-                continue
-            values.append(n)
-    if not values:
-        return "unknown", None
-    if any(v is None for v in values):
-        return "infinite", None
-    return "finite", values[0] if len(set(values)) == 1 else None
-
-
 def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
     graph = tf.Graph()
     with graph.as_default():
@@ -318,7 +295,7 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
             )
         side = _Side(paths, specs, batched=_inspect.is_batched(outputs))
         side.nondeterminism = _inspect.legacy_nondeterminism(graph)
-        state, plan_epochs = _plan_epochs(outputs)
+        state, plan_epochs = epochs_of(outputs)
     if state == "infinite" and max_batches is None:
         raise ValueError(
             f"{_API}: the legacy pipeline never ends (a producer has num_epochs=None), so "

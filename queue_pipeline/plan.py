@@ -22,7 +22,15 @@ import tensorflow as tf
 
 from queue_pipeline._core.compat import PrivateKey
 
-__all__ = ["BATCHING_KINDS", "PRODUCER_KINDS", "Plan", "PlanNode", "plan_for", "plan_nodes"]
+__all__ = [
+    "BATCHING_KINDS",
+    "PRODUCER_KINDS",
+    "Plan",
+    "PlanNode",
+    "epochs_of",
+    "plan_for",
+    "plan_nodes",
+]
 
 BATCHING_KINDS = frozenset(
     {
@@ -174,6 +182,32 @@ def plan_for(*fetches) -> Plan:
                 )
         stack.extend(t.op for t in op.inputs)
     return Plan(tuple(found[i] for i in sorted(found)))
+
+
+_EPOCH_KINDS = PRODUCER_KINDS | {"slice_input_producer", "limit_epochs"}
+
+
+def epochs_of(*fetches) -> tuple[str, int | None]:
+    """Whether the pipeline behind `fetches` ends, from its producers' ``num_epochs``.
+
+    Returns:
+      ``("finite", n)`` when every producer has ``num_epochs=n``;
+      ``("finite", None)`` when they differ; ``("infinite", None)`` when one
+      repeats forever (``num_epochs=None``); ``("unknown", None)`` when the
+      plan records no producer.
+    """
+    values = []
+    for node in plan_for(*fetches):
+        if node.kind in _EPOCH_KINDS:
+            n = node.args.get("num_epochs")
+            if n is None and node.kind == "limit_epochs":
+                continue  # limit_epochs(None) records nothing; a producer's own node counts
+            values.append(n)
+    if not values:
+        return "unknown", None
+    if any(v is None for v in values):
+        return "infinite", None
+    return "finite", values[0] if len(set(values)) == 1 else None
 
 
 def _index_by_op(graph: tf.Graph) -> dict[str, list[PlanNode]]:

@@ -91,8 +91,10 @@ def recorded_run(monkeypatch, tmp_path):
         finally:
             state["tf1"] = False
 
-    def run_script(script, args, *, engine=None):
+    def run_script(script, args, *, engine=None, service=None, job_name=None):
         calls.append((engine, state["tf1"], list(args)))
+        if service is not None:  # run --service (tests/test_service_run.py runs it)
+            calls.append((service, job_name))
         return 0
 
     monkeypatch.setattr(_tf1_script, "tf1_mode", tf1_mode)  # no TF mode switch here

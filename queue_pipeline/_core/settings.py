@@ -5,7 +5,8 @@ runner behaviour, when its threads are created):
 
 * the **engine** (``"queue"``, the faithful queue-runner engine, or
   ``"dataset"``), set by :func:`engine` or the ``QUEUE_PIPELINE_ENGINE``
-  environment variable;
+  environment variable, and the tf.data service that the dataset engine
+  reads through (``QUEUE_PIPELINE_SERVICE``, ``QUEUE_PIPELINE_SERVICE_JOB``);
 * the **diagnostics**, each a deliberate difference from TF 1.x listed in the
   README's table, on by default and turned off one by one with
   :func:`diagnostics` or all at once with :func:`tf_faithful` (environment:
@@ -58,6 +59,8 @@ DIAGNOSTICS = {
 # before the main thread calls start_queue_runners).
 DEFAULT_GRACE_SECS = 3.0
 GRACE_ENV = "QUEUE_PIPELINE_UNSTARTED_GRACE_SECS"
+SERVICE_ENV = "QUEUE_PIPELINE_SERVICE"
+SERVICE_JOB_ENV = "QUEUE_PIPELINE_SERVICE_JOB"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +68,8 @@ class Settings:
     """The switches in force: ``engine``, one bool per diagnostic, and the guard's grace."""
 
     engine: str = "queue"
+    service: str | None = None
+    service_job: str | None = None
     unstarted_guard: bool = True
     runner_errors: bool = True
     quiet_shutdown: bool = True
@@ -83,6 +88,20 @@ def _grace(value, where: str) -> float:
     if isinstance(value, bool) or not seconds >= 0:
         raise ValueError(f"{where} must be a number of seconds >= 0; got {value!r}.")
     return seconds
+
+
+def _service_address(value: str, where: str) -> str:
+    """`value` as ``grpc://host:port`` (the protocol may be omitted), or a ValueError."""
+    address = value if "://" in value else f"grpc://{value}"
+    protocol, _, rest = address.partition("://")
+    host, sep, port = rest.rpartition(":")
+    if protocol != "grpc" or not sep or not host or not port.isdigit():
+        raise ValueError(
+            f"{where} must be a tf.data service dispatcher's address, 'grpc://HOST:PORT'; "
+            f"got {value!r}. Fix: start one with `queue-pipeline service dispatcher` and "
+            "pass the address it prints."
+        )
+    return address
 
 
 def _from_environment() -> Settings:
@@ -107,7 +126,18 @@ def _from_environment() -> Settings:
     grace = os.environ.get(GRACE_ENV)
     if grace is not None and grace.strip():
         flags["unstarted_grace_secs"] = _grace(grace.strip(), GRACE_ENV)
-    return Settings(engine=name, **flags)
+    service = os.environ.get(SERVICE_ENV, "").strip() or None
+    job = os.environ.get(SERVICE_JOB_ENV, "").strip() or None
+    if service is not None:
+        service = _service_address(service, SERVICE_ENV)
+        if "QUEUE_PIPELINE_ENGINE" not in os.environ or not os.environ["QUEUE_PIPELINE_ENGINE"]:
+            name = "dataset"  # the service runs the dataset engine's pipelines
+        elif name != "dataset":
+            raise ValueError(
+                f"{SERVICE_ENV}={service!r} needs the dataset engine; got "
+                f"QUEUE_PIPELINE_ENGINE={name!r}. Fix: QUEUE_PIPELINE_ENGINE=dataset."
+            )
+    return Settings(engine=name, service=service, service_job=job, **flags)
 
 
 _CURRENT: contextvars.ContextVar[Settings | None] = contextvars.ContextVar(
@@ -137,21 +167,44 @@ def _override(**changes) -> Iterator[Settings]:
         _CURRENT.reset(token)
 
 
-def engine(name: str):
+def engine(name: str, *, service: str | None = None, job_name: str | None = None):
     """Context manager: legacy builders inside it use engine `name`.
 
     Args:
       name: ``"queue"`` (the faithful queue-runner engine, the default) or
         ``"dataset"`` (the pipeline is rebuilt on tf.data inside the graph).
+      service: with ``"dataset"``: the address of a tf.data service
+        dispatcher (``"grpc://host:port"``; environment:
+        ``QUEUE_PIPELINE_SERVICE``). Each batching call's rebuilt pipeline
+        then runs on the service's workers: NOTE [ Legacy pipelines on tf.data
+        service ] in ``_engine/service.py``.
+      job_name: with `service`: the name shared by trainer processes that
+        split one stream between them (environment:
+        ``QUEUE_PIPELINE_SERVICE_JOB``); None: each process reads a stream
+        of its own.
 
     Raises:
-      ValueError: `name` is not an engine.
+      ValueError: `name` is not an engine, `service` is not an address, or
+        `service` is given with the queue engine.
     """
     if name not in ENGINES:
         raise ValueError(
             f"queue_pipeline.engine: name={name!r} is not an engine; use one of {ENGINES}."
         )
-    return _override(engine=name)
+    if service is None:
+        if job_name is not None:
+            raise ValueError(
+                f"queue_pipeline.engine: job_name={job_name!r} needs `service` (the "
+                "dispatcher's address)."
+            )
+        return _override(engine=name)
+    if name != "dataset":
+        raise ValueError(
+            f"queue_pipeline.engine: service={service!r} needs the dataset engine; got "
+            f"name={name!r}. Fix: engine('dataset', service=...)."
+        )
+    address = _service_address(service, "queue_pipeline.engine: `service`")
+    return _override(engine=name, service=address, service_job=job_name)
 
 
 def diagnostics(

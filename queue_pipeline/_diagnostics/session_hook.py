@@ -52,12 +52,14 @@ __all__ = [
     "mark_started",
     "raw_callable",
     "record_failure",
+    "record_session_failure",
     "register",
     "register_queue",
     "registered",
 ]
 
 _POLL_SECS = 0.02
+_SESSION_WIDE = "<the session>"  # a failure key no queue has
 _LOCK = threading.RLock()
 _ORIGINAL: dict[str, Callable] = {}
 
@@ -229,6 +231,15 @@ def record_failure(sess, queue_name: str, error: BaseException) -> None:
             return
 
 
+def record_session_failure(sess, error: BaseException) -> None:
+    """Records why `sess` cannot go on (its input service is lost): every failing step raises it.
+
+    The step that fails (typically with ``CancelledError``, the session
+    closed under it) raises `error` instead, and so does every later one.
+    """
+    record_failure(sess, _SESSION_WIDE, error)
+
+
 def forget_failures(sess, queue_name: str) -> None:
     """Drops the recorded failure of `queue_name` in `sess` (its runners restart)."""
     with _LOCK:
@@ -333,6 +344,9 @@ def _step(sess, state: _GraphState, fetches, feed_dict, run):
             raise
         raise _copy(failure) from end
     except tf.errors.OpError as error:
+        lost = (_FAILURES.get(sess) or {}).get(_SESSION_WIDE)
+        if lost is not None:
+            raise _copy(lost) from error
         if not state.names_errors or isinstance(
             error, (tf.errors.CancelledError, tf.errors.DeadlineExceededError)
         ):

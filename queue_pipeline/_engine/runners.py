@@ -37,8 +37,9 @@ class ServedRunner:
     when the input starts ].
     """
 
-    def __init__(self, queue, faithful, initializer=None) -> None:
+    def __init__(self, queue, faithful, initializer=None, watch=None) -> None:
         self._initializer = initializer
+        self._watch = watch
         self._started: "weakref.WeakSet" = weakref.WeakSet()
         self._queue = queue
         self._enqueue_ops: list = []
@@ -61,17 +62,24 @@ class ServedRunner:
     def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
         """Returns ``[]``: the Dataset runs its own threads inside the session.
 
-        Side effect: the first call for `sess` runs the iterator's
+        Side effects: the first call for `sess` runs the iterator's
         initializer, if it has one (the variables it reads are read then).
+        A call read through tf.data service returns its one watchdog thread
+        instead (a daemon, started if `start`, stopping with `coord`): NOTE
+        [ Legacy pipelines on tf.data service ] in ``_engine/service.py``.
         """
-        del coord, daemon, start
-        if self._initializer is not None:
-            with _LOCK:
-                first = sess not in self._started
-                self._started.add(sess)
-            if first:
-                sess.run(self._initializer)
-        return []
+        del daemon
+        with _LOCK:
+            first = sess not in self._started
+            self._started.add(sess)
+        if self._initializer is not None and first:
+            sess.run(self._initializer)
+        if self._watch is None or not first:
+            return []
+        thread = self._watch(sess, coord)
+        if start:
+            thread.start()
+        return [thread]
 
     def to_proto(self, export_scope=None):
         """A ``QueueRunnerDef`` with no enqueue op, or None outside `export_scope`."""

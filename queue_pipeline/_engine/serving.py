@@ -114,9 +114,11 @@ import weakref
 import tensorflow as tf
 
 from queue_pipeline import plan
-from queue_pipeline._engine import graph_edits, runners
+from queue_pipeline._diagnostics import session_hook
+from queue_pipeline._engine import graph_edits, runners, service
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 from queue_pipeline.errors import NotRebuildableError
 
@@ -145,20 +147,25 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
     where = f"{api} '{scope.rstrip('/')}'"
     leaves = tf.nest.flatten(result)
     try:
-        served, paths = _build(graph, node, leaves, scope)
+        served, paths = _build(graph, node, leaves, scope, where)
+    except service.ServiceUnreachableError:
+        raise  # the user asked for the service: no silent local run
     except Exception as e:  # noqa: BLE001 - any failure keeps the faithful graph
         _fall_back(graph, where, leaves, e)
         return result
-    iterator, values, initializer = served
+    iterator, values, initializer, watch = served
     faithful = runners.runner_of(graph, queue)
     retired = runners.retire_runners(graph, leaves)
     tf.compat.v1.add_to_collection(
-        QUEUE_RUNNERS, runners.ServedRunner(queue, faithful, initializer)
+        QUEUE_RUNNERS, runners.ServedRunner(queue, faithful, initializer, watch)
     )
     graph_edits.replace_fill_summaries(
         graph, {graph_facts.queue_op_name(qr.queue) for qr in retired}, scope
     )
-    graph_edits.add_saveable(iterator)
+    if watch is None:
+        graph_edits.add_saveable(iterator)
+    else:  # a served iterator has no state to save; a lost dispatcher is raised in steps
+        session_hook.register(graph)
     out = tf.nest.pack_sequence_as(result, values)
     plan.record(
         api, dict(node.args, engine="dataset"), node.inputs, tf.nest.flatten(out), graph=graph
@@ -177,11 +184,20 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
 # --------------------------------------------------------------------- building
 
 
-def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str):
-    """((iterator, flat values, initializer or None), paths) of the rebuilt pipeline.
+def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where: str):
+    """((iterator, flat values, initializer or None, watchdog or None), paths) of the rebuild.
 
-    Raises whatever stops the rebuild (the caller falls back).
+    The watchdog factory is set when the pipeline is read through tf.data
+    service (NOTE [ Legacy pipelines on tf.data service ]).
+
+    Raises whatever stops the rebuild (the caller falls back), and
+    ``ServiceUnreachableError`` when the service does not answer.
     """
+    settings = _settings.current()
+    if settings.service is not None:
+        service.check_reachable(settings.service, f"{where} (dataset engine, --service)")
+    ops_before = len(graph.get_operations())
+    functions_before = set(graph._functions)  # noqa: SLF001 - to tell the rebuild's map bodies
     deterministic = _is_seeded(graph, leaves)
     rebuilder = engine_rebuilder.EngineRebuilder(
         graph,
@@ -197,7 +213,37 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str):
             options = tf.data.Options()
             options.deterministic = True
             dataset = dataset.with_options(options)
-        if any(region.captured for _, region in rebuilder.regions):
+        captures = any(region.captured for _, region in rebuilder.regions)
+        watch = None
+        if settings.service is not None:
+            reason = service.unservable_reason(
+                graph,
+                graph.get_operations()[ops_before:],
+                [f for f in graph._functions if f not in functions_before],  # noqa: SLF001
+                leaves,
+                captures,
+            )
+            if reason is None:
+                dataset, mode, job = service.distribute(
+                    dataset, leaves, scope, settings.service, settings.service_job
+                )
+                watch = service.watchdog(settings.service, where)
+                rebuilder.paths.append(
+                    f"read through tf.data service at {settings.service} ({mode}"
+                    + (f", job {job!r})" if job else ")")
+                )
+            else:
+                _log_once(
+                    graph,
+                    ("local", where),
+                    logging.WARNING,
+                    "queue_pipeline dataset engine: %s is not read through tf.data service at "
+                    "%s but runs locally: %s.",
+                    where,
+                    settings.service,
+                    reason,
+                )
+        if captures:
             iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
             initializer = iterator.initializer
         else:
@@ -208,7 +254,7 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str):
         if len(values) != len(leaves):
             raise AssertionError(f"{len(values)} components for {len(leaves)} outputs")
         values = [_merge_static_shape(value, leaf) for value, leaf in zip(values, leaves)]
-    return (iterator, values, initializer), rebuilder.paths
+    return (iterator, values, initializer, watch), rebuilder.paths
 
 
 def _merge_static_shape(value, leaf):

@@ -93,9 +93,9 @@ def verify(
     NOTE [ Proving a random, endless input pipeline ]. The verdict's reason
     names each condition the proof held.
     """
-    from queue_pipeline.compare import _plan_epochs, compare  # noqa: PLC0415
+    from queue_pipeline.compare import compare  # noqa: PLC0415
 
-    kind, _ = _plan_epochs(trace.outputs)
+    kind, _ = plan.epochs_of(trace.outputs)
     bound = kind == "infinite" and max_batches is None
     pinned, unpinned = random_op_types(_graph_of(trace.outputs))
     conditions = []

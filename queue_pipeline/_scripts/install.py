@@ -458,13 +458,24 @@ def _environ(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = old
 
 
-def run_script(script: str, args: Sequence[str] = (), *, engine: str | None = None) -> int:
+def run_script(
+    script: str,
+    args: Sequence[str] = (),
+    *,
+    engine: str | None = None,
+    service: str | None = None,
+    job_name: str | None = None,
+) -> int:
     """Runs a legacy script as ``python SCRIPT args...`` would, under :func:`install`.
 
     ``__name__`` is ``"__main__"``, ``sys.argv`` is ``[script, *args]`` and
     ``sys.path[0]`` the script's directory, all restored afterwards. With
     `engine`, the script builds under ``queue_pipeline.engine(engine)`` and
-    ``QUEUE_PIPELINE_ENGINE`` is set for its subprocesses.
+    ``QUEUE_PIPELINE_ENGINE`` is set for its subprocesses. With `service` (a
+    tf.data service dispatcher's address; the engine is then ``"dataset"``)
+    and `job_name`, the same for ``engine("dataset", service=...,
+    job_name=...)``, ``QUEUE_PIPELINE_SERVICE`` and
+    ``QUEUE_PIPELINE_SERVICE_JOB``.
 
     Returns:
       The exit status: the script's ``SystemExit`` code (a non-integer code is
@@ -481,6 +492,15 @@ def run_script(script: str, args: Sequence[str] = (), *, engine: str | None = No
         raise FileNotFoundError(f"run: no such script {script!r}.")
     if engine is not None and engine not in _settings.ENGINES:
         raise ValueError(f"run: `engine` must be one of {_settings.ENGINES}; got {engine!r}.")
+    if service is not None:
+        if engine not in (None, "dataset"):
+            raise ValueError(
+                f"run: --service {service} needs the dataset engine; got --engine {engine}. "
+                "Fix: drop --engine, or pass --engine dataset."
+            )
+        engine = "dataset"
+    elif job_name is not None:
+        raise ValueError(f"run: --service-job {job_name} needs --service (the dispatcher).")
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [script, *args]
     script_dir = os.path.dirname(os.path.realpath(script))
@@ -491,8 +511,11 @@ def run_script(script: str, args: Sequence[str] = (), *, engine: str | None = No
     try:
         with contextlib.ExitStack() as stack:
             stack.enter_context(_environ("QUEUE_PIPELINE_ENGINE", engine))
+            if service is not None:
+                stack.enter_context(_environ(_settings.SERVICE_ENV, service))
+                stack.enter_context(_environ(_settings.SERVICE_JOB_ENV, job_name))
             if engine is not None:
-                stack.enter_context(_settings.engine(engine))
+                stack.enter_context(_settings.engine(engine, service=service, job_name=job_name))
             stack.enter_context(install())
             runpy.run_path(script, run_name="__main__")
         return 0
