@@ -1,0 +1,1 @@
+"""``queue-pipeline service``: tf.data service dispatcher and worker servers as commands."""

@@ -1,0 +1,300 @@
+"""``queue-pipeline service``: the tf.data service dispatcher and worker commands (#19).
+
+The servers run as real subprocesses through ``service_cluster.py``; the
+read-only tests share one cluster per test process (a module fixture), and
+the tests that stop or restart servers start their own. Every subprocess
+has a timeout, and every read goes through the helper's bounded reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+import queue_pipeline
+from queue_pipeline import cli
+from queue_pipeline._service import addresses
+from service_cluster import (
+    ADDRESS_LINE,
+    REPO,
+    ElementStream,
+    cluster,
+    read_elements,
+    server_env,
+    service_argv,
+)
+
+# A server command that cannot start fails before it imports TensorFlow, in a
+# fraction of a second (its probes wait addresses.PROBE_TIMEOUT_S at most);
+# the bound is for a machine busy starting other clusters.
+RUN_TIMEOUT_S = 90
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        service_argv(*args),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        env=server_env(),
+        cwd=REPO,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _range_through(address: str, n: int, *, via: str = "queue_pipeline"):
+    """A builder of ``Dataset.range(n)`` read through the service at `address`."""
+
+    def make() -> tf.data.Dataset:
+        dataset = tf.data.Dataset.range(n)
+        if via == "queue_pipeline":
+            return queue_pipeline.data.distribute(dataset, address)
+        return dataset.apply(tf.data.experimental.service.distribute("distributed_epoch", address))
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def shared():
+    """One dispatcher and two workers for the tests that leave them running.
+
+    At the end each must have stopped on its SIGTERM (status 0), not been killed.
+    """
+    with cluster(workers=2) as running:
+        yield running
+    statuses = {p.address: p.returncode for p in [running.dispatcher, *running.workers]}
+    assert set(statuses.values()) == {0}, statuses
+
+
+# ------------------------------------------------------------------ no server
+
+
+def test_the_suite_and_the_servers_run_this_checkout():
+    assert pathlib.Path(queue_pipeline.__file__).resolve() == REPO / "queue_pipeline/__init__.py"
+    probe = subprocess.run(
+        [sys.executable, "-c", "import queue_pipeline; print(queue_pipeline.__file__)"],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        env=server_env(),
+        cwd="/",
+    )
+    assert pathlib.Path(probe.stdout.strip()).resolve() == REPO / "queue_pipeline/__init__.py"
+
+
+def test_help_imports_no_tensorflow():
+    code = (
+        "import sys\nfrom queue_pipeline import cli\n"
+        "for argv in (['service', '--help'], ['service', 'dispatcher', '--help'],"
+        " ['service', 'worker', '--help']):\n"
+        "    try:\n        cli.main(argv)\n    except SystemExit:\n        pass\n"
+        # A dispatcher that does not answer fails before TensorFlow's import.
+        f"assert cli.main(['service', 'worker', '--dispatcher', '127.0.0.1:{_free_port()}']) == 2\n"
+        "print('tensorflow' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        env=server_env(),
+        check=True,
+    ).stdout
+    assert "--work-dir DIR" in out and "--dispatcher HOST:PORT" in out
+    assert out.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["service"], "required: {dispatcher,worker}"),
+        (["service", "dispatcher", "--port", "70000"], "--port: must be an integer from 0"),
+        (["service", "dispatcher", "--port", "five"], "got 'five'"),
+        (["service", "dispatcher", "--host", "10.0.0.5:5050"], "--host: must be a host"),
+        (["service", "worker"], "--dispatcher"),
+        (["service", "worker", "--dispatcher", "localhost"], "must be the dispatcher's HOST:PORT"),
+        (["service", "worker", "--dispatcher", "127.0.0.1:0"], "got '127.0.0.1:0'"),
+        (["service", "worker", "--dispatcher", "http://h:5050"], "grpc:// protocol"),
+    ],
+    ids=[
+        "no-role",
+        "port-range",
+        "port-not-int",
+        "host-with-port",
+        "no-dispatcher",
+        "dispatcher-no-port",
+        "dispatcher-port-0",
+        "dispatcher-http",
+    ],
+)
+def test_bad_arguments_are_usage_errors(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        cli.main(argv)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "text, host, port, url",
+    [
+        ("127.0.0.1:5050", "127.0.0.1", 5050, "grpc://127.0.0.1:5050"),
+        ("grpc://localhost:5050", "localhost", 5050, "grpc://localhost:5050"),
+        ("[::1]:5050", "::1", 5050, "grpc://[::1]:5050"),
+        ("grpc://[fd00::2]:1", "fd00::2", 1, "grpc://[fd00::2]:1"),
+    ],
+)
+def test_dispatcher_addresses_as_printed_or_bare(text, host, port, url):
+    address = addresses.dispatcher_argument(text)
+    assert (address.host, address.port, address.url) == (host, port, url)
+
+
+def test_the_warning_says_more_for_a_host_that_is_not_loopback():
+    local = addresses.security_warning("worker", addresses.Address("127.0.0.1", 5051))
+    remote = addresses.security_warning("worker", addresses.Address("10.1.2.3", 5051))
+    assert len(local) == 2 and all(line.startswith("warning: ") for line in local)
+    assert remote[:2] == [line.replace("127.0.0.1", "10.1.2.3") for line in local]
+    assert "--host 10.1.2.3 is not a loopback address" in remote[2]
+    assert [addresses.is_loopback(h) for h in ("localhost", "127.0.0.9", "::1", "10.0.0.1")] == [
+        True,
+        True,
+        True,
+        False,
+    ]
+    with pytest.raises(argparse.ArgumentTypeError, match="without a port"):
+        addresses.host_argument("fd00::2:5050:x")
+
+
+# ------------------------------------------------------------ the shared cluster
+
+
+@pytest.mark.slow
+def test_servers_print_their_loopback_address_first_and_warn_on_stderr(shared):
+    servers = [shared.dispatcher, *shared.workers]
+    ports = set()
+    for server in servers:
+        out, err = server.output()
+        match = ADDRESS_LINE.match(out.splitlines()[0])
+        assert match is not None and match.group(1) == server.role, out
+        assert match.group(3) == "127.0.0.1" and int(match.group(4)) > 0
+        ports.add(int(match.group(4)))
+        prefix = f"queue-pipeline service {server.role}: warning: "
+        assert f"{prefix}tf.data service has no authentication or encryption" in err
+        assert "Run it only on a trusted network." in err
+        assert "every network interface" in err and "not a loopback" not in err
+    assert len(ports) == 3
+    assert shared.dispatcher_address == f"grpc://127.0.0.1:{shared.dispatcher_port}"
+    assert "no --work-dir" in shared.dispatcher.output()[1]
+    assert (
+        f"registered with the dispatcher {shared.dispatcher_address}"
+        in (shared.workers[0].output()[1])
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("via", ["queue_pipeline", "tf"])
+def test_a_distributed_epoch_reads_every_element_once(shared, via):
+    values = read_elements(_range_through(shared.dispatcher_address, 10, via=via))
+    assert sorted(values) == list(range(10))
+
+
+@pytest.mark.slow
+def test_a_second_dispatcher_on_a_dispatchers_port_exits_2(shared):
+    # TensorFlow alone would start it without an error, sharing the port.
+    port = shared.dispatcher_port
+    result = _run("dispatcher", "--port", str(port))
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert (
+        f"queue-pipeline service dispatcher: error: PortInUseError: `--port` {port}: "
+        f"127.0.0.1:{port} is already in use" in result.stderr
+    )
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_worker_on_a_port_another_program_holds_exits_2(shared):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = _run(
+            "worker", "--dispatcher", f"127.0.0.1:{shared.dispatcher_port}", "--port", str(port)
+        )
+    assert result.returncode == 2, result.stderr
+    assert f"error: PortInUseError: `--port` {port}: 127.0.0.1:{port} is already" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["nothing", "a-worker"])
+def test_a_worker_whose_dispatcher_does_not_answer_exits_2(shared, target):
+    port = _free_port() if target == "nothing" else shared.workers[0].port
+    result = _run("worker", "--dispatcher", f"127.0.0.1:{port}")
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith(
+        f"queue-pipeline service worker: error: DispatcherUnreachableError: `--dispatcher` "
+        f"127.0.0.1:{port} "
+    )
+    if target == "nothing":
+        assert "is unreachable (connection refused: nothing listens on that port)" in error
+    else:
+        assert "answers gRPC but is not a tf.data service dispatcher" in error
+    assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------ own clusters
+
+
+@pytest.mark.slow
+def test_sigterm_and_sigint_stop_each_server_cleanly(tmp_path):
+    with cluster(workers=1, log_dir=tmp_path) as running:
+        worker, dispatcher = running.workers[0], running.dispatcher
+        assert worker.stop(signal.SIGINT) == 0  # Ctrl-C
+        assert running.stop_dispatcher() == 0
+    for server, name in ((worker, "SIGINT"), (dispatcher, "SIGTERM")):
+        out, err = server.output()
+        assert len(out.splitlines()) == 1
+        assert f"{server.role}: {name}: stopping {server.address}" in err
+        assert err.rstrip().endswith(f"queue-pipeline service {server.role}: stopped")
+        assert "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_dispatcher_restarted_with_its_work_dir_keeps_serving(tmp_path):
+    journal = tmp_path / "journal"
+    with cluster(workers=1, work_dir=journal, log_dir=tmp_path / "logs") as running:
+        address, worker = running.dispatcher_address, running.workers[0]
+        # An epoch in flight across the restart: each element still comes once.
+        stream = ElementStream(
+            lambda: queue_pipeline.data.distribute(tf.data.Dataset.range(200).batch(10), address)
+        )
+        try:
+            before = stream.take(2)
+            old = running.dispatcher
+            running.restart_dispatcher()
+            after = stream.rest()
+        finally:
+            stream.close()
+        assert old.returncode == 0
+        assert running.dispatcher.address == address and worker.poll() is None
+        assert sorted(x for batch in before + after for x in batch) == list(range(200))
+        # And a new job after the restart.
+        assert sorted(read_elements(_range_through(address, 10))) == list(range(10))
+        assert f"fault-tolerant: state journaled in {journal}" in running.dispatcher.output()[1]
+        assert running.kill_worker(0) == -signal.SIGKILL  # the helper's crash
+    assert running.dispatcher.returncode == 0
+    assert any(journal.iterdir())
