@@ -56,6 +56,8 @@ __all__ = [
     "register",
     "register_queue",
     "registered",
+    "time_steps",
+    "waiting_since",
 ]
 
 _POLL_SECS = 0.02
@@ -78,6 +80,7 @@ class _GraphState:
         self.queues: dict[str, _Queue] = {}
         self.version = 0
         self.names_errors = False
+        self.times_steps = False  # set for a graph served by tf.data service: see waiting_since
         self._consumed: dict[tuple, frozenset] = {}
         self._upstream: dict[str, frozenset] = {}
         self._upstream_version = -1
@@ -152,6 +155,8 @@ _GRAPHS: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDic
 _STARTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # session -> the graph state version at which every guarded queue was started.
 _ALL_STARTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# sess -> {thread id: start time} of the steps running now (graphs with times_steps only).
+_RUNNING: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # session -> {queue name: enriched error} (the first failure of each queue's runners).
 _FAILURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -332,8 +337,38 @@ def _make_callable(self, fetches, feed_list=None, accept_options=False):
     return hooked
 
 
+def time_steps(graph: tf.Graph) -> None:
+    """From now on, the hook notes when each step of `graph` starts and ends: `waiting_since`."""
+    register(graph).times_steps = True
+
+
+def waiting_since(sess) -> float | None:
+    """The ``time.monotonic()`` at which the oldest step now running in `sess` began, or None."""
+    with _LOCK:
+        running = _RUNNING.get(sess)
+        return min(running.values()) if running else None
+
+
 def _step(sess, state: _GraphState, fetches, feed_dict, run):
     """One hooked step: guard, run, and turn errors into their diagnostics."""
+    if not state.times_steps:
+        return _run_step(sess, state, fetches, feed_dict, run)
+    key = threading.get_ident()
+    with _LOCK:
+        try:
+            _RUNNING.setdefault(sess, {})[key] = time.monotonic()
+        except TypeError:  # a session type that cannot be weakly referenced
+            pass
+    try:
+        return _run_step(sess, state, fetches, feed_dict, run)
+    finally:
+        with _LOCK:
+            running = _RUNNING.get(sess)
+            if running is not None:
+                running.pop(key, None)
+
+
+def _run_step(sess, state: _GraphState, fetches, feed_dict, run):
     if _ALL_STARTED.get(sess) != state.version:
         _wait_for_runners(sess, state, fetches, feed_dict)
     try:

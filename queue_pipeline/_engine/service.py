@@ -41,10 +41,18 @@ files, decode, shuffle and batch; the trainer receives finished batches.
   a ``tf.errors.UnavailableError`` naming the address and closes the session,
   which ends the step waiting for data; the session hook raises that error
   in place of the step's ``CancelledError``. A dispatcher restarted within
-  the timeout (with ``--work-dir``, the job goes on) is not an error; a
-  worker that dies is the service's to handle (the dispatcher gives its
-  part to the others in ``parallel_epochs``; in ``distributed_epoch`` the
-  splits it held are lost, as the service documents).
+  the timeout (with ``--work-dir``, the job goes on) is not an error.
+* **A worker lost mid-epoch.** In ``distributed_epoch`` mode the records a
+  dead worker held are lost (the service delivers each at most once), and
+  TF's client then waits forever for the end of an epoch that cannot come.
+  The watchdog sees it: while a step waits and the dispatcher answers, no
+  element has arrived for ``QUEUE_PIPELINE_SERVICE_STALL`` seconds (120;
+  each arrival is stamped on the trainer). It then ends the input: the
+  waiting step raises ``OutOfRangeError`` (so the script's loop ends its
+  epoch as at the end of the data) with a message, also logged as a
+  warning, that names the address, the loss and the batches delivered, and
+  the session is closed (the only way to end the wait). A worker restarted
+  on its address in time loses nothing.
 * **Checkpoints.** A served iterator's position is not saved (tf.data service
   keeps no checkpointable state on the trainer); a restore starts the input
   from the beginning.
@@ -58,6 +66,7 @@ import threading
 import time
 from typing import Callable
 
+import numpy as np
 import tensorflow as tf
 
 from queue_pipeline import plan
@@ -74,6 +83,8 @@ __all__ = [
 
 TIMEOUT_ENV = "QUEUE_PIPELINE_SERVICE_TIMEOUT"
 DEFAULT_TIMEOUT_SECS = 30.0
+STALL_ENV = "QUEUE_PIPELINE_SERVICE_STALL"
+DEFAULT_STALL_SECS = 120.0
 _PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
 _PROBE_SECS = 1.0
 
@@ -146,8 +157,27 @@ def unservable_reason(
     return None
 
 
+class Arrivals:
+    """When the trainer last received an element from the service, and how many (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = time.monotonic()
+        self._lock = threading.Lock()
+
+    def stamp(self) -> np.int64:
+        with self._lock:
+            self.count += 1
+            self.last = time.monotonic()
+            return np.int64(self.count)
+
+
 def distribute(dataset: tf.data.Dataset, leaves: list, scope: str, address: str, job: str | None):
-    """(`dataset` read through the service at `address`, processing mode, job name)."""
+    """(`dataset` read through the service at `address`, mode, job name, :class:`Arrivals`).
+
+    The trainer-side stamp of each arrival (a ``numpy_function`` after the
+    service, in the trainer) lets the watchdog tell a stalled stream.
+    """
     state, _ = plan.epochs_of(leaves)
     mode = "parallel_epochs" if state == "infinite" else "distributed_epoch"
     job_name = None if job is None else f"{job}/{scope.strip('/')}"
@@ -156,30 +186,40 @@ def distribute(dataset: tf.data.Dataset, leaves: list, scope: str, address: str,
             processing_mode=mode, service=address, job_name=job_name
         )
     )
-    return served, mode, job_name
+    arrivals = Arrivals()
+
+    def stamped(*element):
+        count = tf.numpy_function(arrivals.stamp, [], tf.int64, stateful=True)
+        with tf.control_dependencies([count]):
+            return tf.nest.map_structure(tf.identity, element)
+
+    if not any(isinstance(s, tf.SparseTensorSpec) for s in tf.nest.flatten(served.element_spec)):
+        served = served.map(lambda *e: stamped(*e)[0] if len(e) == 1 else stamped(*e))
+    return served, mode, job_name, arrivals
 
 
-def _timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+def _timeout(name: str = TIMEOUT_ENV, default: float = DEFAULT_TIMEOUT_SECS) -> float:
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_TIMEOUT_SECS
+        return default
     try:
         seconds = float(raw)
     except ValueError:
         seconds = -1.0
     if not seconds > 0:
-        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds > 0; got {raw!r}.")
+        raise ValueError(f"{name} must be a number of seconds > 0; got {raw!r}.")
     return seconds
 
 
-def watchdog(address: str, where: str) -> Callable:
+def watchdog(address: str, where: str, arrivals: Arrivals | None) -> Callable:
     """A factory ``(sess, coord) -> Thread`` of the dispatcher's watchdog (a daemon).
 
     The thread probes `address` every second until `coord` stops (or, with
-    no coordinator, the session closes); see NOTE [ Legacy pipelines on
-    tf.data service ].
+    no coordinator, the session closes), and watches `arrivals` while a step
+    runs; see NOTE [ Legacy pipelines on tf.data service ].
     """
     timeout = _timeout()
+    stall = _timeout(STALL_ENV, DEFAULT_STALL_SECS)
 
     def make(sess, coord) -> threading.Thread:
         def stopped() -> bool:
@@ -194,10 +234,21 @@ def watchdog(address: str, where: str) -> Callable:
                 time.sleep(seconds)
 
         def run() -> None:
+            from queue_pipeline._diagnostics import session_hook  # noqa: PLC0415
+
             lost_since = None
             while not stopped():
                 if _answers(address, timeout=_PROBE_SECS):
                     lost_since = None
+                    waiting = session_hook.waiting_since(sess)
+                    now = time.monotonic()
+                    if (
+                        arrivals is not None
+                        and waiting is not None
+                        and now - max(waiting, arrivals.last) >= stall
+                    ):
+                        _end_stalled(sess, address, where, stall, arrivals.count)
+                        return
                 else:
                     lost_since = lost_since or time.monotonic()
                     if time.monotonic() - lost_since >= timeout:
@@ -227,4 +278,21 @@ def _give_up(sess, coord, address: str, where: str, timeout: float) -> None:
     session_hook.record_session_failure(sess, error)
     if coord is not None:
         coord.request_stop(error)
+    sess.close()  # ends the step waiting in the service's client
+
+
+def _end_stalled(sess, address: str, where: str, stall: float, count: int) -> None:
+    """Ends the input of a stream that stopped while the dispatcher answers (a lost worker)."""
+    from queue_pipeline._diagnostics import session_hook  # noqa: PLC0415 - no cycle at import
+
+    message = (
+        f"queue_pipeline dataset engine: {where}: no element from the tf.data service at "
+        f"{address} for {stall:g} s while a step waited and the dispatcher answers: a worker "
+        f"was lost mid-epoch, and the records it held are lost with it (distributed_epoch "
+        f"delivers each record at most once; TF's client would wait for them forever). "
+        f"The input ends here, after {count} batch(es). Fix: restart the lost worker on its "
+        f"address to avoid the loss; {STALL_ENV} sets the wait."
+    )
+    logger.warning("%s", message)
+    session_hook.record_session_failure(sess, tf.errors.OutOfRangeError(None, None, message))
     sess.close()  # ends the step waiting in the service's client

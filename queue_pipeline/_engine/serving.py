@@ -165,7 +165,7 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
     if watch is None:
         graph_edits.add_saveable(iterator)
     else:  # a served iterator has no state to save; a lost dispatcher is raised in steps
-        session_hook.register(graph)
+        session_hook.time_steps(graph)
     out = tf.nest.pack_sequence_as(result, values)
     plan.record(
         api, dict(node.args, engine="dataset"), node.inputs, tf.nest.flatten(out), graph=graph
@@ -224,10 +224,10 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
                 captures,
             )
             if reason is None:
-                dataset, mode, job = service.distribute(
+                dataset, mode, job, arrivals = service.distribute(
                     dataset, leaves, scope, settings.service, settings.service_job
                 )
-                watch = service.watchdog(settings.service, where)
+                watch = service.watchdog(settings.service, where, arrivals)
                 rebuilder.paths.append(
                     f"read through tf.data service at {settings.service} ({mode}"
                     + (f", job {job!r})" if job else ")")
