@@ -281,7 +281,10 @@ def _serve(command: str, start: Callable[[], Any]) -> int:
     from queue_pipeline._service import servers
 
     try:
-        return servers.serve(start)
+        # The command owns its process, and ends it once the server stopped:
+        # TensorFlow's teardown of a stopped worker can hang (NOTE [ Exiting
+        # after stop ] in _service/servers.py).
+        return servers.serve(start, exit_after_stop=True)
     except _addresses.ServerError as e:
         return report_error(command, e, as_json=False)
 

@@ -101,6 +101,8 @@ class ServerProcess:
         self.args = list(args)
         self.address: str | None = None
         self.port: int | None = None
+        # Set when reap() had to SIGKILL it: the seconds it was given.
+        self.killed_after_s: float | None = None
         self._stdout_path = log_dir / f"{name}.stdout"
         self._stderr_path = log_dir / f"{name}.stderr"
         with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
@@ -186,13 +188,15 @@ class ServerProcess:
     def reap(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """Waits `timeout` s for the exit, then SIGKILLs; returns the exit status.
 
-        Sends nothing first: a second SIGTERM to a server that is already
-        stopping would end it by the signal's default action (status -15).
+        Sends nothing first: a server is stopped by one signal, and a
+        second one could arrive after it has put the default action back.
         """
+        started = time.monotonic()
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.killed_after_s = time.monotonic() - started
             return self.process.wait(timeout)
 
     def _failure(self, what: str) -> str:

@@ -30,10 +30,11 @@ trainers on one TensorFlow version.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sys
 import threading
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, NoReturn, TextIO
 
 from queue_pipeline._service.addresses import (
     DEFAULT_DISPATCHER_PORT,
@@ -51,6 +52,7 @@ __all__ = [
     "STOP_SIGNALS",
     "RunningServer",
     "StopSignals",
+    "exit_process",
     "serve",
     "start_dispatcher",
     "start_worker",
@@ -242,10 +244,8 @@ class StopSignals:
 # is printed, so a script that reads the line and sends SIGTERM at once gets
 # a clean stop: the main thread waits for the handler's flag, calls the
 # server's stop() (which returns in milliseconds), says so on stderr and
-# returns 0; a second signal meanwhile is caught and ignored. The process
-# then takes about a second more to exit (TensorFlow's teardown), with the
-# default actions back: a signal in that second ends it by that action
-# (status -15 for SIGTERM), so supervisors should signal once and wait.
+# returns 0 (a second signal meanwhile is caught and ignored), and the
+# command ends its process at once (NOTE [ Exiting after stop ]).
 # TensorFlow's own join() is not used: it blocks in C++ and would keep the
 # handlers from running.
 
@@ -255,6 +255,7 @@ def serve(
     *,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    exit_after_stop: bool = False,
 ) -> int:
     """Starts a server with `start`, announces it, serves until a stop signal, stops it.
 
@@ -264,9 +265,12 @@ def serve(
       start: :func:`start_dispatcher` or :func:`start_worker` with their arguments bound.
       out: where the address line goes (default: stdout).
       err: where warnings and notes go (default: stderr).
+      exit_after_stop: end the process with status 0 once the server has
+        stopped, before TensorFlow's server object is destroyed (the
+        commands; see NOTE [ Exiting after stop ]).
 
     Returns:
-      0 once stopped by SIGTERM or SIGINT.
+      0 once stopped by SIGTERM or SIGINT (unless `exit_after_stop`).
 
     Raises:
       ServerError: the server could not start or stop.
@@ -288,6 +292,8 @@ def serve(
             _say(err, [f"{prefix}{caught.name}: stopping {running.address}"])
             running.stop()
             _say(err, [f"{prefix}stopped"])
+            if exit_after_stop:
+                exit_process(0)  # `running` still referenced: no destructor runs
         return 0
     finally:
         for signum, handler in saved.items():
@@ -302,3 +308,33 @@ def _say(err: TextIO, lines: list[str]) -> None:
         err.flush()
     except (OSError, ValueError):
         pass
+
+
+# NOTE [ Exiting after stop ]
+# Once stop() has returned the server serves nothing, but destroying
+# TensorFlow's WorkerServer can hang: its destructor joins the worker's
+# heartbeat thread, which may be tearing down a finished task's iterator
+# that waits for its own threads forever. Seen with TF 2.21 on 2 of 8
+# workers stopped 30 s after their last job (a heartbeat had just retired
+# the job's task); gdb: the main thread in ~DataServiceWorkerImpl ->
+# pthread_join, the heartbeat thread in UpdateTasks ->
+# ~StandaloneTaskIterator -> ~LogicalThreadWrapper. So the commands end
+# their process right after the stop, while the server object is still
+# referenced (it would be destroyed as soon as serve() returned), with
+# stdout and stderr flushed, skipping the interpreter's teardown and
+# TensorFlow's (about a second): the operating system reclaims the rest.
+
+
+def exit_process(status: int) -> NoReturn:
+    """Ends the process at once with `status`, stdout and stderr flushed.
+
+    :func:`serve` calls it for the commands (``exit_after_stop``); see NOTE
+    [ Exiting after stop ]. Never call it from a process that has other work
+    to do.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
