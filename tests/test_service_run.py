@@ -262,3 +262,24 @@ def test_service_needs_the_dataset_engine_and_an_address():
         queue_pipeline.engine("dataset", service="h")
     with pytest.raises(ValueError, match=r"job_name='j' needs `service`"):
         queue_pipeline.engine("dataset", job_name="j")
+
+
+def test_the_environment_names_the_service_and_implies_the_dataset_engine(monkeypatch):
+    from queue_pipeline._core import settings  # noqa: PLC0415
+
+    monkeypatch.delenv("QUEUE_PIPELINE_ENGINE", raising=False)
+    monkeypatch.setenv("QUEUE_PIPELINE_SERVICE", "127.0.0.1:5050")
+    monkeypatch.setenv("QUEUE_PIPELINE_SERVICE_JOB", "run-7")
+    current = settings._from_environment()
+    assert (current.engine, current.service, current.service_job) == (
+        "dataset",
+        "grpc://127.0.0.1:5050",
+        "run-7",
+    )
+    monkeypatch.setenv("QUEUE_PIPELINE_ENGINE", "queue")
+    with pytest.raises(ValueError, match="QUEUE_PIPELINE_SERVICE='grpc://127.0.0.1:5050' needs"):
+        settings._from_environment()
+    monkeypatch.setenv("QUEUE_PIPELINE_ENGINE", "dataset")
+    monkeypatch.setenv("QUEUE_PIPELINE_SERVICE", "ftp://x")
+    with pytest.raises(ValueError, match="QUEUE_PIPELINE_SERVICE must be .*'ftp://x'"):
+        settings._from_environment()
