@@ -18,6 +18,11 @@ cores with the trainer, so served examples/s says what the trainer gives up,
 not what a cluster gains; the CPU column is what moves to other machines.
 
 Usage: python benchmarks/service.py [--tf1] [--repeats 3] [--json OUT.json]
+
+Results kept in ``results/service/`` (this report's own format, not
+``report.py``'s): ``python benchmarks/service.py --json
+benchmarks/results/service/DATE-service-tf2.json >
+benchmarks/results/service/DATE-service-tf2.txt``.
 """
 
 from __future__ import annotations
