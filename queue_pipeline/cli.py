@@ -224,7 +224,8 @@ SERVICE_DESCRIPTION = (
     "`service dispatcher` coordinates, `service worker --dispatcher HOST:PORT` runs the "
     "input pipelines. The first line on stdout is `<role> listening on grpc://HOST:PORT` "
     "(the bound port, also with --port 0); the server runs until SIGTERM or SIGINT "
-    "(Ctrl-C), then stops and exits 0. Exit 2 when it cannot start: the port is taken, "
+    "(Ctrl-C), then stops and exits 0 (1 if TensorFlow's stop takes over 5 s). Exit 2 "
+    "when it cannot start: the port is taken, "
     "the dispatcher does not answer. tf.data service has no authentication or "
     "encryption, and TensorFlow listens on every network interface whatever --host "
     "says: run it only on a trusted network."
@@ -272,7 +273,10 @@ def _serve(command: str, start: Callable[[], Any]) -> int:
     from queue_pipeline._service import servers
 
     try:
-        return servers.serve(start)
+        # The command owns its process, and ends it once the server stopped:
+        # TensorFlow's teardown of a stopped worker can hang (NOTE [ Exiting
+        # after stop ] in _service/servers.py).
+        return servers.serve(start, exit_after_stop=True)
     except _addresses.ServerError as e:
         return report_error(command, e, as_json=False)
 

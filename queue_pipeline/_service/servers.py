@@ -10,9 +10,11 @@ scripts and tests:
   is ``--host``, 127.0.0.1 by default; ``PORT`` the bound port, also with
   ``--port 0``). Nothing else goes to stdout; warnings and notes go to stderr.
 * SIGTERM or SIGINT stops the server (``stop()``) and exits 0, without a
-  traceback. Exit 2, with one ``queue-pipeline service <role>: error:`` line
-  naming the address, when it cannot start: the port is taken, the
-  dispatcher does not answer, TensorFlow refuses.
+  traceback; 1 if TensorFlow's ``stop()`` has not returned after
+  :data:`STOP_GRACE_S` (see NOTE [ Exiting after stop ]). Exit 2, with one
+  ``queue-pipeline service <role>: error:`` line naming the address, when it
+  cannot start: the port is taken, the dispatcher does not answer,
+  TensorFlow refuses.
 
 A worker of another TensorFlow version (not tested: one TensorFlow is
 installed here). Every tf.data service client, a worker's heartbeat
@@ -30,10 +32,12 @@ trainers on one TensorFlow version.
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
+import os
 import signal
 import sys
 import threading
-from typing import Any, Callable, TextIO
+from typing import Any, Callable, NoReturn, TextIO
 
 from queue_pipeline._service.addresses import (
     DEFAULT_DISPATCHER_PORT,
@@ -48,9 +52,11 @@ from queue_pipeline._service.addresses import (
 )
 
 __all__ = [
+    "STOP_GRACE_S",
     "STOP_SIGNALS",
     "RunningServer",
     "StopSignals",
+    "exit_process",
     "serve",
     "start_dispatcher",
     "start_worker",
@@ -60,6 +66,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 # How often a wait for a stop signal wakes up to look at its flag.
 _POLL_S = 1.0
+# How long a command lets TensorFlow's stop() take before it ends the
+# process anyway (NOTE [ Exiting after stop ]).
+STOP_GRACE_S = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,10 +251,8 @@ class StopSignals:
 # is printed, so a script that reads the line and sends SIGTERM at once gets
 # a clean stop: the main thread waits for the handler's flag, calls the
 # server's stop() (which returns in milliseconds), says so on stderr and
-# returns 0; a second signal meanwhile is caught and ignored. The process
-# then takes about a second more to exit (TensorFlow's teardown), with the
-# default actions back: a signal in that second ends it by that action
-# (status -15 for SIGTERM), so supervisors should signal once and wait.
+# returns 0 (a second signal meanwhile is caught and ignored), and the
+# command ends its process at once (NOTE [ Exiting after stop ]).
 # TensorFlow's own join() is not used: it blocks in C++ and would keep the
 # handlers from running.
 
@@ -255,6 +262,7 @@ def serve(
     *,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    exit_after_stop: bool = False,
 ) -> int:
     """Starts a server with `start`, announces it, serves until a stop signal, stops it.
 
@@ -264,9 +272,13 @@ def serve(
       start: :func:`start_dispatcher` or :func:`start_worker` with their arguments bound.
       out: where the address line goes (default: stdout).
       err: where warnings and notes go (default: stderr).
+      exit_after_stop: end the process with status 0 once the server has
+        stopped, before TensorFlow's server object is destroyed, and with
+        status 1 if its stop() takes more than :data:`STOP_GRACE_S` (the
+        commands; see NOTE [ Exiting after stop ]).
 
     Returns:
-      0 once stopped by SIGTERM or SIGINT.
+      0 once stopped by SIGTERM or SIGINT (unless `exit_after_stop`).
 
     Raises:
       ServerError: the server could not start or stop.
@@ -286,13 +298,28 @@ def serve(
             out.flush()
             caught = signal.Signals(stop.wait())
             _say(err, [f"{prefix}{caught.name}: stopping {running.address}"])
+            if exit_after_stop:  # a watchdog that needs no GIL: TF's stop() holds it
+                faulthandler.dump_traceback_later(STOP_GRACE_S, exit=True, file=_fd_of(err))
             running.stop()
+            if exit_after_stop:
+                faulthandler.cancel_dump_traceback_later()
             _say(err, [f"{prefix}stopped"])
+            if exit_after_stop:
+                exit_process(0)  # `running` still referenced: no destructor runs
         return 0
     finally:
         for signum, handler in saved.items():
             if handler is not None:
                 signal.signal(signum, handler)
+
+
+def _fd_of(err: TextIO) -> TextIO:
+    """`err` if it has a file descriptor (faulthandler writes to one), else stderr."""
+    try:
+        err.fileno()
+    except (OSError, ValueError, AttributeError):
+        return sys.__stderr__ or sys.stderr
+    return err
 
 
 def _say(err: TextIO, lines: list[str]) -> None:
@@ -302,3 +329,40 @@ def _say(err: TextIO, lines: list[str]) -> None:
         err.flush()
     except (OSError, ValueError):
         pass
+
+
+# NOTE [ Exiting after stop ]
+# A TF 2.21 worker retires a finished job's task on its next heartbeat
+# (every 30 s), and tearing down that task's iterator can take 10 s and
+# more: it waits for the iterator's own threads (tf.data's autotuning loop).
+# Meanwhile the worker's stop() waits for it, and so does its destructor,
+# which joins the heartbeat thread. Seen on 2 of 8 workers stopped about
+# 30 s after their last job (gdb: the main thread in ~DataServiceWorkerImpl
+# -> pthread_join; the heartbeat thread in UpdateTasks ->
+# ~StandaloneTaskIterator -> ~LogicalThreadWrapper), and once in the suite
+# as a stop() that had not returned after 10 s. So the commands
+# * end their process right after the stop, with stdout and stderr flushed,
+#   while the server object is still referenced (it would be destroyed as
+#   soon as serve() returned): no destructor, no interpreter teardown (which
+#   costs TensorFlow about a second anyway); the operating system reclaims
+#   the rest;
+# * bound stop() by STOP_GRACE_S with faulthandler's watchdog, a C thread
+#   that needs no GIL (stop() holds it): past the grace it prints
+#   "Timeout (0:00:05)!" and the Python stack (the stop() call) to stderr and
+#   ends the process with status 1. Clients see the worker gone, as after a
+#   stop: TensorFlow's stop() does not deregister a worker either.
+
+
+def exit_process(status: int) -> NoReturn:
+    """Ends the process at once with `status`, stdout and stderr flushed.
+
+    :func:`serve` calls it for the commands (``exit_after_stop``); see NOTE
+    [ Exiting after stop ]. Never call it from a process that has other work
+    to do.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
