@@ -62,7 +62,8 @@ ADDRESS_LINE = re.compile(r"^(dispatcher|worker) listening on (grpc://(.+):(\d+)
 # A server imports TensorFlow (about 3 s, longer on a busy machine) before it
 # starts; 60 s covers two test processes starting clusters on two cores.
 START_TIMEOUT_S = 60.0
-# SIGTERM stops a server in well under a second; after this, SIGKILL.
+# SIGTERM ends a server in well under a second (a worker whose TensorFlow
+# stop() overruns ends itself with status 1 after 5 s); after this, SIGKILL.
 STOP_TIMEOUT_S = 10.0
 
 
@@ -101,6 +102,8 @@ class ServerProcess:
         self.args = list(args)
         self.address: str | None = None
         self.port: int | None = None
+        # Set when reap() had to SIGKILL it: the seconds it was given.
+        self.killed_after_s: float | None = None
         self._stdout_path = log_dir / f"{name}.stdout"
         self._stderr_path = log_dir / f"{name}.stderr"
         with open(self._stdout_path, "wb") as out, open(self._stderr_path, "wb") as err:
@@ -186,13 +189,15 @@ class ServerProcess:
     def reap(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """Waits `timeout` s for the exit, then SIGKILLs; returns the exit status.
 
-        Sends nothing first: a second SIGTERM to a server that is already
-        stopping would end it by the signal's default action (status -15).
+        Sends nothing first: a server is stopped by one signal, and a
+        second one could arrive after it has put the default action back.
         """
+        started = time.monotonic()
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.killed_after_s = time.monotonic() - started
             return self.process.wait(timeout)
 
     def _failure(self, what: str) -> str:
