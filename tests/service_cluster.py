@@ -62,7 +62,8 @@ ADDRESS_LINE = re.compile(r"^(dispatcher|worker) listening on (grpc://(.+):(\d+)
 # A server imports TensorFlow (about 3 s, longer on a busy machine) before it
 # starts; 60 s covers two test processes starting clusters on two cores.
 START_TIMEOUT_S = 60.0
-# SIGTERM stops a server in well under a second; after this, SIGKILL.
+# SIGTERM ends a server in well under a second (a worker whose TensorFlow
+# stop() overruns ends itself with status 1 after 5 s); after this, SIGKILL.
 STOP_TIMEOUT_S = 10.0
 
 

@@ -10,9 +10,11 @@ scripts and tests:
   is ``--host``, 127.0.0.1 by default; ``PORT`` the bound port, also with
   ``--port 0``). Nothing else goes to stdout; warnings and notes go to stderr.
 * SIGTERM or SIGINT stops the server (``stop()``) and exits 0, without a
-  traceback. Exit 2, with one ``queue-pipeline service <role>: error:`` line
-  naming the address, when it cannot start: the port is taken, the
-  dispatcher does not answer, TensorFlow refuses.
+  traceback; 1 if TensorFlow's ``stop()`` has not returned after
+  :data:`STOP_GRACE_S` (see NOTE [ Exiting after stop ]). Exit 2, with one
+  ``queue-pipeline service <role>: error:`` line naming the address, when it
+  cannot start: the port is taken, the dispatcher does not answer,
+  TensorFlow refuses.
 
 A worker of another TensorFlow version (not tested: one TensorFlow is
 installed here). Every tf.data service client, a worker's heartbeat
@@ -30,6 +32,7 @@ trainers on one TensorFlow version.
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import os
 import signal
 import sys
@@ -49,6 +52,7 @@ from queue_pipeline._service.addresses import (
 )
 
 __all__ = [
+    "STOP_GRACE_S",
     "STOP_SIGNALS",
     "RunningServer",
     "StopSignals",
@@ -62,6 +66,9 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 # How often a wait for a stop signal wakes up to look at its flag.
 _POLL_S = 1.0
+# How long a command lets TensorFlow's stop() take before it ends the
+# process anyway (NOTE [ Exiting after stop ]).
+STOP_GRACE_S = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -266,7 +273,8 @@ def serve(
       out: where the address line goes (default: stdout).
       err: where warnings and notes go (default: stderr).
       exit_after_stop: end the process with status 0 once the server has
-        stopped, before TensorFlow's server object is destroyed (the
+        stopped, before TensorFlow's server object is destroyed, and with
+        status 1 if its stop() takes more than :data:`STOP_GRACE_S` (the
         commands; see NOTE [ Exiting after stop ]).
 
     Returns:
@@ -290,7 +298,11 @@ def serve(
             out.flush()
             caught = signal.Signals(stop.wait())
             _say(err, [f"{prefix}{caught.name}: stopping {running.address}"])
+            if exit_after_stop:  # a watchdog that needs no GIL: TF's stop() holds it
+                faulthandler.dump_traceback_later(STOP_GRACE_S, exit=True, file=_fd_of(err))
             running.stop()
+            if exit_after_stop:
+                faulthandler.cancel_dump_traceback_later()
             _say(err, [f"{prefix}stopped"])
             if exit_after_stop:
                 exit_process(0)  # `running` still referenced: no destructor runs
@@ -299,6 +311,15 @@ def serve(
         for signum, handler in saved.items():
             if handler is not None:
                 signal.signal(signum, handler)
+
+
+def _fd_of(err: TextIO) -> TextIO:
+    """`err` if it has a file descriptor (faulthandler writes to one), else stderr."""
+    try:
+        err.fileno()
+    except (OSError, ValueError, AttributeError):
+        return sys.__stderr__ or sys.stderr
+    return err
 
 
 def _say(err: TextIO, lines: list[str]) -> None:
@@ -311,18 +332,25 @@ def _say(err: TextIO, lines: list[str]) -> None:
 
 
 # NOTE [ Exiting after stop ]
-# Once stop() has returned the server serves nothing, but destroying
-# TensorFlow's WorkerServer can hang: its destructor joins the worker's
-# heartbeat thread, which may be tearing down a finished task's iterator
-# that waits for its own threads forever. Seen with TF 2.21 on 2 of 8
-# workers stopped 30 s after their last job (a heartbeat had just retired
-# the job's task); gdb: the main thread in ~DataServiceWorkerImpl ->
-# pthread_join, the heartbeat thread in UpdateTasks ->
-# ~StandaloneTaskIterator -> ~LogicalThreadWrapper. So the commands end
-# their process right after the stop, while the server object is still
-# referenced (it would be destroyed as soon as serve() returned), with
-# stdout and stderr flushed, skipping the interpreter's teardown and
-# TensorFlow's (about a second): the operating system reclaims the rest.
+# A TF 2.21 worker retires a finished job's task on its next heartbeat
+# (every 30 s), and tearing down that task's iterator can take 10 s and
+# more: it waits for the iterator's own threads (tf.data's autotuning loop).
+# Meanwhile the worker's stop() waits for it, and so does its destructor,
+# which joins the heartbeat thread. Seen on 2 of 8 workers stopped about
+# 30 s after their last job (gdb: the main thread in ~DataServiceWorkerImpl
+# -> pthread_join; the heartbeat thread in UpdateTasks ->
+# ~StandaloneTaskIterator -> ~LogicalThreadWrapper), and once in the suite
+# as a stop() that had not returned after 10 s. So the commands
+# * end their process right after the stop, with stdout and stderr flushed,
+#   while the server object is still referenced (it would be destroyed as
+#   soon as serve() returned): no destructor, no interpreter teardown (which
+#   costs TensorFlow about a second anyway); the operating system reclaims
+#   the rest;
+# * bound stop() by STOP_GRACE_S with faulthandler's watchdog, a C thread
+#   that needs no GIL (stop() holds it): past the grace it prints
+#   "Timeout (0:00:05)!" and the Python stack (the stop() call) to stderr and
+#   ends the process with status 1. Clients see the worker gone, as after a
+#   stop: TensorFlow's stop() does not deregister a worker either.
 
 
 def exit_process(status: int) -> NoReturn:
