@@ -13,6 +13,7 @@ from typing import Iterable
 import tensorflow as tf
 
 __all__ = [
+    "op_types",
     "BATCHED_DEQUEUE_OPS",
     "GUARD_SUFFIX",
     "DEQUEUE_MANY_OPS",
@@ -140,3 +141,18 @@ def error_op(error, graph) -> tf.Operation | None:
         return graph.get_operation_by_name(match.group(1))
     except (KeyError, ValueError):
         return None
+
+
+def op_types(graph: tf.Graph, ops: Iterable[tf.Operation], functions: Iterable[str]) -> set[str]:
+    """The op types of `ops` and of the bodies of `graph`'s functions named in `functions`.
+
+    A Dataset's map bodies live in the graph's function library, not among
+    its operations: what they run is seen only there.
+    """
+    types = {op.type for op in ops}
+    library = graph._functions  # noqa: SLF001 - the graph's function library
+    for name in functions:
+        function = library.get(name)
+        if function is not None:
+            types |= {node.op for node in function.definition.node_def}
+    return types

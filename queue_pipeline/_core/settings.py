@@ -92,16 +92,18 @@ def _grace(value, where: str) -> float:
 
 def _service_address(value: str, where: str) -> str:
     """`value` as ``grpc://host:port`` (the protocol may be omitted), or a ValueError."""
-    address = value if "://" in value else f"grpc://{value}"
-    protocol, _, rest = address.partition("://")
-    host, sep, port = rest.rpartition(":")
-    if protocol != "grpc" or not sep or not host or not port.isdigit():
+    import argparse  # noqa: PLC0415 - the parser's error type
+
+    from queue_pipeline._service.addresses import dispatcher_argument  # noqa: PLC0415
+
+    try:
+        return dispatcher_argument(value).url
+    except argparse.ArgumentTypeError:
         raise ValueError(
             f"{where} must be a tf.data service dispatcher's address, 'grpc://HOST:PORT'; "
             f"got {value!r}. Fix: start one with `queue-pipeline service dispatcher` and "
             "pass the address it prints."
-        )
-    return address
+        ) from None
 
 
 def _from_environment() -> Settings:

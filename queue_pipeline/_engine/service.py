@@ -70,6 +70,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline import plan
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import logger
 
 __all__ = [
@@ -131,12 +132,7 @@ def unservable_reason(
     """
     if captures:
         return "it reads variables, whose values live in the trainer's session"
-    types = {op.type for op in new_ops}
-    for name in new_functions:
-        function = graph._functions.get(name)  # noqa: SLF001 - map bodies live there
-        if function is not None:
-            types |= {node.op for node in function.definition.node_def}
-    python = types & _PYTHON_OPS
+    python = graph_facts.op_types(graph, new_ops, new_functions) & _PYTHON_OPS
     if python:
         return (
             f"it runs Python ({', '.join(sorted(python))}: a py_func, or the engine's gather "

@@ -37,6 +37,7 @@ from collections.abc import Iterator
 import tensorflow as tf
 
 from queue_pipeline import producers
+from queue_pipeline._core import graph as graph_facts
 
 __all__ = ["PINNED_FRACTION", "bounded_repeats", "pinned_random_draws", "random_op_types"]
 
@@ -57,9 +58,7 @@ _UNPINNED_OPS = frozenset(
 
 def random_op_types(graph: tf.Graph) -> tuple[set[str], set[str]]:
     """(pinnable, other) stateful random op types in `graph` and its functions."""
-    types = {op.type for op in graph.get_operations()}
-    for function in graph._functions.values():  # noqa: SLF001 - map functions hold decode ops
-        types |= {node.op for node in function.definition.node_def}
+    types = graph_facts.op_types(graph, graph.get_operations(), list(graph._functions))  # noqa: SLF001
     return types & _PINNED_OPS, types & _UNPINNED_OPS
 
 
