@@ -354,7 +354,8 @@ class QueueRunner:
                     counted = False
                     self._finish_clean(sess)
                     return
-        except Exception as e:  # noqa: BLE001 - reported, never swallowed
+        except Exception as raised:  # noqa: BLE001 - reported, never swallowed
+            e = _compat.readable_error(raised)
             if settings.quiet_shutdown and _diagnostics.is_shutdown_error(e, sess, coord):
                 logger.debug("QueueRunner %s stopped: %s", self.name, e)
                 if coord:
@@ -368,7 +369,7 @@ class QueueRunner:
                 )
                 _diagnostics.record_failure(sess, self, error)
             if coord:
-                _request_stop(coord, error, e)
+                _request_stop(coord, error, raised)
             else:
                 logger.error("Exception in QueueRunner: %s", error)
                 with self._lock:
@@ -377,9 +378,9 @@ class QueueRunner:
                     # Recorded, logged and handed to the consumer (NOTE [ Runner
                     # errors reach the consumer ]): the thread ends cleanly.
                     return
-                if error is e:
+                if error is raised:
                     raise
-                raise error from e
+                raise error from raised
         finally:
             if counted:
                 with self._lock:

@@ -137,6 +137,20 @@ def _bad_fixed_length_record(d):
     )
 
 
+def _non_utf8_field(d):
+    # TF quotes the field in its message, and its Python binding cannot decode the
+    # message: with TF's own API the step raises UnicodeDecodeError, its type lost.
+    path = d / "bytes.csv"
+    path.write_bytes(b"1,2\n\x1f\x8b,2\n3,4\n")
+    return (
+        [str(path)],
+        qp.TextLineReader,
+        lambda value: tf.io.decode_csv(value, [[0], [0]]),
+        tf.errors.UnknownError,
+        f"file {path}, line 2 (record {path}:2)",
+    )
+
+
 CASES = {
     "short_csv_row": _short_csv_row,
     "missing_feature": _missing_feature,
@@ -145,6 +159,7 @@ CASES = {
     "wrong_compression": _wrong_compression,
     "corrupt_jpeg": _corrupt_jpeg,
     "bad_fixed_length_record": _bad_fixed_length_record,
+    "non_utf8_field": _non_utf8_field,
 }
 
 
@@ -253,6 +268,39 @@ def test_a_decode_error_inside_the_dataset_engine_names_the_record(
     assert text in error.message, error.message
 
 
+@pytest.mark.parametrize("engine", ["queue", "dataset"])
+def test_a_message_of_bytes_tf_cannot_decode_is_an_op_error_naming_the_record(engine, tmp_path):
+    """Decoded in a runner thread (or inside tf.data), batched: TF's own API ends
+    the step with OutOfRangeError and its join with UnicodeDecodeError; here both
+    are an UnknownError with the bytes escaped and the record named."""
+    files, reader, decode, error_type, text = _non_utf8_field(tmp_path)
+    with tf.Graph().as_default(), qp.engine(engine):
+        queue = qp.string_input_producer(files, num_epochs=1, shuffle=False)
+        _, value = reader().read(queue)
+        fetch = qp.batch(list(decode(value)), 2)
+        with new_session(tf.compat.v1.get_default_graph()) as sess:
+            sess.run(tf.compat.v1.local_variables_initializer())
+            coord = qp.Coordinator()
+            threads = qp.start_queue_runners(sess, coord)
+            errors = []
+            try:
+                with pytest.raises(tf.errors.OpError) as step:
+                    for _ in range(50):
+                        sess.run(fetch)
+                errors.append(step.value)
+            finally:
+                coord.request_stop()
+                try:  # the runner's error again, on the queue engine
+                    coord.join(threads, stop_grace_period_secs=5)
+                except tf.errors.OpError as joined:
+                    errors.append(joined)
+    assert len(errors) == (1 if engine == "dataset" else 2), errors
+    for error in errors:
+        assert type(error) is error_type, error
+        assert text in error.message, error.message
+        assert "valid int32: \x1f\\x8b" in error.message and "not UTF-8" in error.message
+
+
 def test_a_read_error_in_a_served_pipeline_names_the_file(tmp_path):
     """A bad CRC read by the dataset engine's reader twin: the file is named."""
     files, _, _, _, _ = _bad_crc(tmp_path)
@@ -286,8 +334,12 @@ def test_a_partial_fixed_length_tail_read_in_the_main_thread_warns(tmp_path, cap
 def test_gzip_text_read_as_plain_names_nothing_wrongly(tmp_path):
     """An error that no record explains keeps TF's message (never a wrong name)."""
     path = tmp_path / "lines.txt.gz"
-    with gzip.open(path, "wt") as f:
-        f.write("1,2\n3,4\n")
+    # A fixed header (no name, mtime 0): the compressed bytes, and so the "line" TF reads
+    # from them, are the same in every run. With the time in the header, a comma or a
+    # newline byte in it now and then gave TF a message of raw bytes that its own Python
+    # binding cannot decode (UnicodeDecodeError, with TF's own API as with ours).
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as f:
+        f.write(b"1,2\n3,4\n")
     with tf.Graph().as_default():
         queue = qp.string_input_producer([str(path)], num_epochs=1, shuffle=False)
         _, value = qp.TextLineReader().read(queue)

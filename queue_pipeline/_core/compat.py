@@ -7,6 +7,7 @@ queue functions, readers, QueueRunner, Coordinator).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import numpy as np
@@ -158,6 +159,48 @@ def count_up_to(variable, limit: int):
     return tf.raw_ops.ResourceCountUpTo(
         resource=variable.handle, limit=limit, T=variable.dtype.base_dtype
     )
+
+
+def readable_error(error: BaseException) -> BaseException:
+    """`error`, or for TF's undecodable message, an OpError in its place.
+
+    An op that quotes its input in its message (``decode_csv``: "... is not a
+    valid int32: <the field>") can quote bytes that are not UTF-8; TF's Python
+    binding then raises UnicodeDecodeError in place of the op's error, and the
+    error's type is lost with it. For such an error this returns a
+    ``tf.errors.UnknownError`` with the bytes escaped, so a training loop's
+    ``except tf.errors.OpError`` sees it and the diagnostics can name the file
+    and record. Any other error is returned as it is.
+    """
+    if not isinstance(error, UnicodeDecodeError):
+        return error
+    raw = error.object
+    if not isinstance(raw, bytes) or b"{{node " not in raw:
+        return error  # not a TensorFlow status message
+    text = raw.decode("utf-8", "backslashreplace")
+    return tf.errors.UnknownError(
+        None,
+        None,
+        f"{text}\n(TensorFlow's message held bytes that are not UTF-8, shown escaped; its "
+        "Python binding could not decode it and lost the error's type: UnknownError "
+        "stands in)",
+    )
+
+
+@contextlib.contextmanager
+def undecodable_as_op_error():
+    """Inside this context, TF's undecodable message is an OpError: `readable_error`.
+
+    Raises:
+        tf.errors.UnknownError: from TF's UnicodeDecodeError.
+    """
+    try:
+        yield
+    except UnicodeDecodeError as undecodable:
+        error = readable_error(undecodable)
+        if error is undecodable:
+            raise
+        raise error from undecodable
 
 
 def _load_smart_cond():

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core.compat import undecodable_as_op_error
 from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline.errors import NotRebuildableError
@@ -270,7 +271,8 @@ def failing_records(
             except tf.errors.OutOfRangeError:
                 break
             try:
-                sess.run(single, {value_in: value})
+                with undecodable_as_op_error():
+                    sess.run(single, {value_in: value})
             except tf.errors.OpError as e:
                 if _same_failure(_masked(_message(e)), want):
                     matched.append(key.decode("utf-8", "replace"))

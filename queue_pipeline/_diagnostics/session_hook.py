@@ -44,7 +44,7 @@ from typing import Callable
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._core.compat import logger
+from queue_pipeline._core.compat import logger, undecodable_as_op_error
 
 __all__ = [
     "failure_for_end",
@@ -372,7 +372,8 @@ def _run_step(sess, state: _GraphState, fetches, feed_dict, run):
     if _ALL_STARTED.get(sess) != state.version:
         _wait_for_runners(sess, state, fetches, feed_dict)
     try:
-        return run()
+        with undecodable_as_op_error():
+            return run()
     except tf.errors.OutOfRangeError as end:
         failure = failure_for_end(sess, end)
         if failure is None:
