@@ -7,6 +7,10 @@ test then runs in a fresh default graph (as a fresh TF1 script would). The
 variable is exported, so subprocesses that tests start (scripts, the CLI)
 know the mode. Tests that only make sense in one mode carry
 ``@pytest.mark.v2_only("reason")`` or ``@pytest.mark.tf1_only("reason")``.
+A test that fixes the TF mode of everything it runs itself (its subprocesses
+choose their own, whatever the suite's mode) carries
+``@pytest.mark.one_suite("reason")``: the TF1 suite would repeat the very same
+work, so it runs in the TF 2.x suite only.
 
 Every Session made here has ``operation_timeout_in_ms`` so a blocked queue
 fails a test instead of hanging it; every fixture that can start threads stops
@@ -53,6 +57,11 @@ def pytest_configure(config):
         "markers",
         "tf1_only(reason): the behaviour exists only in TF1 mode; skipped under TF 2.x defaults",
     )
+    config.addinivalue_line(
+        "markers",
+        "one_suite(reason): the test sets the TF mode of what it runs itself (subprocesses "
+        "with their own mode), so the suite's mode changes nothing; run in the TF 2.x suite",
+    )
     if _tf1_requested(config):
         os.environ[TF1_ENV] = "1"
         tf.compat.v1.disable_v2_behavior()
@@ -67,7 +76,7 @@ def pytest_report_header(config):
 def pytest_collection_modifyitems(config, items):
     tf1 = tf1_mode()
     for item in items:
-        for name, skipped in (("v2_only", tf1), ("tf1_only", not tf1)):
+        for name, skipped in (("v2_only", tf1), ("tf1_only", not tf1), ("one_suite", tf1)):
             marker = item.get_closest_marker(name)
             if marker is None:
                 continue

@@ -215,6 +215,7 @@ def test_no_module_names_tf_input_layer(path):
     assert _violations(path.read_text()) == []
 
 
+@pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
 def test_package_import_loads_no_input_layer_module():
     """Importing queue_pipeline alone pulls in none of TF's legacy input modules
     beyond what `import tensorflow` itself loads."""
@@ -277,6 +278,7 @@ def test_pipeline_runs_with_tf_input_layer_trapped(monkeypatch, tmp_path):
     assert [index for _, index in out] == [0, 1, 2] * 2
 
 
+@pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
 def test_import_changes_no_global_tensorflow_state():
     """Principle 4: importing the package leaves TF's global behaviour alone."""
     code = (

@@ -39,7 +39,16 @@ PROBE = SCRIPTS / "tf1_alias_probe.py"
 PROBE_CHECKS = 23
 TIMEOUT_S = 180  # for one subprocess
 PARALLEL = 3  # subprocesses at a time (2 cores; each holds a TensorFlow)
-SLOW = pytest.mark.timeout(6 * TIMEOUT_S)  # a fixture runs up to 7 of them
+# A fixture runs up to 7 of them. Every run sets its own mode (``run --tf1``, the
+# variable), so the TF1 suite would repeat them unchanged.
+_TIMEOUT = pytest.mark.timeout(6 * TIMEOUT_S)
+_ONE_SUITE = pytest.mark.one_suite("each subprocess sets its own TF mode")
+
+
+def SLOW(test):  # noqa: N802 - used as a marker
+    return _ONE_SUITE(_TIMEOUT(test))
+
+
 RUN_TF1 = ("-m", "queue_pipeline", "run", "--tf1")
 SLIM_ERROR = (
     "queue-pipeline run --tf1: error: RemovedAttributeError: `tf.contrib.slim` "

@@ -36,10 +36,12 @@ def _imported_after(code: str) -> list[str]:
     return eval(out.strip().splitlines()[-1])  # a printed list of names
 
 
+@pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
 def test_importing_the_package_imports_neither_tensorflow_nor_pytest():
     assert _imported_after("import queue_pipeline") == []
 
 
+@pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
 @pytest.mark.slow
 def test_a_public_name_imports_on_first_use():
     assert "tensorflow" in _imported_after("import queue_pipeline as qp\nqp.batch")
@@ -54,10 +56,12 @@ def test_an_unknown_name_is_an_attribute_error():
     assert set(queue_pipeline.__all__) <= set(dir(queue_pipeline))
 
 
+@pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
 def test_loading_the_plugin_module_imports_no_tensorflow():
     assert _imported_after("import queue_pipeline.pytest_plugin") == ["pytest"]
 
 
+@pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
 @pytest.mark.slow
 def test_pytest_start_up_with_the_plugin_installed_imports_no_tensorflow(pytester):
     pytester.makepyfile(
@@ -73,6 +77,7 @@ def test_pytest_start_up_with_the_plugin_installed_imports_no_tensorflow(pyteste
     result.assert_outcomes(passed=1)
 
 
+@pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
 def test_help_imports_no_tensorflow():
     code = (
         "from queue_pipeline import cli\n"
