@@ -23,6 +23,7 @@ import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
 from queue_pipeline._compare import inspect as _inspect
+from queue_pipeline._core.compat import PrivateKey
 from queue_pipeline.coordinator import Coordinator
 from queue_pipeline.errors import QueuePipelineError
 
@@ -83,6 +84,26 @@ def exact_arithmetic() -> Iterator[None]:
         _EXACT.reset(token)
 
 
+_SETUPS = PrivateKey("queue_pipeline_session_setups")
+
+
+def add_session_setup(graph: tf.Graph, setup: Callable[[Any], None]) -> None:
+    """Registers ``setup(sess)`` to run in each harness session on `graph`.
+
+    It runs after the variable initializers and before the runner threads
+    start (:func:`run_graph`) or before the twin's iterator is initialized
+    (:class:`TwinReader`): the place of a program's own loader, such as the
+    preloaded-variable program's ``load(sess)``, which feeds arrays to the
+    variables its pipeline reads.
+    """
+    graph.add_to_collection(_SETUPS, setup)
+
+
+def _run_setups(graph: tf.Graph, sess) -> None:
+    for setup in graph.get_collection(_SETUPS):
+        setup(sess)
+
+
 def session_config(timeout: float) -> tf.compat.v1.ConfigProto:
     config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=max(1, int(timeout * 1000)))
     if _EXACT.get():
@@ -134,6 +155,7 @@ def run_graph(
         with graph.as_default():
             if init_op is not None:
                 sess.run(init_op, options=options)
+            _run_setups(graph, sess)
             if start_runners:
                 for qr in graph.get_collection(QUEUE_RUNNERS):
                     threads_by_runner[id(qr)] = qr.create_threads(
@@ -214,6 +236,8 @@ class TwinReader:
                 iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
                 self._next = iterator.get_next()
             self._sess = tf.compat.v1.Session(graph=graph, config=session_config(timeout))
+            with graph.as_default():
+                _run_setups(graph, self._sess)
             self._sess.run(iterator.initializer)
             return
         self._iterator = iter(dataset)

@@ -233,7 +233,8 @@ def migrate(
         source, steps = rewrite.source, list(rewrite.steps)
         if callers:
             skip = set(rewrite.names) | {function}
-            source, changed = rewrite_callers(source, function, rewrite.function, skip)
+            loaders = _trace.loader_count(traced.outputs)
+            source, changed = rewrite_callers(source, function, rewrite.function, skip, loaders)
             steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
         diff = "".join(
             difflib.unified_diff(

@@ -62,8 +62,11 @@ def _method_of(node: cst.CSTNode, names: set[str], method: str) -> bool:
 
 
 class _Caller(cst.CSTTransformer):
-    def __init__(self, function: str, new: str):
-        self.function, self.new = function, new
+    def __init__(self, function: str, new: str, loaders: int = 0):
+        self.function, self.new, self.loaders = function, new, loaders
+        self.iterator = "iterator"  # the initializable iterator, for a function with loaders
+        self.loader_names: set[str] = set()
+        self.unsupported = ""  # why this caller cannot be rewritten, if it cannot
         self.coords: set[str] = set()
         self.threads: set[str] = set()
         self.loops = 0
@@ -78,11 +81,69 @@ class _Caller(cst.CSTTransformer):
         if isinstance(updated.func, cst.Name) and updated.func.value == self.function:
             self.replaced += 1
             self.datasets.append(updated.with_changes(func=cst.Name(self.new)))
+            if self.loaders:
+                return cst.parse_expression(f"{self.iterator}.get_next()")
             expression = cst.parse_expression(
                 f"tf.compat.v1.data.make_one_shot_iterator({self.name}).get_next()"
             )
             return expression
         return updated
+
+    def _with_loaders(self, updated: cst.SimpleStatementLine) -> list[cst.BaseStatement]:
+        """``a, b, load = f(...)`` as the Dataset, its loaders and an initializable iterator.
+
+        ``dataset, load = f_dataset(...)``, ``iterator =
+        make_initializable_iterator(dataset)``, ``a, b = iterator.get_next()``;
+        each later ``load(sess)`` is followed by ``sess.run(iterator.initializer)``.
+        """
+        small = updated.body[0]
+        target = small.targets[0].target if isinstance(small, cst.Assign) else None
+        if (
+            len(self.datasets) != 1
+            or not isinstance(target, (cst.Tuple, cst.List))
+            or len(target.elements) <= self.loaders
+            or not all(isinstance(e.value, cst.Name) for e in target.elements[-self.loaders :])
+        ):
+            self.unsupported = (
+                f"{self.function}(...) returns its batches and {self.loaders} loader(s): "
+                "unpack them in one assignment (`images, labels, load = ...`) to have it rewritten"
+            )
+            return [updated]
+        assert isinstance(small, cst.Assign) and isinstance(target, (cst.Tuple, cst.List))
+        names = [e.value for e in target.elements[-self.loaders :]]
+        self.loader_names |= {n.value for n in names if isinstance(n, cst.Name)}
+        kept = target.elements[: -self.loaders]
+        code = cst.Module([]).code_for_node
+        batches = ", ".join(code(e.value) for e in kept)
+        loaders = ", ".join(code(n) for n in names)
+        call = code(self.datasets[0])
+        self.datasets = []
+        return [
+            cst.parse_statement(f"{self.name}, {loaders} = {call}\n").with_changes(
+                leading_lines=updated.leading_lines
+            ),
+            cst.parse_statement(
+                f"{self.iterator} = tf.compat.v1.data.make_initializable_iterator({self.name})\n"
+            ),
+            cst.parse_statement(f"{batches} = {self.iterator}.get_next()\n"),
+        ]
+
+    def _after_load(self, updated: cst.SimpleStatementLine):
+        """``load(sess)`` followed by ``sess.run(iterator.initializer)``."""
+        small = updated.body[0]
+        value = small.value if isinstance(small, cst.Expr) else None
+        if not (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Name)
+            and value.func.value in self.loader_names
+            and len(value.args) == 1
+        ):
+            return None
+        sess = cst.Module([]).code_for_node(value.args[0].value)
+        self.removed.append(f"{sess}.run({self.iterator}.initializer) after {value.func.value}")
+        return cst.FlattenSentinel(
+            [updated, cst.parse_statement(f"{sess}.run({self.iterator}.initializer)\n")]
+        )
 
     # the loop
     def visit_While(self, node: cst.While) -> None:
@@ -102,6 +163,12 @@ class _Caller(cst.CSTTransformer):
         return updated
 
     def leave_SimpleStatementLine(self, original, updated):
+        if self.datasets and self.loaders:
+            return cst.FlattenSentinel(self._with_loaders(updated))
+        if self.loader_names and len(updated.body) == 1:
+            after = self._after_load(updated)
+            if after is not None:
+                return after
         if self.datasets:
             assigns = [
                 cst.SimpleStatementLine(
@@ -147,7 +214,7 @@ class _Caller(cst.CSTTransformer):
 
 
 def rewrite_callers(
-    source: str, function: str, new: str, skip: set[str]
+    source: str, function: str, new: str, skip: set[str], loaders: int = 0
 ) -> tuple[str, list[tuple[str, str]]]:
     """`source` with the callers of `function` rewritten; see NOTE [ Rewriting the callers ... ].
 
@@ -157,6 +224,9 @@ def rewrite_callers(
       new: its tf.data version.
       skip: functions left alone (the legacy function, its helpers and the
         generated versions).
+      loaders: how many loaders (``load(sess)``) the function returns after
+        its batches; its callers then read an initializable iterator,
+        initialized after each loader runs.
 
     Returns:
       The new source and, per caller rewritten, ``(its name, what changed)``.
@@ -172,7 +242,7 @@ def rewrite_callers(
         )
     }
     notes: list[tuple[str, str]] = []
-    body = []
+    body: list[cst.BaseStatement] = []
     for stmt in module.body:
         if (
             isinstance(stmt, cst.FunctionDef)
@@ -181,10 +251,13 @@ def rewrite_callers(
         ):
             calls = [c for c in m.findall(stmt, m.Call()) if isinstance(c, cst.Call)]
             remaining = {callee(c) for c in calls} - {function}
-            transformer = _Caller(function, new)
+            transformer = _Caller(function, new, loaders)
             used = {n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)}
             transformer.name = next(
                 n for n in ("dataset", "input_dataset", "migrated_dataset") if n not in used
+            )
+            transformer.iterator = next(
+                n for n in ("iterator", "input_iterator", "dataset_iterator") if n not in used
             )
             transformer.keep_queues = bool(remaining & (_QUEUE_NAMES | pipelines))
             for c in calls:
@@ -192,8 +265,13 @@ def rewrite_callers(
                     transformer.coords |= _assigned_to(stmt, c)
             new_stmt = stmt.visit(transformer)
             assert isinstance(new_stmt, cst.FunctionDef)
+            if transformer.unsupported:
+                notes.append((stmt.name.value, f"not rewritten: {transformer.unsupported}"))
+                body.append(stmt)
+                continue
             stmt = new_stmt
-            what = [f"{function}(...) -> make_one_shot_iterator({new}(...)).get_next()"]
+            iterator = "make_initializable_iterator" if loaders else "make_one_shot_iterator"
+            what = [f"{function}(...) -> {iterator}({new}(...)).get_next()"]
             if transformer.keep_queues:
                 what.append("Coordinator kept: another queue pipeline remains")
             notes.append((stmt.name.value, "; ".join(what + transformer.removed)))

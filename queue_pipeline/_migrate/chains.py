@@ -114,8 +114,15 @@ def as_tuple(text: str) -> str:
 
 
 def slice_lines(args: Mapping[str, str], var: str) -> Chain:
-    """``slice_input_producer(tensor_list, ...)`` as ``from_tensor_slices(tuple)``."""
+    """``slice_input_producer(tensor_list, ...)`` as ``from_tensor_slices(tuple)``.
+
+    A list of one tensor is sliced bare (``from_tensor_slices(x)``): TF's
+    ``batch([value])`` returns a tensor, not a list of one, and so do the
+    Dataset's batches then.
+    """
     tensors = as_tuple(args["tensor_list"])
+    if tensors.startswith("(") and tensors.endswith(",)"):
+        tensors = tensors[1:-2]
     lines = [f"{var} = tf.data.Dataset.from_tensor_slices({tensors})"]
     lines += _shuffle_lines(args, var)
     epochs = args.get("num_epochs")

@@ -409,6 +409,40 @@ class _Rewriter(Stages):
         )
         return True
 
+    def _return_beside(self, fn, stmt, parts, element, extra, pad) -> list[str]:
+        """``return batches..., load`` as ``return dataset, load``.
+
+        The batches must come first, in their order, and everything after them
+        must be a plain value (a function such as the preloaded-variable
+        program's ``load(sess)``, which feeds the arrays to the variables the
+        pipeline reads).
+        """
+        names = [self.code(p.value) for p in parts]
+        if names[: len(element)] != element or names[len(element) :] != extra:
+            raise self.fail(
+                fn,
+                stmt,
+                f"it returns {', '.join(extra)} beside the batches, not after them all; a "
+                "Dataset holds only the batches (return the batches first, or migrate the "
+                "function that builds just the pipeline)",
+            )
+        self.steps.append(
+            Step(
+                fn.line(stmt),
+                f"return {', '.join(names)}",
+                f"return the Dataset, {', '.join(extra)}",
+            )
+        )
+        loaders = ", ".join(extra)
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: {fn.name}_dataset returns (dataset, {loaders}): "
+            f"where the pipeline reads variables that {loaders} fills, read the "
+            "dataset through tf.compat.v1.data.make_initializable_iterator and run its "
+            "initializer after that (a one-shot iterator cannot capture a variable)"
+        )
+        blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
+        return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {loaders}\n"]
+
     def _new_call(self, helper: Function, call: cst.Call, new: str, kept, replace) -> str:
         """`call` of `helper` as a call of its version `new` that takes the `kept` parameters.
 
@@ -458,13 +492,7 @@ class _Rewriter(Stages):
                 and fn.kind(p.value.value) == "plain"
             ]
             if extra:
-                raise self.fail(
-                    fn,
-                    stmt,
-                    f"it returns {', '.join(extra)} beside the batches; a Dataset holds only "
-                    "the batches (migrate the function that builds just the pipeline, e.g. "
-                    "the helper it calls)",
-                )
+                return self._return_beside(fn, stmt, parts, element, extra, pad)
             params = ", ".join(state.batch_element)
             mapping = f"lambda {params}: ({value})"
             line = f"{pad}dataset = dataset.map({mapping})\n"

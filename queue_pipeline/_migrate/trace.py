@@ -93,6 +93,24 @@ class Trace:
         return _kind(self, value, seen)
 
 
+def loader_count(outputs: Any) -> int:
+    """How many plain callables end a function's `outputs` (``batches..., load``).
+
+    The preloaded-variable program returns ``images, labels, load``: its
+    ``load(sess)`` feeds the arrays to the variables the pipeline reads, after
+    the variable initializers. 0 when `outputs` is not a tuple or list that
+    ends in callables after at least one other value.
+    """
+    if not isinstance(outputs, (tuple, list)):
+        return 0
+    count = 0
+    for value in reversed(outputs):
+        if not callable(value) or isinstance(value, (tf.Tensor, tf.data.Dataset)):
+            break
+        count += 1
+    return count if count < len(outputs) else 0
+
+
 def _kind(t: Trace, value: Any, seen: set[int]) -> str:
     if id(value) in seen:
         return "plain"

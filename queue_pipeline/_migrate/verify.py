@@ -12,14 +12,14 @@ import types
 from queue_pipeline import plan
 import tensorflow as tf
 
-from queue_pipeline._compare.harness import exact_arithmetic
+from queue_pipeline._compare.harness import add_session_setup, exact_arithmetic
 from queue_pipeline._migrate.proof_conditions import (
     PINNED_FRACTION,
     bounded_repeats,
     pinned_random_draws,
     random_op_types,
 )
-from queue_pipeline._migrate.trace import MigrateError, Trace
+from queue_pipeline._migrate.trace import MigrateError, Trace, loader_count
 
 __all__ = ["Verdict", "load_migrated", "verify"]
 
@@ -108,6 +108,9 @@ def verify(
         )
     if unpinned:
         conditions.append(f"left random: {', '.join(sorted(unpinned))}")
+    loaders = _loader_names(trace.outputs)
+    if loaders:
+        conditions.append(f"{', '.join(loaders)} run in each side's session before it is read")
     original = getattr(trace.module, trace.function)
     new = getattr(migrated, function)
     # NOTE [ Exact arithmetic for a migration's proof ] and
@@ -118,9 +121,13 @@ def verify(
             stack.enter_context(bounded_repeats(epochs))
         if pinned:
             stack.enter_context(pinned_random_draws())
+        if loaders:
+            # A loader runs in a session: the twin is read in one as well, even
+            # under TF 2.x defaults (such a function builds placeholders anyway).
+            stack.enter_context(tf.Graph().as_default())
         report = compare(
-            lambda: _build_legacy(original, args, kwargs, installed=bound),
-            lambda: new(*args, **kwargs),
+            lambda: _with_loaders_run(_build_legacy(original, args, kwargs, installed=bound)),
+            lambda: _with_loaders_run(new(*args, **kwargs)),
             epochs=epochs,
             max_batches=_BOUNDED_MAX_BATCHES if bound else max_batches,
             timeout=timeout,
@@ -147,6 +154,29 @@ def _build_legacy(original, args, kwargs, *, installed: bool):
 
     with install():
         return original(*args, **kwargs)
+
+
+def _loader_names(outputs) -> list[str]:
+    count = loader_count(outputs)
+    return (
+        [getattr(f, "__name__", repr(f)) for f in outputs[len(outputs) - count :]] if count else []
+    )
+
+
+def _with_loaders_run(outputs):
+    """`outputs` without its loaders, each registered to run in the harness's session.
+
+    The legacy side keeps its batch tensors; the migrated side, which returns
+    ``(dataset, load)``, its Dataset.
+    """
+    count = loader_count(outputs)
+    if not count:
+        return outputs
+    graph = tf.compat.v1.get_default_graph()
+    for load in outputs[len(outputs) - count :]:
+        add_session_setup(graph, load)
+    rest = tuple(outputs[: len(outputs) - count])
+    return rest[0] if len(rest) == 1 and isinstance(rest[0], tf.data.Dataset) else rest
 
 
 def _graph_of(outputs) -> tf.Graph:
