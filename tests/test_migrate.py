@@ -596,6 +596,32 @@ def test_a_function_returning_a_loader_before_its_batches_is_refused_with_its_li
         migrate(path, "inputs", call="[1.0, 2.0, 3.0, 4.0]", verify=False)
 
 
+LAMBDA_LOADER = """
+import numpy as np
+import tensorflow as tf
+
+
+def inputs(x, y):
+    x_init = tf.compat.v1.placeholder(tf.float32, x.shape)
+    xv = tf.compat.v1.Variable(x_init, trainable=False, collections=[])
+    feature, label = tf.compat.v1.train.slice_input_producer([xv, y], num_epochs=2, shuffle=False)
+    features, labels = tf.compat.v1.train.batch([feature, label], 4, allow_smaller_final_batch=True)
+    return features, labels, lambda sess: sess.run(xv.initializer, {x_init: x})
+"""
+
+
+def test_a_loader_written_as_a_lambda_is_kept_in_the_return(tmp_path):
+    path = _write(tmp_path / "lambda_loader.py", LAMBDA_LOADER)
+    call = "np.arange(20, dtype=np.float32).reshape(10, 2), np.arange(10)"
+    result = migrate(path, "inputs", call=call)
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason == (
+        "ordered; the returned loader run in each side's session before it is read"
+    )
+    expected = "return dataset.prefetch(tf.data.AUTOTUNE), lambda sess: sess.run(xv.initializer"
+    assert expected in result.source
+
+
 def test_the_preloaded_variable_proof_runs_the_loader_and_sees_what_it_feeds(tmp_path):
     """The variable program returns ``(dataset, load)``; its proof runs each side's
     ``load`` in that side's session. A migrated load that feeds other labels DIFFERs."""

@@ -409,6 +409,32 @@ class _Rewriter(Stages):
         )
         return True
 
+    def _plain_returns(self, fn: Function, parts) -> list[str]:
+        """The code of each returned value that is neither a tensor nor built from one.
+
+        By the value the run returned where the call's result is known (so
+        ``lambda sess: ...`` counts), else by the local variable's value.
+        """
+        returned = fn.call.returned if fn.call is not None else None
+        values = fn.call.local_values if fn.call is not None else {}
+        plain = []
+        for i, part in enumerate(parts):
+            code = self.code(part.value)
+            if isinstance(returned, (tuple, list)) and len(returned) == len(parts):
+                value = returned[i]
+            elif isinstance(part.value, cst.Name) and part.value.value in values:
+                value = values[part.value.value]
+            else:
+                continue
+            if isinstance(value, (tf.Tensor, tf.SparseTensor)) or self.trace.kind_of(value) != (
+                "plain"
+            ):
+                continue
+            if isinstance(part.value, cst.Name) and fn.kind(part.value.value) != "plain":
+                continue
+            plain.append(code)
+        return plain
+
     def _return_beside(self, fn, stmt, parts, element, extra, pad) -> list[str]:
         """``return batches..., load`` as ``return dataset, load``.
 
@@ -482,15 +508,7 @@ class _Rewriter(Stages):
             if "record" in {fn.kind(n) for n in names}:
                 raise self.fail(fn, stmt, "it returns per-record tensors beside the batches")
             parts = ret.value.elements if isinstance(ret.value, (cst.Tuple, cst.List)) else []
-            values = fn.call.local_values if fn.call is not None else {}
-            extra = [
-                p.value.value
-                for p in parts
-                if isinstance(p.value, cst.Name)
-                and p.value.value in values
-                and not isinstance(values[p.value.value], (tf.Tensor, tf.SparseTensor))
-                and fn.kind(p.value.value) == "plain"
-            ]
+            extra = self._plain_returns(fn, parts)
             if extra:
                 return self._return_beside(fn, stmt, parts, element, extra, pad)
             params = ", ".join(state.batch_element)

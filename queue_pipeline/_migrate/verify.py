@@ -158,9 +158,10 @@ def _build_legacy(original, args, kwargs, *, installed: bool):
 
 def _loader_names(outputs) -> list[str]:
     count = loader_count(outputs)
-    return (
-        [getattr(f, "__name__", repr(f)) for f in outputs[len(outputs) - count :]] if count else []
-    )
+    if not count:
+        return []
+    names = [getattr(f, "__name__", "") for f in outputs[len(outputs) - count :]]
+    return [n if n.isidentifier() else "the returned loader" for n in names]
 
 
 def _with_loaders_run(outputs):
