@@ -191,16 +191,6 @@ def _migrate(args) -> int:
     path, sep, function = args.target.rpartition(":")
     if not sep or not path.endswith(".py"):
         path, function = args.target, ""
-    if not function:
-        return report_error(
-            "migrate",
-            ValueError(
-                f"`FILE.py:FUNCTION` is {args.target!r}: name the function that builds the "
-                "pipeline and returns its tensors (a script whose pipeline is built at module "
-                "level is not migrated yet: move it into a function)."
-            ),
-            as_json=False,
-        )
     try:
         result = migrate(
             path,
@@ -429,7 +419,12 @@ def build_parser() -> argparse.ArgumentParser:
         "migrated module goes to stdout; the report goes to stderr. Exit status: 0 MATCH "
         "(or not verifiable), 1 DIFFER (nothing written), 2 error.",
     )
-    mig.add_argument("target", metavar="FILE.py:FUNCTION")
+    mig.add_argument(
+        "target",
+        metavar="FILE.py[:FUNCTION]",
+        help="the file and the function that builds the pipeline and returns its tensors; "
+        "without FUNCTION, the pipeline a script builds at module level",
+    )
     mig.add_argument(
         "--call", default=None, metavar="ARGS", help="the function's arguments, as in a call"
     )

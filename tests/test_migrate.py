@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import dataset_values
+from helpers import dataset_values, tf1_mode
 from queue_pipeline import cli
 from queue_pipeline._migrate import verify as _verify
 from queue_pipeline._migrate.api import MigrateError, migrate
@@ -702,8 +702,9 @@ def test_command_errors_exit_2_without_a_traceback(tmp_path, capsys):
     assert cli.main(["migrate", f"{path}:inputs"]) == 2
     err = capsys.readouterr().err
     assert "builds no queue pipeline" in err and "Traceback" not in err
-    assert cli.main(["migrate", path]) == 2
-    assert "name the function that builds the pipeline" in capsys.readouterr().err
+    assert cli.main(["migrate", path]) == 2  # no FUNCTION: the module-level pipeline
+    err = capsys.readouterr().err
+    assert "builds no queue pipeline at module level" in err and "Traceback" not in err
 
 
 @pytest.mark.slow
@@ -773,3 +774,125 @@ def test_console_script_migrates_to_a_new_file(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Verify: MATCH" in done.stderr and "Wrote" in done.stderr
     assert "def build_legacy_dataset(" in out.read_text()
+
+
+# --- a script's module-level pipeline -------------------------------------------------
+
+# The "Reading data" guide's CSV example (its pipeline at module level, read in a
+# `with Session()` block below it), in the suite's mode: written for TF 1.x
+# (`run --tf1`) in the TF1 suite, on tf.compat.v1 in graph mode under TF 2.x.
+GUIDE_CSV = """
+# The "Reading data" guide's CSV example.
+{header}
+filename_queue = {v1}train.string_input_producer(["file0.csv", "file1.csv"], num_epochs=1,
+                                               shuffle=False)
+
+reader = {v1}TextLineReader()
+key, value = reader.read(filename_queue)
+
+# Default values, in case of empty columns.
+record_defaults = [[1], [1], [1], [1], [1]]
+col1, col2, col3, col4, col5 = {v1}decode_csv(
+    value, record_defaults=record_defaults)
+features = tf.stack([col1, col2, col3, col4])
+
+config = {v1}ConfigProto(operation_timeout_in_ms=30000)
+with {v1}Session(config=config) as sess:
+  sess.run({v1}local_variables_initializer())
+  # Start populating the filename queue.
+  coord = {v1}train.Coordinator()
+  threads = {v1}train.start_queue_runners(coord=coord)
+
+  try:
+    while not coord.should_stop():
+      example, label = sess.run([features, col5])
+      print(example.tolist(), label)
+  except tf.errors.OutOfRangeError:
+    print("done")
+  finally:
+    coord.request_stop()
+  coord.join(threads)
+"""
+
+
+def _guide_script(tmp_path) -> str:
+    (tmp_path / "file0.csv").write_text("1,2,3,4,5\n6,7,8,9,10\n11,12,13,14,15\n")
+    (tmp_path / "file1.csv").write_text("16,17,18,19,20\n21,22,23,24,25\n")
+    if tf1_mode():
+        text = GUIDE_CSV.format(header="import tensorflow as tf", v1="tf.")
+    else:
+        header = "import tensorflow as tf\n\ntf.compat.v1.disable_eager_execution()"
+        text = GUIDE_CSV.format(header=header, v1="tf.compat.v1.")
+    return _write(tmp_path / "csv_guide.py", text.lstrip("\n"))
+
+
+def _run_script(tmp_path, *argv: str) -> subprocess.CompletedProcess:
+    mode = ["--tf1"] if tf1_mode() else []
+    return subprocess.run(
+        [sys.executable, "-m", "queue_pipeline", *argv[:1], *mode, *argv[1:]],
+        capture_output=True, text=True, timeout=240, cwd=str(tmp_path),
+    )  # fmt: skip
+
+
+def test_a_scripts_module_level_pipeline_migrates_in_place_of_itself(tmp_path):
+    """NOTE [ Migrating a module-level pipeline ]: no FUNCTION. The script is never
+    imported (its session code would run); the migrated script prints what it printed.
+    A subprocess: the script itself sets the TF mode of its process."""
+    script = _guide_script(tmp_path)
+    done = _run_script(tmp_path, "migrate", "csv_guide.py", "--out", "migrated.py")
+    assert done.returncode == 0, done.stderr
+    assert "Verify: MATCH (ordered)" in done.stderr, done.stderr
+    lines = open(script).read().splitlines()
+    producer = 1 + next(i for i, text in enumerate(lines) if "string_input_producer" in text)
+    read = 1 + next(i for i, text in enumerate(lines) if "reader.read(" in text)
+    report = done.stderr[done.stderr.index("queue-pipeline migrate: (module level)") :]
+    assert f"line {producer}: string_input_producer" in report, report  # the script's lines
+    assert f"line {read}: TextLineReader.read" in report, report
+    migrated = (tmp_path / "migrated.py").read_text()
+    for line in (
+        '\nfilenames = tf.data.Dataset.from_tensor_slices(["file0.csv", "file1.csv"])\n',
+        "\n\n\ndef per_record(value):\n",
+        "features, col5 = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()\n",
+        "    while True:\n",
+    ):
+        assert line in migrated, migrated
+    for gone in ("Coordinator", "start_queue_runners", "coord.", "reader", "filename_queue"):
+        assert gone not in migrated, migrated
+    assert not list(tmp_path.glob("*__qp_migrate_*"))  # the wrapped copy is gone
+    original = _run_script(tmp_path, "run", script)
+    new = _run_script(tmp_path, "run", "migrated.py")
+    assert original.returncode == new.returncode == 0, new.stderr
+    assert new.stdout == original.stdout
+    assert original.stdout.splitlines()[0] == "[1, 2, 3, 4] 5" and original.stdout.endswith(
+        "done\n"
+    )
+
+
+def test_a_script_without_a_module_level_pipeline_or_with_call_is_a_clear_error(tmp_path):
+    path = _write(tmp_path / "plain.py", "import tensorflow as tf\n\nx = tf.constant(1)\n")
+    with pytest.raises(MigrateError, match=r"plain\.py builds no queue pipeline at module level"):
+        migrate(path, "")
+    script = _guide_script(tmp_path)
+    with pytest.raises(MigrateError, match=r"takes no arguments; `--call` is for FILE"):
+        migrate(script, "", call="1")
+
+
+PY_FUNC_AT_MODULE_LEVEL = """
+import tensorflow as tf
+
+queue = tf.compat.v1.train.string_input_producer(["{path}"], num_epochs=1, shuffle=False)
+_, line = tf.compat.v1.TextLineReader().read(queue)
+doubled = tf.compat.v1.py_func(lambda s: s + s, [line], tf.string)
+
+print(doubled)
+"""
+
+
+def test_a_module_level_statement_that_cannot_migrate_is_named_by_the_scripts_line(tmp_path):
+    (tmp_path / "a.txt").write_text("x\n")
+    text = PY_FUNC_AT_MODULE_LEVEL.format(path=tmp_path / "a.txt")
+    path = _write(tmp_path / "pyfunc_script.py", text)
+    with pytest.raises(MigrateError, match=r"runs a Python function") as info:
+        migrate(path, "")
+    assert "__qp_migrate_" not in str(info.value)
+    assert not list(tmp_path.glob("*__qp_migrate_*"))

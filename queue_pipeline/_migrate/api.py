@@ -21,11 +21,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import functools
 import os
+import sys
 import types
 
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate.callers import rewrite_callers
+from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
@@ -54,7 +57,9 @@ class MigrationResult:
         purpose.
       verdict: ``MATCH``, ``DIFFER`` or ``UNVERIFIED`` (with its reason).
       written: the path written, or None.
-      original: the legacy module (for :meth:`load`).
+      original: the legacy module (for :meth:`load`); for a script, the copy
+        that holds its module-level pipeline as a function.
+      script: the file's module-level pipeline was migrated (no FUNCTION).
     """
 
     source: str
@@ -67,9 +72,15 @@ class MigrationResult:
     verdict: _verify.Verdict | None
     written: str | None
     original: types.ModuleType | None = dataclasses.field(default=None, repr=False)
+    script: bool = False
 
     def load(self) -> types.ModuleType:
         """The migrated module, imported beside the original (``result.load().f_dataset(...)``)."""
+        if self.script:
+            raise MigrateError(
+                f"{_API}: a migrated script is not imported (its session code would run); "
+                "run it (python NEW.py)."
+            )
         if self.original is None:
             raise MigrateError(f"{_API}: this result has no original module to load beside.")
         return _verify.load_migrated(self.original, self.source, self.written)
@@ -150,7 +161,10 @@ def migrate(
     Args:
       path: a Python file.
       function: the module-level function that builds the legacy pipeline and
-        returns its batch (or per-record) tensors.
+        returns its batch (or per-record) tensors; empty: the pipeline the
+        script builds at module level (NOTE [ Migrating a module-level
+        pipeline ]: the script is never imported, its session code is changed
+        as a caller's is).
       call: its arguments, as written in a call (``"'train.tfrecords', 32"``);
         evaluated in the module's namespace.
       args, kwargs: its arguments as values (instead of `call`).
@@ -206,6 +220,11 @@ def migrate(
             )
         if call is not None and (args is not None or kwargs is not None):
             raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
+        if not function:
+            return _migrate_script(
+                path, call, args, kwargs, target, in_place, verify, epochs, max_batches,
+                batch_decode,
+            )  # fmt: skip
         module, _ = _trace.load_module(path)
         if call is not None or (args is None and kwargs is None):
             args, kwargs = _trace.parse_call(module, call)
@@ -213,53 +232,140 @@ def migrate(
         traced = _trace.trace(path, function, args, kwargs)
         with open(traced.path, encoding="utf-8") as f:
             original = f.read()
-        batched = verify if batch_decode is None else batch_decode
-        rewrite = codegen.rewrite(traced, original, batch_decode=batched)
-        verdict = None
-        notes: list[str] = []
-        if verify:
-            verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
-            if rewrite.batched and verdict.status != "MATCH":
-                notes.append(
-                    f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
-                    f"({verdict.status}); the per-record decode is written instead"
-                )
-                rewrite = codegen.rewrite(traced, original, batch_decode=False)
-                verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
-        elif rewrite.batched:
-            notes.append("batch-then-decode was not verified (verify=False)")
-        if rewrite.batched:
-            notes.append(f"decodes whole batches (batch-then-decode): {', '.join(rewrite.batched)}")
+        rewrite, verdict, notes = _rewrite_and_prove(
+            traced, original, verify, batch_decode, args, kwargs, epochs, max_batches
+        )
         source, steps = rewrite.source, list(rewrite.steps)
         if callers:
             skip = set(rewrite.names) | {function}
             loaders = _trace.loader_count(traced.outputs)
             source, changed = rewrite_callers(source, function, rewrite.function, skip, loaders)
             steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
-        diff = "".join(
-            difflib.unified_diff(
-                original.splitlines(keepends=True),
-                source.splitlines(keepends=True),
-                path,
-                target or f"{path} (migrated)",
+        return _finish(
+            path, original, source, target, in_place, rewrite, steps, rewrite.dropped,
+            rewrite.differences + notes, verdict, traced.module,
+        )  # fmt: skip
+
+
+def _migrate_script(
+    path, call, args, kwargs, target, in_place, verify, epochs, max_batches, batch_decode
+) -> MigrationResult:
+    """A script's module-level pipeline: NOTE [ Migrating a module-level pipeline ]."""
+    if call or args or kwargs:
+        raise MigrateError(
+            f"{_API}: a script's module-level pipeline takes no arguments; `--call` is for "
+            "FILE.py:FUNCTION."
+        )
+    real = os.path.realpath(path)
+    if not os.path.isfile(real):
+        raise MigrateError(f"{_API}: `FILE` {path!r} does not exist. Fix: give a Python file.")
+    with open(real, encoding="utf-8") as f:
+        original = f.read()
+    try:
+        compile(original, real, "exec")
+    except SyntaxError as e:
+        raise MigrateError(
+            f"{_API}: {real}:{e.lineno}: the file does not parse ({e.msg}). Fix: give a "
+            "Python file that runs."
+        ) from e
+    copy = _script.copy_path_for(real)
+    wrapped = _script.wrap(original, real)
+    try:
+        traced = _trace_copy(copy, wrapped)
+        outputs = traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
+        tensors = [
+            n for n, v in zip(wrapped.names, outputs) if isinstance(v, (tf.Tensor, tf.SparseTensor))
+        ]
+        if tensors and tensors != wrapped.names:  # e.g. the reader's `key`, a queue
+            wrapped = _script.wrap(original, real, tensors)
+            traced = _trace_copy(copy, wrapped)
+        rewrite, verdict, notes = _rewrite_and_prove(
+            traced, wrapped.source, verify, batch_decode, (), {}, epochs, max_batches
+        )
+    except MigrateError as e:
+        raise MigrateError(_script.map_lines(str(e), wrapped, copy, real)) from e
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(copy)
+    source, removed = _script.unwrap(wrapped, rewrite.source, rewrite.function)
+    steps = [
+        dataclasses.replace(step, line=wrapped.script_line(step.line)) if step.line else step
+        for step in rewrite.steps
+        if step.legacy != f"return {', '.join(wrapped.names)}"
+    ]
+    if removed:
+        steps.append(codegen.Step(0, "the script's session code", "; ".join(removed)))
+    fix = functools.partial(_script.map_lines, wrapped=wrapped, copy_path=copy, script_path=real)
+    return _finish(
+        path, original, source, target, in_place,
+        dataclasses.replace(rewrite, function="(module level)"), steps,
+        [fix(d) for d in rewrite.dropped], [fix(d) for d in rewrite.differences + notes],
+        verdict, traced.module, script=True,
+    )  # fmt: skip
+
+
+def _trace_copy(copy: str, wrapped) -> _trace.Trace:
+    """Writes the wrapped copy of a script and traces its pipeline function."""
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(wrapped.source)
+    name = os.path.splitext(os.path.basename(copy))[0]
+    for key in [k for k in sys.modules if k == name or k.endswith("." + name)]:
+        del sys.modules[key]  # a first copy, traced before its names were narrowed
+    return _trace.trace(copy, _script.WRAPPER)
+
+
+def _rewrite_and_prove(traced, original, verify, batch_decode, args, kwargs, epochs, max_batches):
+    """The rewrite of `traced` (batch-then-decode when allowed), its verdict and notes."""
+    batched = verify if batch_decode is None else batch_decode
+    rewrite = codegen.rewrite(traced, original, batch_decode=batched)
+    verdict = None
+    notes: list[str] = []
+    if verify:
+        verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
+        if rewrite.batched and verdict.status != "MATCH":
+            notes.append(
+                f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
+                f"({verdict.status}); the per-record decode is written instead"
             )
+            rewrite = codegen.rewrite(traced, original, batch_decode=False)
+            verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
+    elif rewrite.batched:
+        notes.append("batch-then-decode was not verified (verify=False)")
+    if rewrite.batched:
+        notes.append(f"decodes whole batches (batch-then-decode): {', '.join(rewrite.batched)}")
+    return rewrite, verdict, notes
+
+
+def _finish(
+    path, original, source, target, in_place, rewrite, steps, dropped, differences, verdict,
+    module, *, script=False,
+) -> MigrationResult:  # fmt: skip
+    """The diff, the file written (unless DIFFER) and the result."""
+    diff = "".join(
+        difflib.unified_diff(
+            original.splitlines(keepends=True),
+            source.splitlines(keepends=True),
+            path,
+            target or f"{path} (migrated)",
         )
-        written = None
-        if target is not None and (verdict is None or verdict.status != "DIFFER"):
-            if in_place:
-                os.replace(path, path + ".orig")
-            with open(target, "x" if not in_place else "w", encoding="utf-8") as f:
-                f.write(source)
-            written = target
-        return MigrationResult(
-            source=source,
-            diff=diff,
-            added=rewrite.added,
-            function=rewrite.function,
-            steps=steps,
-            dropped=rewrite.dropped,
-            differences=rewrite.differences + notes,
-            verdict=verdict,
-            written=written,
-            original=traced.module,
-        )
+    )
+    written = None
+    if target is not None and (verdict is None or verdict.status != "DIFFER"):
+        if in_place:
+            os.replace(path, path + ".orig")
+        with open(target, "x" if not in_place else "w", encoding="utf-8") as f:
+            f.write(source)
+        written = target
+    return MigrationResult(
+        source=source,
+        diff=diff,
+        added=rewrite.added,
+        function=rewrite.function,
+        steps=steps,
+        dropped=dropped,
+        differences=differences,
+        verdict=verdict,
+        written=written,
+        original=module,
+        script=script,
+    )

@@ -38,7 +38,7 @@ import libcst.matchers as m
 from queue_pipeline._migrate.base import BATCHING, PRODUCERS, READER_CLASSES
 from queue_pipeline._migrate.syntax import callee
 
-__all__ = ["rewrite_callers"]
+__all__ = ["drop_queue_runners", "rewrite_callers"]
 
 # What builds a queue: a function of the file that calls one of these still
 # has a queue pipeline, so its Coordinator stays.
@@ -72,6 +72,7 @@ class _Caller(cst.CSTTransformer):
         self.loops = 0
         self.replaced = 0
         self.removed: list[str] = []
+        self.removed_nodes: list[cst.CSTNode] = []  # the statements removed
         self.keep_queues = False
         self.datasets: list[cst.Call] = []  # f_dataset(...) calls to assign first
         self.name = "dataset"
@@ -185,17 +186,20 @@ class _Caller(cst.CSTTransformer):
         value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
         if isinstance(small, cst.Assign) and isinstance(value, cst.Call):
             if callee(value) in ("Coordinator", "start_queue_runners"):
-                self.removed.append(cst.Module([]).code_for_node(updated).strip())
+                self.removed.append(_statement_text(updated))
+                self.removed_nodes.append(original)
                 return cst.RemoveFromParent()
         if isinstance(small, cst.Expr) and isinstance(value, cst.Call):
             if _method_of(value, self.coords, "join") or callee(value) == "start_queue_runners":
-                self.removed.append(cst.Module([]).code_for_node(updated).strip())
+                self.removed.append(_statement_text(updated))
+                self.removed_nodes.append(original)
                 return cst.RemoveFromParent()
             if _method_of(value, self.coords, "request_stop"):
                 if self.loops:
                     self.removed.append("coord.request_stop() in the loop -> break")
                     return updated.with_changes(body=[cst.Break()])
                 self.removed.append("coord.request_stop()")
+                self.removed_nodes.append(original)
                 return cst.RemoveFromParent()
         return updated
 
@@ -210,7 +214,23 @@ class _Caller(cst.CSTTransformer):
     def leave_IndentedBlock(self, original, updated):
         if not updated.body:
             return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        first = updated.body[0]
+        if (
+            any(st is original.body[0] for st in self.removed_nodes)
+            and first.leading_lines
+            and all(line.comment is None for line in first.leading_lines)
+        ):  # the lines above it were removed: no blank line opens the block
+            return updated.with_changes(
+                body=[first.with_changes(leading_lines=()), *updated.body[1:]]
+            )
         return updated
+
+
+def _statement_text(stmt: cst.CSTNode) -> str:
+    """A statement's code without the comments and blank lines above it."""
+    if isinstance(stmt, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        stmt = stmt.with_changes(leading_lines=())
+    return cst.Module([]).code_for_node(stmt).strip()
 
 
 def rewrite_callers(
@@ -277,6 +297,30 @@ def rewrite_callers(
             notes.append((stmt.name.value, "; ".join(what + transformer.removed)))
         body.append(stmt)
     return module.with_changes(body=body).code, notes
+
+
+def drop_queue_runners(source: str) -> tuple[str, list[str]]:
+    """Module-level session code without its Coordinator lines, when it builds no queue.
+
+    The part of a script after its migrated module-level pipeline
+    (NOTE [ Migrating a module-level pipeline ] in script.py), changed as a
+    caller's body is: the Coordinator, ``start_queue_runners`` and
+    ``coord.join`` lines go, ``while not coord.should_stop():`` becomes
+    ``while True:``.
+
+    Returns:
+      The new source and what changed.
+    """
+    module = cst.parse_module(source)
+    calls = [c for c in m.findall(module, m.Call()) if isinstance(c, cst.Call)]
+    transformer = _Caller("", "")
+    transformer.keep_queues = bool({callee(c) for c in calls} & _QUEUE_NAMES)
+    if transformer.keep_queues:
+        return source, ["Coordinator kept: another queue pipeline remains"]
+    for c in calls:
+        if callee(c) == "Coordinator":
+            transformer.coords |= _assigned_to(module, c)
+    return module.visit(transformer).code, transformer.removed
 
 
 def _assigned_to(scope: cst.CSTNode, call: cst.Call) -> set[str]:
