@@ -10,6 +10,7 @@ and review the diff). Both TF modes run every test (the suite's ``--tf1``).
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 import re
 import subprocess
@@ -704,7 +705,7 @@ def test_command_errors_exit_2_without_a_traceback(tmp_path, capsys):
     assert "builds no queue pipeline" in err and "Traceback" not in err
     assert cli.main(["migrate", path]) == 2  # no FUNCTION: the module-level pipeline
     err = capsys.readouterr().err
-    assert "builds no queue pipeline at module level" in err and "Traceback" not in err
+    assert "at module level builds no queue pipeline" in err and "Traceback" not in err
 
 
 @pytest.mark.slow
@@ -835,7 +836,7 @@ def _run_script(tmp_path, *argv: str) -> subprocess.CompletedProcess:
 
 
 def test_a_scripts_module_level_pipeline_migrates_in_place_of_itself(tmp_path):
-    """NOTE [ Migrating a module-level pipeline ]: no FUNCTION. The script is never
+    """NOTE [ Migrating an inline pipeline ]: no FUNCTION. The script is never
     imported (its session code would run); the migrated script prints what it printed.
     A subprocess: the script itself sets the TF mode of its process."""
     script = _guide_script(tmp_path)
@@ -870,7 +871,7 @@ def test_a_scripts_module_level_pipeline_migrates_in_place_of_itself(tmp_path):
 
 def test_a_script_without_a_module_level_pipeline_or_with_call_is_a_clear_error(tmp_path):
     path = _write(tmp_path / "plain.py", "import tensorflow as tf\n\nx = tf.constant(1)\n")
-    with pytest.raises(MigrateError, match=r"plain\.py builds no queue pipeline at module level"):
+    with pytest.raises(MigrateError, match=r"plain\.py at module level builds no queue pipeline"):
         migrate(path, "")
     script = _guide_script(tmp_path)
     with pytest.raises(MigrateError, match=r"takes no arguments; `--call` is for FILE"):
@@ -896,3 +897,51 @@ def test_a_module_level_statement_that_cannot_migrate_is_named_by_the_scripts_li
         migrate(path, "")
     assert "__qp_migrate_" not in str(info.value)
     assert not list(tmp_path.glob("*__qp_migrate_*"))
+
+
+def test_a_pipeline_inline_in_a_training_function_migrates_where_it_stands(tmp_path):
+    """``fully_connected_preloaded_var.py``'s shape (NOTE [ Migrating an inline
+    pipeline ]): run_training is never called to trace it; its pipeline, inside its
+    own Graph block and before the model, is replaced in place; the variables it reads
+    are loaded by the session code, so the Dataset is read through an initializable
+    iterator started where start_queue_runners was. The training losses are the same."""
+    path = os.path.join(ROOT, "tests", "scripts", "preloaded_var_training.py")
+    out = tmp_path / "migrated_training.py"
+    result = migrate(path, "run_training", call="*training_data()", out=str(out))
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason == (
+        "ordered; the session's variable loads run in each side's session before it is read"
+    )
+    assert result.function == "run_training() (inline)"
+    lines = open(path).read().splitlines()
+    producer = 1 + next(i for i, text in enumerate(lines) if "slice_input_producer(" in text)
+    assert any(s.line == producer and s.legacy == "slice_input_producer" for s in result.steps)
+    source = out.read_text()
+    for line in (
+        "            records = tf.data.Dataset.from_tensor_slices((input_images, input_labels))\n",
+        "        iterator = tf.compat.v1.data.make_initializable_iterator(dataset)\n",
+        "        batch_images, batch_labels = iterator.get_next()\n",
+        "        sess.run(iterator.initializer)\n",
+        "            while True:\n",
+    ):
+        assert line in source, source
+    training = source[source.index("def run_training(") : source.index("if __name__")]
+    for gone in ("Coordinator", "start_queue_runners", "coord.", "slice_input_producer"):
+        assert gone not in training, training
+    assert "_inline_pipeline" not in source and "_load_variables" not in source
+    with pytest.raises(MigrateError, match="is not imported"):
+        result.load()
+    spec = importlib.util.spec_from_file_location("migrated_training", out)
+    migrated = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(migrated)
+    data = result.original.training_data()
+    original = _trace_module(path)
+    assert migrated.run_training(*data) == original.run_training(*data)
+    assert len(migrated.run_training(*data, num_epochs=1)) == 6  # 24 examples by 4
+
+
+def _trace_module(path):
+    from queue_pipeline._migrate import trace as _trace  # noqa: PLC0415
+
+    module, _ = _trace.load_module(path)
+    return module

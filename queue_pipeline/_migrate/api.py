@@ -162,9 +162,10 @@ def migrate(
       path: a Python file.
       function: the module-level function that builds the legacy pipeline and
         returns its batch (or per-record) tensors; empty: the pipeline the
-        script builds at module level (NOTE [ Migrating a module-level
-        pipeline ]: the script is never imported, its session code is changed
-        as a caller's is).
+        script builds at module level. A function that runs its own session
+        (a training function with the pipeline inline) and the module level
+        are never run to trace them: NOTE [ Migrating an inline pipeline ]
+        in script.py; their session code is changed as a caller's is.
       call: its arguments, as written in a call (``"'train.tfrecords', 32"``);
         evaluated in the module's namespace.
       args, kwargs: its arguments as values (instead of `call`).
@@ -220,10 +221,10 @@ def migrate(
             )
         if call is not None and (args is not None or kwargs is not None):
             raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
-        if not function:
-            return _migrate_script(
-                path, call, args, kwargs, target, in_place, verify, epochs, max_batches,
-                batch_decode,
+        if not function or _holds_session_code(path, function):
+            return _migrate_inline(
+                path, function or None, call, args, kwargs, target, in_place, verify, epochs,
+                max_batches, batch_decode,
             )  # fmt: skip
         module, _ = _trace.load_module(path)
         if call is not None or (args is None and kwargs is None):
@@ -247,15 +248,108 @@ def migrate(
         )  # fmt: skip
 
 
-def _migrate_script(
-    path, call, args, kwargs, target, in_place, verify, epochs, max_batches, batch_decode
-) -> MigrationResult:
-    """A script's module-level pipeline: NOTE [ Migrating a module-level pipeline ]."""
-    if call or args or kwargs:
+def _migrate_inline(
+    path, function, call, args, kwargs, target, in_place, verify, epochs, max_batches,
+    batch_decode,
+) -> MigrationResult:  # fmt: skip
+    """A pipeline built beside its session code: NOTE [ Migrating an inline pipeline ].
+
+    `function` is the function that holds both, or None for the module level.
+    """
+    if function is None and (call or args or kwargs):
         raise MigrateError(
             f"{_API}: a script's module-level pipeline takes no arguments; `--call` is for "
             "FILE.py:FUNCTION."
         )
+    real, original = _read_source(path)
+    copy = _script.copy_path_for(real)
+    wrapped = _script.wrap(original, real, function)
+    try:
+        traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs)
+        outputs = traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
+        tensors = [
+            n for n, v in zip(wrapped.names, outputs) if isinstance(v, (tf.Tensor, tf.SparseTensor))
+        ]
+        if tensors and tensors != wrapped.names:  # e.g. the reader's `key`, a queue
+            wrapped = _script.wrap(original, real, function, tensors)
+            traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs)
+        rewrite, verdict, notes = _rewrite_and_prove(
+            traced, wrapped.source, verify, batch_decode, args, kwargs, epochs, max_batches
+        )
+        source, removed = _script.unwrap(
+            wrapped, original, rewrite.source, rewrite.function,
+            initializable=_reads_variables(traced),
+        )  # fmt: skip
+    except MigrateError as e:
+        raise MigrateError(_script.map_lines(str(e), wrapped, copy, real)) from e
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(copy)
+    steps = [
+        dataclasses.replace(step, line=wrapped.script_line(step.line)) if step.line else step
+        for step in rewrite.steps
+        if not step.legacy.startswith(f"return {', '.join(wrapped.names)}")
+    ]
+    differences = [d for d in rewrite.differences if _script.LOADER not in d]
+    if _script.LOADER in rewrite.source:
+        differences.append(
+            "the pipeline reads variables: it is read through "
+            "tf.compat.v1.data.make_initializable_iterator, initialized where "
+            "start_queue_runners was (after the variables are loaded)"
+        )
+        if verdict is not None:
+            verdict = dataclasses.replace(
+                verdict,
+                reason=verdict.reason.replace(
+                    f"{_script.LOADER} run", "the session's variable loads run"
+                ),
+            )
+    where = f"{function}()" if function else "the script"
+    if removed:
+        steps.append(codegen.Step(0, f"the session code of {where}", "; ".join(removed)))
+    fix = functools.partial(_script.map_lines, wrapped=wrapped, copy_path=copy, script_path=real)
+    name = f"{function}() (inline)" if function else "(module level)"
+    return _finish(
+        path, original, source, target, in_place,
+        dataclasses.replace(rewrite, function=name), steps,
+        [fix(d) for d in rewrite.dropped], [fix(d) for d in differences + notes],
+        verdict, traced.module, script=True,
+    )  # fmt: skip
+
+
+def _holds_session_code(path: str, function: str) -> bool:
+    """Whether `function` of the file runs a Session or queue runners itself (never call it)."""
+    import libcst as cst  # noqa: PLC0415 - the migration's own dependency
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            module = cst.parse_module(f.read())
+    except (OSError, cst.ParserSyntaxError):
+        return False  # the usual path reports it
+    return any(
+        isinstance(s, cst.FunctionDef) and s.name.value == function and _script.has_session_code(s)
+        for s in module.body
+    )
+
+
+def _reads_variables(traced: _trace.Trace) -> bool:
+    """Whether the traced pipeline builds variables of its own (no one-shot iterator reads them).
+
+    The epoch counters of producers are local variables: they are not counted.
+    """
+    leaves = [
+        t for t in tf.nest.flatten(traced.outputs, expand_composites=True) if hasattr(t, "graph")
+    ]
+    if not leaves:
+        return False
+    graph = leaves[0].graph
+    counters = {v.op.name for v in graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)}
+    kinds = {"VariableV2", "VarHandleOp", "Variable"}
+    return any(op.type in kinds and op.name not in counters for op in graph.get_operations())
+
+
+def _read_source(path: str) -> tuple[str, str]:
+    """The real path of a Python file and its text, checked to parse."""
     real = os.path.realpath(path)
     if not os.path.isfile(real):
         raise MigrateError(f"{_API}: `FILE` {path!r} does not exist. Fix: give a Python file.")
@@ -268,50 +362,21 @@ def _migrate_script(
             f"{_API}: {real}:{e.lineno}: the file does not parse ({e.msg}). Fix: give a "
             "Python file that runs."
         ) from e
-    copy = _script.copy_path_for(real)
-    wrapped = _script.wrap(original, real)
-    try:
-        traced = _trace_copy(copy, wrapped)
-        outputs = traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
-        tensors = [
-            n for n, v in zip(wrapped.names, outputs) if isinstance(v, (tf.Tensor, tf.SparseTensor))
-        ]
-        if tensors and tensors != wrapped.names:  # e.g. the reader's `key`, a queue
-            wrapped = _script.wrap(original, real, tensors)
-            traced = _trace_copy(copy, wrapped)
-        rewrite, verdict, notes = _rewrite_and_prove(
-            traced, wrapped.source, verify, batch_decode, (), {}, epochs, max_batches
-        )
-    except MigrateError as e:
-        raise MigrateError(_script.map_lines(str(e), wrapped, copy, real)) from e
-    finally:
-        with contextlib.suppress(OSError):
-            os.remove(copy)
-    source, removed = _script.unwrap(wrapped, rewrite.source, rewrite.function)
-    steps = [
-        dataclasses.replace(step, line=wrapped.script_line(step.line)) if step.line else step
-        for step in rewrite.steps
-        if step.legacy != f"return {', '.join(wrapped.names)}"
-    ]
-    if removed:
-        steps.append(codegen.Step(0, "the script's session code", "; ".join(removed)))
-    fix = functools.partial(_script.map_lines, wrapped=wrapped, copy_path=copy, script_path=real)
-    return _finish(
-        path, original, source, target, in_place,
-        dataclasses.replace(rewrite, function="(module level)"), steps,
-        [fix(d) for d in rewrite.dropped], [fix(d) for d in rewrite.differences + notes],
-        verdict, traced.module, script=True,
-    )  # fmt: skip
+    return real, original
 
 
-def _trace_copy(copy: str, wrapped) -> _trace.Trace:
-    """Writes the wrapped copy of a script and traces its pipeline function."""
+def _trace_copy(copy: str, wrapped, call, args, kwargs) -> tuple[_trace.Trace, tuple, dict]:
+    """Writes the wrapped copy of a file and traces its pipeline function with the arguments."""
     with open(copy, "w", encoding="utf-8") as f:
         f.write(wrapped.source)
     name = os.path.splitext(os.path.basename(copy))[0]
     for key in [k for k in sys.modules if k == name or k.endswith("." + name)]:
         del sys.modules[key]  # a first copy, traced before its names were narrowed
-    return _trace.trace(copy, _script.WRAPPER)
+    module, _ = _trace.load_module(copy)
+    if call is not None or (args is None and kwargs is None):
+        args, kwargs = _trace.parse_call(module, call)
+    args, kwargs = tuple(args or ()), dict(kwargs or {})
+    return _trace.trace(copy, _script.WRAPPER, args, kwargs), args, kwargs
 
 
 def _rewrite_and_prove(traced, original, verify, batch_decode, args, kwargs, epochs, max_batches):

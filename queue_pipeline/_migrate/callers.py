@@ -73,6 +73,7 @@ class _Caller(cst.CSTTransformer):
         self.replaced = 0
         self.removed: list[str] = []
         self.removed_nodes: list[cst.CSTNode] = []  # the statements removed
+        self.initializer = ""  # an iterator's initializer to run in place of the runners
         self.keep_queues = False
         self.datasets: list[cst.Call] = []  # f_dataset(...) calls to assign first
         self.name = "dataset"
@@ -184,6 +185,23 @@ class _Caller(cst.CSTTransformer):
             return updated
         small = updated.body[0]
         value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
+        if self.initializer and isinstance(value, cst.Call):
+            if callee(value) == "start_queue_runners":
+                # where the inputs were ready: the iterator starts there instead
+                sess = next(
+                    (a.value for a in value.args if a.keyword is None or a.keyword.value == "sess"),
+                    None,
+                )
+                runner = (
+                    cst.Module([]).code_for_node(sess)
+                    if sess is not None
+                    else "tf.compat.v1.get_default_session()"
+                )
+                line = f"{runner}.run({self.initializer})"
+                self.removed.append(f"{_statement_text(updated)} -> {line}")
+                return cst.parse_statement(line + "\n").with_changes(
+                    leading_lines=updated.leading_lines
+                )
         if isinstance(small, cst.Assign) and isinstance(value, cst.Call):
             if callee(value) in ("Coordinator", "start_queue_runners"):
                 self.removed.append(_statement_text(updated))
@@ -299,28 +317,57 @@ def rewrite_callers(
     return module.with_changes(body=body).code, notes
 
 
-def drop_queue_runners(source: str) -> tuple[str, list[str]]:
-    """Module-level session code without its Coordinator lines, when it builds no queue.
+def drop_queue_runners(
+    source: str, scope: str | None, initializer: str = "", datasets: frozenset[str] = frozenset()
+) -> tuple[str, list[str]]:
+    """`source` with the Coordinator lines of one scope removed, when it builds no queue.
 
-    The part of a script after its migrated module-level pipeline
-    (NOTE [ Migrating a module-level pipeline ] in script.py), changed as a
-    caller's body is: the Coordinator, ``start_queue_runners`` and
-    ``coord.join`` lines go, ``while not coord.should_stop():`` becomes
-    ``while True:``.
+    The session code around an inline pipeline that was migrated (NOTE
+    [ Migrating an inline pipeline ] in script.py) changes as a caller's body
+    does: the Coordinator, ``start_queue_runners`` and ``coord.join`` lines
+    go, ``while not coord.should_stop():`` becomes ``while True:``.
+
+    Args:
+      source: the file's text.
+      scope: the function holding the session code, or None for the module's
+        own statements (its functions and classes left alone).
+      initializer: an initializable iterator's initializer
+        (``iterator.initializer``), run where ``start_queue_runners`` was (the
+        place where the program's inputs are ready, e.g. its variables loaded).
+      datasets: the names of the migrated code's Datasets (their ``batch``
+        and ``shuffle`` calls build no queue).
 
     Returns:
       The new source and what changed.
     """
     module = cst.parse_module(source)
-    calls = [c for c in m.findall(module, m.Call()) if isinstance(c, cst.Call)]
-    transformer = _Caller("", "")
-    transformer.keep_queues = bool({callee(c) for c in calls} & _QUEUE_NAMES)
-    if transformer.keep_queues:
+    targets: list[cst.BaseStatement]
+    if scope is not None:
+        targets = [
+            s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == scope
+        ]
+    else:
+        targets = [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    calls = [c for t in targets for c in m.findall(t, m.Call()) if isinstance(c, cst.Call)]
+    queues = {
+        callee(c)
+        for c in calls
+        if not (
+            isinstance(c.func, cst.Attribute)
+            and isinstance(c.func.value, cst.Name)
+            and c.func.value.value in datasets
+        )
+    }
+    if queues & _QUEUE_NAMES:
         return source, ["Coordinator kept: another queue pipeline remains"]
+    transformer = _Caller("", "")
+    transformer.initializer = initializer
     for c in calls:
         if callee(c) == "Coordinator":
-            transformer.coords |= _assigned_to(module, c)
-    return module.visit(transformer).code, transformer.removed
+            transformer.coords |= {n for t in targets for n in _assigned_to(t, c)}
+    body = [s.visit(transformer) if any(s is t for t in targets) else s for s in module.body]
+    new = module.with_changes(body=[s for s in body if isinstance(s, cst.BaseStatement)])
+    return new.code, transformer.removed
 
 
 def _assigned_to(scope: cst.CSTNode, call: cst.Call) -> set[str]:

@@ -1,8 +1,9 @@
-"""A script whose pipeline is built at module level: wrapped in a function, migrated, unwrapped.
+"""A pipeline built inline, beside its session code: wrapped in a function, migrated, put back.
 
-NOTE [ Migrating a module-level pipeline ]
-The "Reading data" guide's CSV example builds its pipeline at module level
-and reads it in a ``with tf.Session()`` block below::
+NOTE [ Migrating an inline pipeline ]
+Two shapes build the pipeline in the same code that runs it. The "Reading
+data" guide's CSV example builds it at module level and reads it in a
+``with tf.Session()`` block below::
 
     filename_queue = tf.train.string_input_producer(["file0.csv", "file1.csv"])
     reader = tf.TextLineReader()
@@ -12,34 +13,35 @@ and reads it in a ``with tf.Session()`` block below::
 
     with tf.Session() as sess:
         coord = tf.train.Coordinator()
-        threads = tf.train.start_queue_runners(coord=coord)
-        for i in range(1200):
-            example, label = sess.run([features, col5])
-        coord.request_stop()
-        coord.join(threads)
+        ...
 
-Importing such a script would run its session code, so it is never imported.
-The *region* is the run of top-level statements from the first one that
-builds a queue (a producer, a reader, a batching call, a queue) up to the
-first one that is session code (it creates a Session, a Coordinator or
-starts the runners) or a block other than ``with`` (a function, a class, a
-loop, an ``if``, a ``try``), less the statements at its end that assign
-nothing (a ``print(features)``: they use the pipeline). :func:`wrap` writes
-a copy of the script made of everything before the region and the region as
-the body of a function,
-``def _module_pipeline(): ... return features, col5``, returning the
-region's names that the rest of the script reads (in the order it first
-reads them; those that are no tensors are dropped after a first run). The
-rest of the script is left out, so only the statements before the region
-run, as when the script's module is imported. That function is migrated
-and proven as any other. :func:`unwrap` writes the script back: the same
-statements before the region (with the versions of the helpers they
-define), the region replaced by the body of ``_module_pipeline_dataset``
-at module level, ending in ``dataset = ...`` and ``features, col5 =
-tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()``, and the
-rest with its Coordinator lines removed as in a caller (NOTE [ Rewriting
-the callers of a migrated function ]). Line numbers in the report are the
-script's own.
+and ``fully_connected_preloaded_var.py`` builds it inside ``run_training()``,
+in ``with tf.Graph().as_default():`` before the model and the training
+loop. Neither may be run to trace it: importing the script, or calling the
+function, would run its session code. So the *region* is found in the
+source: in the script's statements (or the function's), descending into the
+``with`` block that holds both the first statement building a queue (a
+producer, a reader, a batching call, a queue) and session code (a Session, a
+Coordinator, ``start_queue_runners``), it runs from that first statement up
+to the first one that is session code or a block other than ``with``; when
+it batches, it ends with the last statement that batches (what follows is
+the model), and statements at its end that assign nothing (a ``print``) are
+left out of it.
+
+:func:`wrap` writes a copy of the file in which a new function,
+``_inline_pipeline`` (with the enclosing function's parameters, if any),
+holds the statements that come before the region in its blocks (those with no
+session code) and the region, and returns the region's names that the code
+after it reads, in the order it first reads them (those that are no tensors
+are dropped after a first run). The copy is imported with everything after
+the region left out, so only what precedes it runs. That function is
+migrated and proven as any other. :func:`unwrap` puts the tf.data version's
+body in the region's place, at its indentation, ending in ``dataset = ...``
+and ``features, col5 =
+tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()``, and removes
+the Coordinator lines of the session code around it as in a caller (NOTE
+[ Rewriting the callers of a migrated function ]). Line numbers in the
+report are the file's own.
 """
 
 from __future__ import annotations
@@ -50,15 +52,17 @@ import re
 
 import libcst as cst
 import libcst.matchers as m
+from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API, BATCHING, PRODUCERS, READER_CLASSES
 from queue_pipeline._migrate.callers import drop_queue_runners
-from queue_pipeline._migrate.syntax import assigned_names, callee
+from queue_pipeline._migrate.syntax import assigned_names, callee, string_lines
 from queue_pipeline._migrate.trace import MigrateError
 
-__all__ = ["WRAPPER", "Wrapped", "unwrap", "wrap"]
+__all__ = ["LOADER", "WRAPPER", "Wrapped", "has_session_code", "unwrap", "wrap"]
 
-WRAPPER = "_module_pipeline"
+WRAPPER = "_inline_pipeline"
+LOADER = "_load_variables"  # the wrapper's loader: the session's variable loads
 
 _BUILDERS = frozenset(
     PRODUCERS
@@ -66,6 +70,7 @@ _BUILDERS = frozenset(
     + READER_CLASSES
     + ("slice_input_producer", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue")
 )
+_BATCHING = frozenset(BATCHING)
 _SESSION_CODE = frozenset(
     {
         "Session",
@@ -82,144 +87,321 @@ _SESSION_CODE = frozenset(
 
 @dataclasses.dataclass
 class Wrapped:
-    """A script's copy with its module-level pipeline as a function.
+    """A copy of the file with its inline pipeline as the function ``_inline_pipeline``.
 
     Attributes:
-      source: the copy: the statements before the region, then
-        ``def _module_pipeline():`` with the region and its return.
-      names: what the function returns (the region's names the rest reads).
-      prologue: the script's text before the region.
-      rest: the script's text after the region.
-      first_line: the region's first line in the script (1-based).
+      source: the copy's text (the file up to the region's scope, then the
+        function).
+      names: what the function returns (the region's names read after it).
+      lines: for each line of the copy, the file's line (0: none).
+      region: the file's lines of the region, first and last (1-based; the
+        first includes the comments and blank lines above it).
+      indent: the region's indentation.
+      unit: the file's indentation unit.
+      scope: the enclosing function's name, or None at module level.
       lead: the blank lines and comments above the region's first statement.
+      prologue_lines: how many of the file's first lines the copy starts with.
+      before: the statements copied into the function from before the region
+        (they stay where they are in the file).
     """
 
     source: str
     names: list[str]
-    prologue: str
-    rest: str
-    first_line: int
+    lines: list[int]
+    region: tuple[int, int]
+    indent: str
+    unit: str
+    scope: str | None
     lead: str = ""
+    prologue_lines: int = 0
+    before: list = dataclasses.field(default_factory=list)
 
     def script_line(self, line: int) -> int:
-        """The script's line for `line` of the copy (the ``def`` line shifts the region by one)."""
-        prologue_lines = self.prologue.count("\n")
-        return line - 1 if line > prologue_lines + 1 else line
+        """The file's line for `line` of the copy (itself where the copy has no such line)."""
+        if 1 <= line <= len(self.lines) and self.lines[line - 1]:
+            return self.lines[line - 1]
+        return line
 
 
 def _calls(node: cst.CSTNode) -> set[str]:
     return {callee(c) for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)}
 
 
+def has_session_code(node: cst.CSTNode) -> bool:
+    """Whether `node` creates a Session or a Coordinator, or starts queue runners."""
+    return bool(_calls(node) & _SESSION_CODE)
+
+
 def _ends_region(stmt: cst.CSTNode) -> bool:
-    if _calls(stmt) & _SESSION_CODE:
-        return True
-    return not isinstance(stmt, (cst.SimpleStatementLine, cst.With))
+    return has_session_code(stmt) or not isinstance(stmt, (cst.SimpleStatementLine, cst.With))
 
 
-def wrap(source: str, path: str, names: list[str] | None = None) -> Wrapped:
-    """The copy of the script at `path` (text `source`) that :mod:`trace` can call.
+def _find(stmts: list) -> tuple[list, int, int, list] | None:
+    """(the statements holding the region, its start, its end, the blocks on the way) or None."""
+    start = next((i for i, s in enumerate(stmts) if _calls(s) & _BUILDERS), None)
+    if start is None:
+        return None
+    first = stmts[start]
+    if isinstance(first, cst.With) and has_session_code(first):
+        assert isinstance(first.body, cst.IndentedBlock)
+        inner = _find(list(first.body.body))
+        if inner is None:
+            return None
+        block, s, e, path = inner
+        return block, s, e, [(stmts, start), *path]
+    end = next((i for i in range(start, len(stmts)) if _ends_region(stmts[i])), len(stmts))
+    batching = [i for i in range(start, end) if _calls(stmts[i]) & _BATCHING]
+    if batching:
+        end = batching[-1] + 1  # what follows the last batching call is the model
+    while end - 1 > start and not assigned_names(stmts[end - 1]):
+        end -= 1  # a statement that only uses the tensors (a print) comes after
+    return stmts, start, end, []
+
+
+def _variable_loads(after: list, region_names: set[str]) -> tuple[str, list] | None:
+    """The session's ``sess.run(v.initializer, feed_dict=...)`` lines for the region's variables.
+
+    The preloaded-variable program feeds its arrays to its variables after
+    the initializers; the wrapper returns these lines as a loader
+    (``_load_variables(sess)``), so the proof runs them in each side's session.
+    """
+    receiver = None
+    loads = []
+    for st in after:
+        if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+            continue
+        expr = st.body[0]
+        call = expr.value if isinstance(expr, cst.Expr) else None
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "run"
+            and isinstance(call.func.value, cst.Name)
+        ):
+            continue
+        initialized = [
+            a.value.value
+            for a in m.findall(call, m.Attribute(attr=m.Name("initializer")))
+            if isinstance(a, cst.Attribute) and isinstance(a.value, cst.Name)
+        ]
+        if initialized and set(initialized) <= region_names:
+            if receiver not in (None, call.func.value.value):
+                break
+            receiver = call.func.value.value
+            loads.append(st)
+    return (receiver, loads) if receiver is not None else None
+
+
+def _render(stmts: list, unit: str, positions, depth: int = 1) -> tuple[str, list[int]]:
+    """`stmts` as code indented `depth` units, and the file's line of each line."""
+    text: list[str] = []
+    lines: list[int] = []
+    module = cst.Module([], default_indent=unit)
+    for st in stmts:
+        code = module.code_for_node(st)
+        first = positions[st].start.line - len(st.leading_lines)
+        in_string = string_lines(code)
+        for k, line in enumerate(code.splitlines(keepends=True)):
+            keep = (k + 1) in in_string or not line.strip()
+            text.append(line if keep else "    " * depth + line)
+            lines.append(first + k)
+    return "".join(text), lines
+
+
+def wrap(source: str, path: str, function: str | None, names: list[str] | None = None) -> Wrapped:
+    """The copy of the file at `path` (text `source`) whose ``_inline_pipeline`` trace can call.
 
     Args:
+      function: the function that holds the pipeline and its session code, or
+        None for the module level.
       names: what the function returns; None: every name the region assigns
-        and the rest of the script reads.
+        and the code after it reads.
 
     Raises:
-      MigrateError: the script builds no queue at module level, or the rest
-        reads none of the region's names.
+      MigrateError: no queue is built there, or the code after the pipeline
+        reads none of its names.
     """
-    module = cst.parse_module(source)
-    body = list(module.body)
-    start = next((i for i, s in enumerate(body) if _calls(s) & _BUILDERS), None)
-    if start is None:
+    wrapper = cst.MetadataWrapper(cst.parse_module(source))
+    module = wrapper.module
+    positions = wrapper.resolve(PositionProvider)
+    unit = module.default_indent
+    where = f"{path} at module level"
+    scope_stmts: list[cst.BaseStatement] = list(module.body)
+    params = ""
+    fn = None
+    if function is not None:
+        fn = next(
+            (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == function),
+            None,
+        )
+        if fn is None or not isinstance(fn.body, cst.IndentedBlock):
+            raise MigrateError(f"{API}: {path} defines no module-level function {function!r}.")
+        where = f"{path}:{positions[fn].start.line}: {function}()"
+        scope_stmts = list(fn.body.body)
+        params = cst.Module([]).code_for_node(fn.params)
+    found = _find(scope_stmts)
+    if found is None:
         raise MigrateError(
-            f"{API}: {path} builds no queue pipeline at module level (no producer, reader or "
-            "batching call outside its functions). Fix: name the function that builds it "
+            f"{API}: {where} builds no queue pipeline (no producer, reader or batching call "
+            "before its session code). Fix: name the function that builds it "
             "(FILE.py:FUNCTION)."
         )
-    end = next((i for i in range(start, len(body)) if _ends_region(body[i])), len(body))
-    while end - 1 > start and not assigned_names(body[end - 1]):
-        end -= 1  # a statement that only uses the tensors (a print) belongs to the rest
-    code = module.code_for_node
-    prologue = "".join(code(line) for line in module.header)
-    prologue += "".join(code(s) for s in body[:start])
-    region = "".join(code(s) for s in body[start:end])
-    rest = "".join(code(s) for s in body[end:]) + "".join(code(line) for line in module.footer)
+    block, start, end, path_blocks = found
+    region = block[start:end]
+    after: list = [*block[end:]]
+    for stmts, index in reversed(path_blocks):
+        after += stmts[index + 1 :]
+    if fn is None:
+        after = [s for s in after if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    assigned = {n for s in region for n in assigned_names(s)}
+    loads = _variable_loads(after, assigned)
     if names is None:
-        assigned = {n for s in body[start:end] for n in assigned_names(s)}
-        read = [
-            n.value for n in m.findall(cst.Module(body[end:]), m.Name()) if isinstance(n, cst.Name)
-        ]
+        rest = [s for s in after if loads is None or not any(s is x for x in loads[1])]
+        read = [n.value for s in rest for n in m.findall(s, m.Name()) if isinstance(n, cst.Name)]
         names = list(dict.fromkeys(n for n in read if n in assigned))
+    first_line = positions[region[0]].start.line
     if not names:
         raise MigrateError(
-            f"{API}: {path}:{_line_of(prologue)}: the script's code after its pipeline reads "
-            "none of the tensors the pipeline builds. Fix: name the function that builds it "
-            "(FILE.py:FUNCTION)."
+            f"{API}: {path}:{first_line}: the code after the pipeline reads none of the "
+            "tensors it builds. Fix: name the function that builds it (FILE.py:FUNCTION)."
         )
-    indented = "".join(
-        ("    " + line if line.strip() else line) for line in region.splitlines(keepends=True)
+    # Before the region: the file up to its scope, then each block's earlier statements.
+    top = fn if fn is not None else region[0]
+    top_index = next(i for i, s in enumerate(module.body) if s is top or _contains(s, top))
+    if fn is None and path_blocks:
+        top_index = path_blocks[0][1]
+    prologue_stmts = list(module.body[:top_index])
+    prologue = "".join(cst.Module([]).code_for_node(line) for line in module.header)
+    prologue += "".join(
+        cst.Module([], default_indent=unit).code_for_node(s) for s in prologue_stmts
     )
+    lines = list(range(1, prologue.count("\n") + 1))
+    before: list = []
+    for stmts, index in path_blocks:
+        before += [s for s in stmts[:index] if not has_session_code(s)]
+    before += [s for s in block[:start] if not has_session_code(s)]
+    if fn is not None:
+        before = [s for s in before if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    body, body_lines = _render(before + region, unit, positions)
     returned = ", ".join(names)
-    wrapped = f"{prologue}def {WRAPPER}():\n{indented}    return {returned}\n"
-    lead = "".join(code(line) for line in body[start].leading_lines)
-    return Wrapped(wrapped, names, prologue, rest, _line_of(prologue), lead)
+    loader = ""
+    loader_lines: list[int] = []
+    if loads:
+        receiver, stmts = loads
+        code, loader_lines = _render(stmts, unit, positions, depth=2)
+        loader = f"    def {LOADER}({receiver}):\n{code}"
+        loader_lines = [0, *loader_lines]
+        returned += f", {LOADER}"
+    text = f"{prologue}def {WRAPPER}({params}):\n{body}{loader}    return {returned}\n"
+    lines += [0, *body_lines, *loader_lines, 0]
+    lead = "".join(cst.Module([]).code_for_node(line) for line in region[0].leading_lines)
+    first = first_line - len(region[0].leading_lines)
+    last = positions[region[-1]].end.line
+    indent = unit * (len(path_blocks) + (1 if fn is not None else 0))
+    return Wrapped(
+        text, names, lines, (first, last), indent, unit, function, lead,
+        prologue.count("\n"), before,
+    )  # fmt: skip
 
 
-def _line_of(prologue: str) -> int:
-    return prologue.count("\n") + 1
+def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
+    return bool(m.findall(node, m.MatchIfTrue(lambda n: n is target)))
 
 
-def unwrap(wrapped: Wrapped, migrated_source: str, new_function: str) -> tuple[str, list[str]]:
-    """The script with its region replaced by `new_function`'s body, at module level.
+def unwrap(
+    wrapped: Wrapped,
+    original: str,
+    migrated_source: str,
+    new_function: str,
+    *,
+    initializable: bool = False,
+) -> tuple[str, list[str]]:
+    """The file with its region replaced by `new_function`'s body, at the region's place.
 
     Args:
       wrapped: what :func:`wrap` returned.
+      original: the file's text.
       migrated_source: the copy with the migrated functions inserted (the
         rewriter's ``source``).
       new_function: the name of the region's tf.data version.
+      initializable: the pipeline reads variables: it is read through an
+        initializable iterator, initialized where the runners were started.
 
     Returns:
-      The new script and what changed in the rest of it.
+      (the new text, what changed in the session code).
     """
     module = cst.parse_module(migrated_source)
     fn = next(
         s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == new_function
     )
-    header = f"def {WRAPPER}():"
-    prologue = migrated_source[: migrated_source.index(header)]
     assert isinstance(fn.body, cst.IndentedBlock)  # the rewriter writes blocks
     statements = list(fn.body.body)
     last = statements[-1]
-    assert m.matches(last, m.SimpleStatementLine(body=[m.Return()]))
-    returned = last.body[0].value  # type: ignore[attr-defined]
+    returned = (
+        last.body[0].value
+        if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], cst.Return)
+        else None
+    )
+    if isinstance(returned, cst.Tuple):  # (dataset, _load_variables): the loads stay put
+        returned = returned.elements[0].value
+        statements = [
+            st
+            for st in statements
+            if not (isinstance(st, cst.FunctionDef) and st.name.value == LOADER)
+        ]
+    assert returned is not None
+    # The copy's text before the wrapper is the file's first `prologue_lines`
+    # lines with the helpers' versions inserted.
+    helpers = migrated_source[: migrated_source.index(f"def {WRAPPER}(")]
+    code = cst.Module([], default_indent=wrapped.unit).code_for_node
+    copied = {_bare(code(s)) for s in wrapped.before}
+    kept = [st for st in statements[:-1] if _bare(code(st)) not in copied]
     used = {
-        n.value
-        for n in m.findall(cst.parse_module(wrapped.rest), m.Name())
-        if isinstance(n, cst.Name)
+        n.value for n in m.findall(cst.parse_module(original), m.Name()) if isinstance(n, cst.Name)
     }
     var = next(n for n in ("dataset", "input_dataset", "migrated_dataset") if n not in used)
-    code = cst.Module([]).code_for_node
-    if isinstance(returned, cst.Tuple):  # (dataset, load): a preloaded variable's loader
-        raise MigrateError(
-            f"{API}: the module-level pipeline returns loaders beside its batches; "
-            "move it into a function and migrate that (FILE.py:FUNCTION)."
-        )
-    body = "".join(code(st) for st in _at_module_level(statements[:-1]))
+    body = "".join(code(st) for st in _spaced(kept, top=wrapped.indent == ""))
     if wrapped.lead and not body.startswith(wrapped.lead):
         body = wrapped.lead + body  # the blank line or comment above the region
-    targets = ", ".join(wrapped.names)
-    tail = (
-        f"{var} = {code(returned)}\n"
-        f"{targets} = tf.compat.v1.data.make_one_shot_iterator({var}).get_next()\n"
+    body += f"{var} = {code(returned)}\n"
+    initializer = ""
+    if initializable:  # a one-shot iterator cannot capture a variable
+        it = next(n for n in ("iterator", "input_iterator", "dataset_iterator") if n not in used)
+        body += f"{it} = tf.compat.v1.data.make_initializable_iterator({var})\n"
+        body += f"{', '.join(wrapped.names)} = {it}.get_next()\n"
+        initializer = f"{it}.initializer"
+    else:
+        iterator = f"tf.compat.v1.data.make_one_shot_iterator({var}).get_next()"
+        body += f"{', '.join(wrapped.names)} = {iterator}\n"
+    in_string = string_lines(body)
+    body = "".join(
+        line if (k + 1) in in_string or not line.strip() else wrapped.indent + line
+        for k, line in enumerate(body.splitlines(keepends=True))
     )
-    rest, removed = drop_queue_runners(wrapped.rest)
-    blank = "" if rest.startswith("\n") else "\n"
-    return prologue + body + tail + blank + rest, removed
+    lines = original.splitlines(keepends=True)
+    first, last_line = wrapped.region
+    new = (
+        helpers
+        + "".join(lines[wrapped.prologue_lines : first - 1])
+        + body
+        + "".join(lines[last_line:])
+    )
+    datasets = frozenset(n for st in kept for n in assigned_names(st)) | {var}
+    return drop_queue_runners(new, wrapped.scope, initializer, datasets)
 
 
-def _at_module_level(statements: list) -> list:
-    """`statements` spaced as module-level code: two blank lines around each ``def``."""
+def _bare(code: str) -> str:
+    """A statement's code without the blank lines and comments above it."""
+    lines = code.splitlines()
+    while lines and (not lines[0].strip() or lines[0].lstrip().startswith("#")):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def _spaced(statements: list, *, top: bool) -> list:
+    """At module level, two blank lines around each ``def`` (as a formatter would)."""
+    if not top:
+        return statements
     two = [cst.EmptyLine(), cst.EmptyLine()]
     out = []
     after_def = False
@@ -233,7 +415,7 @@ def _at_module_level(statements: list) -> list:
 
 
 def map_lines(text: str, wrapped: Wrapped, copy_path: str, script_path: str) -> str:
-    """`text` with each ``<copy>:<line>`` as ``<script>:<its line>``."""
+    """`text` with each ``<copy>:<line>`` as ``<file>:<its line>``."""
     pattern = re.escape(copy_path) + r":(\d+)"
     return re.sub(
         pattern, lambda mt: f"{script_path}:{wrapped.script_line(int(mt.group(1)))}", text
@@ -241,7 +423,7 @@ def map_lines(text: str, wrapped: Wrapped, copy_path: str, script_path: str) -> 
 
 
 def copy_path_for(path: str) -> str:
-    """Where the wrapped copy goes: beside the script (its imports and ``__file__`` work)."""
+    """Where the wrapped copy goes: beside the file (its imports and ``__file__`` work)."""
     directory, base = os.path.split(os.path.realpath(path))
     stem = re.sub(r"\W", "_", os.path.splitext(base)[0])
     return os.path.join(directory, f"_{stem}__qp_migrate_{os.getpid()}.py")
