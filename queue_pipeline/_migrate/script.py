@@ -266,22 +266,22 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
             "tensors it builds. Fix: name the function that builds it (FILE.py:FUNCTION)."
         )
     # Before the region: the file up to its scope, then each block's earlier statements.
-    top = fn if fn is not None else region[0]
-    top_index = next(i for i, s in enumerate(module.body) if s is top or _contains(s, top))
-    if fn is None and path_blocks:
-        top_index = path_blocks[0][1]
+    if fn is not None:
+        top_index = next(i for i, s in enumerate(module.body) if s is fn)
+    else:
+        top_index = path_blocks[0][1] if path_blocks else start
     prologue_stmts = list(module.body[:top_index])
     prologue = "".join(cst.Module([]).code_for_node(line) for line in module.header)
     prologue += "".join(
         cst.Module([], default_indent=unit).code_for_node(s) for s in prologue_stmts
     )
     lines = list(range(1, prologue.count("\n") + 1))
-    before: list = []
-    for stmts, index in path_blocks:
-        before += [s for s in stmts[:index] if not has_session_code(s)]
-    before += [s for s in block[:start] if not has_session_code(s)]
-    if fn is not None:
-        before = [s for s in before if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    # The statements before the region in its blocks, but the module's own (the
+    # copy starts with them), and but session code.
+    levels = [*path_blocks, (block, start)]
+    if fn is None:
+        levels = levels[1:]
+    before = [s for stmts, index in levels for s in stmts[:index] if not has_session_code(s)]
     body, body_lines = _render(before + region, unit, positions)
     returned = ", ".join(names)
     loader = ""
@@ -302,10 +302,6 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         text, names, lines, (first, last), indent, unit, function, lead,
         prologue.count("\n"), before,
     )  # fmt: skip
-
-
-def _contains(node: cst.CSTNode, target: cst.CSTNode) -> bool:
-    return bool(m.findall(node, m.MatchIfTrue(lambda n: n is target)))
 
 
 def unwrap(
