@@ -99,6 +99,7 @@ def tf1_quick_run(tmp_path_factory):
     return json.loads(out.read_text()), done.stdout, done.stderr, out
 
 
+@pytest.mark.one_suite("the run is a --tf1 subprocess in either suite")
 @pytest.mark.slow
 def test_harness_tf1_quick_run_every_variant_with_mode_recorded(tf1_quick_run):
     """``--tf1``: every variant runs with v2 behaviour disabled (tf.data through a
@@ -128,6 +129,7 @@ def test_harness_child_measures_in_the_suites_mode(tmp_path):
         assert sample["tf_mode"] == ("tf1" if tf1_mode() else "tf2")
 
 
+@pytest.mark.one_suite("the run is a --tf1 subprocess in either suite")
 def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys):
     """report.py puts a TF 2.x run and a TF1 run side by side, every variant a row,
     with the ratios against tf_queue_1 and hand-written tf.data inside each run."""
