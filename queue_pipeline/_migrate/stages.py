@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 
 import libcst as cst
+import numpy as np
+import tensorflow as tf
 
 import queue_pipeline
 from queue_pipeline._migrate import chains, vectorize
@@ -33,6 +35,9 @@ from queue_pipeline._migrate.base import (
 from queue_pipeline._migrate.record_helpers import RecordHelpers
 
 __all__ = ["Stages"]
+
+# Above this, arrays held as graph constants are worth a note (NOTE in _note_large_constants).
+_LARGE_CONSTANT_BYTES = 64 * 2**20
 
 
 class Stages(RecordHelpers):
@@ -101,7 +106,35 @@ class Stages(RecordHelpers):
         self.steps.append(
             Step(fn.line(stmt), "slice_input_producer", " / ".join(chain.lines), chain.fates)
         )
+        self._note_large_constants(fn, stmt)
         return [f"{pad}{line}\n" for line in chain.lines]
+
+    def _note_large_constants(self, fn, stmt) -> None:
+        """Arrays held as graph constants: a Session reads a Dataset over them slowly.
+
+        Measured (benchmarks/preloaded_forms.py, 60,000 x 784 float32, either
+        TF mode): a one-shot iterator over the constants reads an epoch at 0.64x
+        TF's queue API (the constants are copied into the iterator's function);
+        from variables loaded from placeholders, through an initializable
+        iterator, at 36x. Eager iteration is not affected.
+        """
+        sizes = [
+            int(np.prod(t.shape.as_list())) * t.dtype.size
+            for node in self.trace.nodes
+            if node.kind == "slice_input_producer"
+            for t in node.inputs
+            if isinstance(t, tf.Tensor) and t.op.type == "Const" and t.shape.is_fully_defined()
+        ]
+        total = sum(sizes)
+        if total >= _LARGE_CONSTANT_BYTES:
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: slice_input_producer: its arrays "
+                f"({total / 2**20:.0f} MiB) are graph constants; read in a Session, a "
+                "one-shot iterator copies them into its function, and an epoch reads "
+                "slower than TF's queue API did (0.64x measured for 180 MiB). Hold them in "
+                "variables loaded from placeholders (the preloaded variable program, "
+                "through an initializable iterator: 36x), or iterate the Dataset eagerly"
+            )
 
     def _direct_helper(self, state: State, returns: str) -> str:
         """The record helper to map as it is, if the pending code only calls it and returns that.
