@@ -963,3 +963,34 @@ def test_arrays_held_as_large_graph_constants_get_a_note_with_the_measured_cost(
     assert not [d for d in result.differences if "graph constants" in d]
     result = migrate(path, "preloaded_variable", call=large, verify=False)
     assert not [d for d in result.differences if "graph constants" in d]  # variables
+
+
+def test_a_training_program_with_global_flags_migrates_with_them_at_their_defaults(tmp_path):
+    """FLAGS set in the ``__main__`` block, read by the inline pipeline: the copy runs
+    the block's flag parsing (not its ``app.run``); the migrated program trains alike."""
+    (tmp_path / "train.csv").write_text("".join(f"{i},{2 * i}\n" for i in range(7)))
+    script = tmp_path / "flags_reader_training.py"
+    script.write_text(open(os.path.join(ROOT, "tests", "scripts", script.name)).read())
+    out = tmp_path / "migrated.py"
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # the default file name is relative, as in the program
+    try:
+        result = migrate(str(script), "run_training", out=str(out))
+    finally:
+        os.chdir(cwd)
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason == "ordered"
+    source = out.read_text()
+    assert "filenames = tf.data.Dataset.from_tensor_slices(FLAGS.files)" in source
+    assert "xs, ys = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()" in source
+    assert "start_queue_runners" not in source and "FLAGS, unparsed = parser" in source
+    runs = [
+        subprocess.run(
+            [sys.executable, str(path), "--num_epochs", "3"],
+            capture_output=True, text=True, timeout=240, cwd=str(tmp_path),
+        )  # fmt: skip
+        for path in (script, out)
+    ]
+    assert runs[0].returncode == runs[1].returncode == 0, runs[1].stderr[-2000:]
+    assert runs[1].stdout == runs[0].stdout
+    assert runs[0].stdout.splitlines()[-1].startswith("done after 7 steps")  # 21 lines by 3

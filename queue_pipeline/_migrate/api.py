@@ -264,6 +264,10 @@ def _migrate_inline(
     real, original = _read_source(path)
     copy = _script.copy_path_for(real)
     wrapped = _script.wrap(original, real, function)
+    argv = sys.argv
+    # The copy and its migrated version parse the file's flags when imported
+    # (script._flag_setup): at their defaults, as for `python FILE.py`.
+    sys.argv = [real]
     try:
         traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs)
         outputs = traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
@@ -283,6 +287,7 @@ def _migrate_inline(
     except MigrateError as e:
         raise MigrateError(_script.map_lines(str(e), wrapped, copy, real)) from e
     finally:
+        sys.argv = argv
         with contextlib.suppress(OSError):
             os.remove(copy)
     steps = [

@@ -46,6 +46,7 @@ report are the file's own.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import re
@@ -158,6 +159,32 @@ def _find(stmts: list) -> tuple[list, int, int, list] | None:
     return stmts, start, end, []
 
 
+def _flag_setup(module: cst.Module, function: str | None) -> list:
+    """The ``if __name__ == "__main__":`` block's flag parsing, without what runs the program.
+
+    TF 1.x programs set a global ``FLAGS`` there (``FLAGS, unparsed =
+    parser.parse_known_args()``) before ``tf.app.run(main=main)``; their
+    pipeline reads it (``num_epochs=FLAGS.num_epochs``). The copy keeps the
+    block's statements but those that run the program (``app.run``, ``main()``,
+    the migrated function, session code), so the flags have their defaults
+    (the copy is imported with ``sys.argv`` holding the file alone).
+    """
+    block = next(
+        (
+            s
+            for s in reversed(module.body)
+            if isinstance(s, cst.If)
+            and "__name__" in cst.Module([]).code_for_node(s.test)
+            and "__main__" in cst.Module([]).code_for_node(s.test)
+        ),
+        None,
+    )
+    if block is None or not isinstance(block.body, cst.IndentedBlock):
+        return []
+    runs = {"run", "main"} | ({function} if function else set())
+    return [st for st in block.body.body if not (_calls(st) & runs) and not has_session_code(st)]
+
+
 def _variable_loads(after: list, region_names: set[str]) -> tuple[str, list] | None:
     """The session's ``sess.run(v.initializer, feed_dict=...)`` lines for the region's variables.
 
@@ -257,7 +284,10 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
     loads = _variable_loads(after, assigned)
     if names is None:
         rest = [s for s in after if loads is None or not any(s is x for x in loads[1])]
-        read = [n.value for s in rest for n in m.findall(s, m.Name()) if isinstance(n, cst.Name)]
+        seen = [n.value for s in rest for n in m.findall(s, m.Name()) if isinstance(n, cst.Name)]
+        stored = collections.Counter(n for s in rest for n in assigned_names(s))
+        counts = collections.Counter(seen)
+        read = [n for n in seen if counts[n] > stored[n]]  # not only assigned again (`_`)
         names = list(dict.fromkeys(n for n in read if n in assigned))
     first_line = positions[region[0]].start.line
     if not names:
@@ -294,6 +324,11 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         returned += f", {LOADER}"
     text = f"{prologue}def {WRAPPER}({params}):\n{body}{loader}    return {returned}\n"
     lines += [0, *body_lines, *loader_lines, 0]
+    flags = _flag_setup(module, function)
+    if flags:  # after the wrapper: run when the copy is imported, as `__main__` would
+        code, flag_lines = _render(flags, unit, positions, depth=0)
+        text += code
+        lines += flag_lines
     lead = "".join(cst.Module([]).code_for_node(line) for line in region[0].leading_lines)
     first = first_line - len(region[0].leading_lines)
     last = positions[region[-1]].end.line
