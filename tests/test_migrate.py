@@ -987,7 +987,10 @@ def test_a_training_program_with_global_flags_migrates_with_them_at_their_defaul
     runs = [
         subprocess.run(
             [sys.executable, str(path), "--num_epochs", "3"],
-            capture_output=True, text=True, timeout=240, cwd=str(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=str(tmp_path),
         )  # fmt: skip
         for path in (script, out)
     ]
