@@ -34,7 +34,10 @@ holds the statements that come before the region in its blocks (those with no
 session code) and the region, and returns the region's names that the code
 after it reads, in the order it first reads them (those that are no tensors
 are dropped after a first run). The copy is imported with everything after
-the region left out, so only what precedes it runs. That function is
+the region left out, so only what precedes it runs, and with the flag
+parsing of the file's ``if __name__ == "__main__":`` block (a global
+``FLAGS`` that the pipeline reads) at its defaults, without the block's
+``app.run`` / ``main()``. That function is
 migrated and proven as any other. :func:`unwrap` puts the tf.data version's
 body in the region's place, at its indentation, ending in ``dataset = ...``
 and ``features, col5 =
