@@ -44,7 +44,7 @@ from typing import Callable
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._core.compat import logger, undecodable_as_op_error
+from queue_pipeline._core.compat import logger, readable_error
 
 __all__ = [
     "failure_for_end",
@@ -372,8 +372,13 @@ def _run_step(sess, state: _GraphState, fetches, feed_dict, run):
     if _ALL_STARTED.get(sess) != state.version:
         _wait_for_runners(sess, state, fetches, feed_dict)
     try:
-        with undecodable_as_op_error():
+        try:
             return run()
+        except UnicodeDecodeError as undecodable:  # a plain try: free when nothing is raised
+            error = readable_error(undecodable)
+            if error is undecodable:
+                raise
+            raise error from undecodable
     except tf.errors.OutOfRangeError as end:
         failure = failure_for_end(sess, end)
         if failure is None:
