@@ -7,7 +7,6 @@ queue functions, readers, QueueRunner, Coordinator).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import numpy as np
@@ -185,22 +184,6 @@ def readable_error(error: BaseException) -> BaseException:
         "Python binding could not decode it and lost the error's type: UnknownError "
         "stands in)",
     )
-
-
-@contextlib.contextmanager
-def undecodable_as_op_error():
-    """Inside this context, TF's undecodable message is an OpError: `readable_error`.
-
-    Raises:
-        tf.errors.UnknownError: from TF's UnicodeDecodeError.
-    """
-    try:
-        yield
-    except UnicodeDecodeError as undecodable:
-        error = readable_error(undecodable)
-        if error is undecodable:
-            raise
-        raise error from undecodable
 
 
 def _load_smart_cond():

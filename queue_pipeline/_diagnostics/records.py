@@ -35,7 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._core.compat import undecodable_as_op_error
+from queue_pipeline._core.compat import readable_error
 from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline.errors import NotRebuildableError
@@ -271,9 +271,11 @@ def failing_records(
             except tf.errors.OutOfRangeError:
                 break
             try:
-                with undecodable_as_op_error():
-                    sess.run(single, {value_in: value})
-            except tf.errors.OpError as e:
+                sess.run(single, {value_in: value})
+            except (tf.errors.OpError, UnicodeDecodeError) as raised:
+                e = readable_error(raised)  # TF's undecodable message, as the step saw it
+                if not isinstance(e, tf.errors.OpError):
+                    raise
                 if _same_failure(_masked(_message(e)), want):
                     matched.append(key.decode("utf-8", "replace"))
         return matched, len(every_keys) - len(good_keys) <= _MAX_CHECKED

@@ -261,7 +261,7 @@ def _migrate_inline(
             f"{_API}: a script's module-level pipeline takes no arguments; `--call` is for "
             "FILE.py:FUNCTION."
         )
-    real, original = _read_source(path)
+    real, original = _trace.read_source(path)
     copy = _script.copy_path_for(real)
     wrapped = _script.wrap(original, real, function)
     argv = sys.argv
@@ -342,32 +342,10 @@ def _reads_variables(traced: _trace.Trace) -> bool:
 
     The epoch counters of producers are local variables: they are not counted.
     """
-    leaves = [
-        t for t in tf.nest.flatten(traced.outputs, expand_composites=True) if hasattr(t, "graph")
-    ]
-    if not leaves:
-        return False
-    graph = leaves[0].graph
+    graph = _trace.graph_of(traced.outputs)
     counters = {v.op.name for v in graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)}
     kinds = {"VariableV2", "VarHandleOp", "Variable"}
     return any(op.type in kinds and op.name not in counters for op in graph.get_operations())
-
-
-def _read_source(path: str) -> tuple[str, str]:
-    """The real path of a Python file and its text, checked to parse."""
-    real = os.path.realpath(path)
-    if not os.path.isfile(real):
-        raise MigrateError(f"{_API}: `FILE` {path!r} does not exist. Fix: give a Python file.")
-    with open(real, encoding="utf-8") as f:
-        original = f.read()
-    try:
-        compile(original, real, "exec")
-    except SyntaxError as e:
-        raise MigrateError(
-            f"{_API}: {real}:{e.lineno}: the file does not parse ({e.msg}). Fix: give a "
-            "Python file that runs."
-        ) from e
-    return real, original
 
 
 def _trace_copy(copy: str, wrapped, call, args, kwargs) -> tuple[_trace.Trace, tuple, dict]:

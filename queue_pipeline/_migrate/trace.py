@@ -152,9 +152,7 @@ def load_module(path: str) -> tuple[types.ModuleType, str]:
     Raises:
       MigrateError: no such file, or the file does not parse or import.
     """
-    path = os.path.realpath(path)
-    if not os.path.isfile(path):
-        raise MigrateError(f"{_API}: `FILE` {path!r} does not exist. Fix: give a Python file.")
+    path, _source = read_source(path)
     directory, base = os.path.split(path)
     parts = [os.path.splitext(base)[0]]
     while os.path.isfile(os.path.join(directory, "__init__.py")):
@@ -164,22 +162,42 @@ def load_module(path: str) -> tuple[types.ModuleType, str]:
         sys.path.insert(0, directory)
     name = ".".join(parts)
     try:
-        with open(path, encoding="utf-8") as f:
-            compile(f.read(), path, "exec")
         existing = sys.modules.get(name)
         if existing is not None and os.path.realpath(getattr(existing, "__file__", "")) == path:
             return existing, name
         return importlib.import_module(name), name
-    except SyntaxError as e:
-        raise MigrateError(
-            f"{_API}: {path}:{e.lineno}: the file does not parse ({e.msg}). Fix: give a "
-            "Python file that runs."
-        ) from e
     except Exception as e:  # noqa: BLE001 - the user's module failed to import
         raise MigrateError(
             f"{_API}: importing {path} failed: {type(e).__name__}: {e}. Fix: run it from "
             "a directory where its imports work."
         ) from e
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """The real path of a Python file and its text, checked to parse (nothing is run).
+
+    Raises:
+      MigrateError: no such file, or the file does not parse.
+    """
+    real = os.path.realpath(path)
+    if not os.path.isfile(real):
+        raise MigrateError(f"{_API}: `FILE` {real!r} does not exist. Fix: give a Python file.")
+    with open(real, encoding="utf-8") as f:
+        source = f.read()
+    try:
+        compile(source, real, "exec")
+    except SyntaxError as e:
+        raise MigrateError(
+            f"{_API}: {real}:{e.lineno}: the file does not parse ({e.msg}). Fix: give a "
+            "Python file that runs."
+        ) from e
+    return real, source
+
+
+def graph_of(outputs: Any) -> tf.Graph:
+    """The graph of the first tensor in `outputs` (a new, empty graph if none)."""
+    leaves = [t for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "graph")]
+    return leaves[0].graph if leaves else tf.Graph()
 
 
 def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]:

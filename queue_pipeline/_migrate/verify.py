@@ -19,7 +19,7 @@ from queue_pipeline._migrate.proof_conditions import (
     pinned_random_draws,
     random_op_types,
 )
-from queue_pipeline._migrate.trace import MigrateError, Trace, loader_count
+from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of, loader_count
 
 __all__ = ["Verdict", "load_migrated", "verify"]
 
@@ -97,7 +97,7 @@ def verify(
 
     kind, _ = plan.epochs_of(trace.outputs)
     bound = kind == "infinite" and max_batches is None
-    pinned, unpinned = random_op_types(_graph_of(trace.outputs))
+    pinned, unpinned = random_op_types(graph_of(trace.outputs))
     conditions = []
     if bound:
         conditions.append(f"repeats bounded to {epochs} epoch(s) on both sides")
@@ -178,11 +178,6 @@ def _with_loaders_run(outputs):
         add_session_setup(graph, load)
     rest = tuple(outputs[: len(outputs) - count])
     return rest[0] if len(rest) == 1 and isinstance(rest[0], tf.data.Dataset) else rest
-
-
-def _graph_of(outputs) -> tf.Graph:
-    leaves = [t for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "graph")]
-    return leaves[0].graph if leaves else tf.Graph()
 
 
 def _batch_size(trace: Trace) -> int | None:
