@@ -14,10 +14,6 @@ from __future__ import annotations
 import collections
 import importlib
 import logging
-import os
-import pathlib
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -29,7 +25,6 @@ from queue_pipeline import plan
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._engine import serving as _engine
 
-SCRIPT = pathlib.Path(__file__).parent / "scripts" / "legacy_csv_batch.py"
 ENGINES = ("queue", "dataset")
 
 
@@ -601,56 +596,3 @@ def test_large_preloaded_arrays_are_gathered_in_memory(monkeypatch, caplog):
     assert "bytes of preloaded rows gathered in memory" in caplog.text
     assert spec(result["dataset"][0]) == spec(result["queue"][0])
     assert examples(result["dataset"][1]) == examples(result["queue"][1])
-
-
-# ------------------------------------------------------------- unmodified script
-
-
-@pytest.mark.slow
-def test_unmodified_script_through_queue_pipeline_run_on_both_engines(tmp_path):
-    csv = tmp_path / "rows.csv"
-    csv.write_text("".join(f"{i},w{i % 5}\n" for i in range(11)))
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    env.pop("QUEUE_PIPELINE_ENGINE", None)
-    root = str(pathlib.Path(__file__).parents[1])
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    procs = {
-        engine: subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "queue_pipeline",
-                "run",
-                "--engine",
-                engine,
-                str(SCRIPT),
-                str(csv),
-                "--epochs",
-                "2",
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=root,
-        )
-        for engine in ENGINES
-    }
-    out = {}
-    try:
-        for engine, proc in procs.items():
-            stdout, stderr = proc.communicate(timeout=120)
-            assert proc.returncode == 0, stderr[-3000:]
-            out[engine] = stdout
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(timeout=10)
-    rows = {
-        e: [line for line in text.splitlines() if line.startswith("row ")]
-        for e, text in out.items()
-    }
-    assert rows["dataset"] == rows["queue"] and len(rows["queue"]) == 22
-    assert "runners: queue_pipeline._engine.runners" in out["dataset"]
-    assert "runners: queue_pipeline.runner" in out["queue"]

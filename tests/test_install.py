@@ -413,6 +413,7 @@ def test_run_subprocess_both_engines(tmp_path):
         assert f"eager: {not tf1_mode()}" in out, name  # the suite's TF mode
         assert _rows(out) == sorted(EXPECTED_ROWS), name
     assert "runners: queue_pipeline.runner" in results["queue"][1]
+    assert "runners: queue_pipeline._engine.runners" in results["dataset"][1]
     assert "engine: -" in results["queue"][1]
     assert "engine: dataset" in results["dataset"][1]
 
