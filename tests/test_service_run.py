@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -109,16 +110,28 @@ def test_two_trainers_with_one_job_split_the_epoch(tmp_path, files, service):
     print(f"records per trainer: {len(first)} + {len(second)}")
 
 
-def test_a_lost_worker_ends_the_epoch_and_lost_servers_end_in_an_error_naming_them(tmp_path, files):
-    """A worker killed mid-epoch: the trainer neither hangs nor crashes; what was lost is said.
+def test_faults_a_restarted_dispatcher_a_lost_worker_and_lost_servers(tmp_path, files):
+    """The three faults in turn on one fault-tolerant cluster (one start of its servers).
 
-    distributed_epoch delivers each record at most once: the records the dead
-    worker held are lost, nothing comes twice. Then, with every server
-    stopped, a trainer reading forever ends in an error that names the
-    dispatcher's address.
+    1. The dispatcher restarted with its work dir mid-epoch: its journal
+       resumes the job; the epoch stays whole, each record once.
+    2. A worker killed mid-epoch: the trainer neither hangs nor crashes.
+       distributed_epoch delivers each record at most once: the records the
+       dead worker held are lost and said, nothing comes twice.
+    3. Every server stopped under a trainer reading forever: it ends in an
+       error that names the dispatcher's address.
     """
-    with cluster(workers=2) as c:
+    with cluster(workers=2, work_dir=str(tmp_path / "dispatcher")) as c:
         address = c.dispatcher_address
+        restarted = Trainer(tmp_path, "restarted", address, files, "--slow", "0.1")
+        restarted.wait_for_records(8)
+        c.restart_dispatcher()
+        status = restarted.finish()
+        journal = f"fault-tolerant: state journaled in {tmp_path / 'dispatcher'}"
+        assert journal in c.dispatcher.output()[1]
+        assert status == 0, restarted.stderr()[-3000:]
+        assert sorted(restarted.records()) == list(range(RECORDS))  # each once, none lost
+
         trainer = Trainer(
             tmp_path, "t", address, files, "--slow", "0.1",
             env={"QUEUE_PIPELINE_SERVICE_STALL": "5"},
@@ -148,19 +161,6 @@ def test_a_lost_worker_ends_the_epoch_and_lost_servers_end_in_an_error_naming_th
     err = forever.stderr()
     assert f"dispatcher at {address} has not answered for 3 s" in err
     assert "UnavailableError" in err.splitlines()[-1]
-
-
-def test_the_job_goes_on_when_the_dispatcher_restarts_with_its_work_dir(tmp_path, files):
-    """Fault-tolerant mode: the dispatcher's journal resumes the job; the epoch stays whole."""
-    with cluster(workers=2, work_dir=str(tmp_path / "dispatcher")) as c:
-        trainer = Trainer(tmp_path, "t", c.dispatcher_address, files, "--slow", "0.1")
-        trainer.wait_for_records(8)
-        c.restart_dispatcher()
-        status = trainer.finish()
-        journal = f"fault-tolerant: state journaled in {tmp_path / 'dispatcher'}"
-        assert journal in c.dispatcher.output()[1]
-    assert status == 0, trainer.stderr()[-3000:]
-    assert sorted(trainer.records()) == list(range(RECORDS))  # each record once, none lost
 
 
 def test_an_unreachable_dispatcher_is_an_error_naming_its_address(tmp_path, files):
@@ -283,3 +283,25 @@ def test_the_environment_names_the_service_and_implies_the_dataset_engine(monkey
     monkeypatch.setenv("QUEUE_PIPELINE_SERVICE", "ftp://x")
     with pytest.raises(ValueError, match="QUEUE_PIPELINE_SERVICE must be .*'ftp://x'"):
         settings._from_environment()
+
+
+@pytest.mark.parametrize("family,host", [("AF_INET", "127.0.0.1"), ("AF_INET6", "::1")])
+def test_the_trainers_dispatcher_probe_reaches_ipv4_and_ipv6_addresses(family, host):
+    """The watchdog's and the build's TCP probe (``grpc://[::1]:P`` included)."""
+    import socket  # noqa: PLC0415
+
+    from queue_pipeline._engine import service  # noqa: PLC0415
+    from queue_pipeline._service.addresses import join_host_port  # noqa: PLC0415
+
+    try:
+        listener = socket.socket(getattr(socket, family), socket.SOCK_STREAM)
+        listener.bind((host, 0))
+    except OSError as e:
+        pytest.skip(f"no {host} on this machine: {e}")
+    with listener:
+        listener.listen(1)
+        address = f"grpc://{join_host_port(host, listener.getsockname()[1])}"
+        assert service._answers(address, timeout=5)
+    assert not service._answers(address, timeout=5)  # closed: refused
+    with pytest.raises(service.ServiceUnreachableError, match=rf"answers at {re.escape(address)}"):
+        service.check_reachable(address, "test")

@@ -61,7 +61,6 @@ files, decode, shuffle and batch; the trainer receives finished batches.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from typing import Callable
@@ -72,6 +71,7 @@ import tensorflow as tf
 from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import logger
+from queue_pipeline._service import addresses as _addresses
 
 __all__ = [
     "ServiceUnreachableError",
@@ -94,17 +94,9 @@ class ServiceUnreachableError(ConnectionError):
     """The dispatcher's address does not answer when the pipeline is built."""
 
 
-def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.partition("://")[2].rpartition(":")
-    return host, int(port)
-
-
 def _answers(address: str, timeout: float = 2.0) -> bool:
-    try:
-        with socket.create_connection(_host_port(address), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    """Whether a TCP connection to `address` (``grpc://HOST:PORT``) is accepted."""
+    return _addresses.connect_error(_addresses.dispatcher_argument(address), timeout) is None
 
 
 def check_reachable(address: str, api: str) -> None:
@@ -177,11 +169,9 @@ def distribute(dataset: tf.data.Dataset, leaves: list, scope: str, address: str,
     state, _ = plan.epochs_of(leaves)
     mode = "parallel_epochs" if state == "infinite" else "distributed_epoch"
     job_name = None if job is None else f"{job}/{scope.strip('/')}"
-    served = dataset.apply(
-        tf.data.experimental.service.distribute(
-            processing_mode=mode, service=address, job_name=job_name
-        )
-    )
+    from queue_pipeline.data import service as data_service  # the twins' wrapper
+
+    served = data_service.distribute(dataset, address, processing_mode=mode, job_name=job_name)
     arrivals = Arrivals()
 
     def stamped(*element):

@@ -24,6 +24,7 @@ __all__ = [
     "PortInUseError",
     "ServerError",
     "check_port_free",
+    "connect_error",
     "dispatcher_argument",
     "host_argument",
     "is_loopback",
@@ -223,6 +224,19 @@ def check_port_free(port: int, *, host: str, flag: str = "--port") -> None:
 # still leaves the start waiting, until it comes back.
 
 
+def connect_error(address: Address, timeout: float) -> OSError | None:
+    """Opens and closes a TCP connection to `address`; the error, or None if it answered.
+
+    A ``socket.gaierror`` is an unknown host, ``TimeoutError`` a silent one,
+    any other ``OSError`` a refusal (nothing listens) or an unreachable network.
+    """
+    try:
+        with socket.create_connection((address.host, address.port), timeout=timeout):
+            return None
+    except OSError as e:  # socket.timeout is TimeoutError since Python 3.10
+        return e
+
+
 def probe_dispatcher(dispatcher: Address, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     """Checks that a tf.data service dispatcher answers at `dispatcher`, within `timeout`.
 
@@ -239,24 +253,22 @@ def probe_dispatcher(dispatcher: Address, *, timeout: float = PROBE_TIMEOUT_S) -
         "Fix: start the dispatcher first (`queue-pipeline service dispatcher --port "
         f"{dispatcher.port}`), or pass the address it printed as `--dispatcher`."
     )
-    try:
-        with socket.create_connection((dispatcher.host, dispatcher.port), timeout=timeout):
-            pass
-    except socket.gaierror as e:
+    failure = connect_error(dispatcher, timeout)
+    if isinstance(failure, socket.gaierror):
         raise DispatcherUnreachableError(
-            f"`--dispatcher` {where}: unknown host {dispatcher.host!r} ({e.strerror}). {fix}"
-        ) from e
-    except (socket.timeout, TimeoutError) as e:
+            f"`--dispatcher` {where}: unknown host {dispatcher.host!r} ({failure.strerror}). {fix}"
+        ) from failure
+    if isinstance(failure, TimeoutError):
         raise DispatcherUnreachableError(
             f"`--dispatcher` {where} is unreachable: no answer to a TCP connection within "
             f"{timeout:g} s (a wrong host, or a firewall). {fix}"
-        ) from e
-    except OSError as e:
-        refused = e.errno == errno.ECONNREFUSED
-        why = "connection refused: nothing listens on that port" if refused else e.strerror
+        ) from failure
+    if failure is not None:
+        refused = failure.errno == errno.ECONNREFUSED
+        why = "connection refused: nothing listens on that port" if refused else failure.strerror
         raise DispatcherUnreachableError(
-            f"`--dispatcher` {where} is unreachable ({why or e}). {fix}"
-        ) from e
+            f"`--dispatcher` {where} is unreachable ({why or failure}). {fix}"
+        ) from failure
     try:
         import grpc  # TensorFlow's own dependency
     except ImportError:  # pragma: no cover - the TCP check has to do
