@@ -82,8 +82,10 @@ def quiet_tf_data():
     """Silences tf.data's construction-time notes the engine makes on purpose.
 
     Overriding a twin's ``deterministic=False`` (absl log), the graph seed
-    reaching lifted random ops (a UserWarning) and the deprecation of
-    ``make_saveable_from_iterator`` are all expected here.
+    reaching lifted random ops (a UserWarning), the deprecation of
+    ``make_saveable_from_iterator`` and, reading through tf.data service,
+    TensorFlow's own ``Dataset.options()`` call in graph mode (a UserWarning
+    from its ``distribute``, not actionable by the script) are all expected here.
     """
     absl = logging.getLogger("absl")
     quiet = _AbslFilter()
@@ -91,6 +93,7 @@ def quiet_tf_data():
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"Seed .* from outer graph")
+            warnings.filterwarnings("ignore", message=r"To make it possible to preserve tf\.data")
             yield
     finally:
         absl.removeFilter(quiet)
