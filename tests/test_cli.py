@@ -33,6 +33,7 @@ def test_usage_error_exits_2(capsys):
     assert info.value.code == 2
 
 
+@pytest.mark.one_suite("`python -m queue_pipeline table` sets no TF mode")
 def test_python_dash_m_runs():
     out = subprocess.run(
         [sys.executable, "-m", "queue_pipeline", "table"],

@@ -383,6 +383,7 @@ def test_cli_json_and_epochs(capsys):
     assert "error" in json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.one_suite("the console script runs under TF 2.x defaults in either suite")
 @pytest.mark.slow
 def test_console_script_with_a_file_path(tmp_path):
     import pathlib

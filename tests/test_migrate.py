@@ -713,6 +713,7 @@ def test_command_errors_exit_2_without_a_traceback(tmp_path, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.one_suite("the migrate subprocess runs with --tf1 in either suite")
 def test_a_script_written_for_tf1_migrates_with_tf1(tmp_path):
     """``import tensorflow as tf`` meaning TF 1.x (tf.TFRecordReader, tf.parse_single_example).
 
@@ -757,27 +758,18 @@ def test_a_script_written_for_tf1_migrates_with_tf1(tmp_path):
 
 
 @pytest.mark.slow
-def test_console_script_migrates_to_a_new_file(tmp_path):
+def test_the_command_migrates_to_a_new_file(tmp_path, capsys):
+    """``migrate FILE.py:FUNCTION --out NEW.py`` (``python -m queue_pipeline`` runs the
+    same ``cli.main``: the module-level test below runs it as a subprocess)."""
     out = tmp_path / "new.py"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "queue_pipeline",
-            "migrate",
-            os.path.join(EXAMPLES, "csv_reading.py") + ":build_legacy",
-            "--call",
-            CSV_CALL.format(d=str(tmp_path)),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        cwd=ROOT,
+    target = os.path.join(EXAMPLES, "csv_reading.py") + ":build_legacy"
+    status = cli.main(
+        ["migrate", target, "--call", CSV_CALL.format(d=str(tmp_path)), "--out", str(out)]
     )
-    assert done.returncode == 0, done.stderr
-    assert "Verify: MATCH" in done.stderr and "Wrote" in done.stderr
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert captured.out == ""  # the code goes to the file, the report to stderr
+    assert "Verify: MATCH" in captured.err and f"Wrote {out}" in captured.err
     assert "def build_legacy_dataset(" in out.read_text()
 
 

@@ -112,6 +112,7 @@ def test_commands_hide_tensorflow_start_up_lines(tmp_path):
     assert "the script speaks\n" in done.stderr
 
 
+@pytest.mark.one_suite("--tf-logs acts before any TF mode is set")
 @pytest.mark.slow
 def test_tf_logs_shows_them(tmp_path):
     done = _command(tmp_path, "--tf-logs")
