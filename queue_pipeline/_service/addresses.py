@@ -227,13 +227,13 @@ def check_port_free(port: int, *, host: str, flag: str = "--port") -> None:
 def connect_error(address: Address, timeout: float) -> OSError | None:
     """Opens and closes a TCP connection to `address`; the error, or None if it answered.
 
-    A ``socket.gaierror`` is an unknown host, ``TimeoutError`` a silent one,
+    A ``socket.gaierror`` is an unknown host, ``socket.timeout`` a silent one,
     any other ``OSError`` a refusal (nothing listens) or an unreachable network.
     """
     try:
         with socket.create_connection((address.host, address.port), timeout=timeout):
             return None
-    except OSError as e:  # socket.timeout is TimeoutError since Python 3.10
+    except OSError as e:  # socket.timeout (TimeoutError from Python 3.10) included
         return e
 
 
@@ -258,7 +258,7 @@ def probe_dispatcher(dispatcher: Address, *, timeout: float = PROBE_TIMEOUT_S) -
         raise DispatcherUnreachableError(
             f"`--dispatcher` {where}: unknown host {dispatcher.host!r} ({failure.strerror}). {fix}"
         ) from failure
-    if isinstance(failure, TimeoutError):
+    if isinstance(failure, (socket.timeout, TimeoutError)):
         raise DispatcherUnreachableError(
             f"`--dispatcher` {where} is unreachable: no answer to a TCP connection within "
             f"{timeout:g} s (a wrong host, or a firewall). {fix}"
