@@ -118,10 +118,19 @@ class Stages(RecordHelpers):
         from variables loaded from placeholders, through an initializable
         iterator, at 36x. Eager iteration is not affected.
         """
+        span = self.positions[stmt]
+
+        def built_here(node) -> bool:  # one of its frames is a line of `stmt`
+            frames = self.trace.sites.get(node.index, ())
+            return any(
+                name == fn.name and span.start.line <= line <= span.end.line
+                for name, line in frames
+            )
+
         sizes = [
             int(np.prod(t.shape.as_list())) * t.dtype.size
             for node in self.trace.nodes
-            if node.kind == "slice_input_producer"
+            if node.kind == "slice_input_producer" and built_here(node)
             for t in node.inputs
             if isinstance(t, tf.Tensor) and t.op.type == "Const" and t.shape.is_fully_defined()
         ]
