@@ -961,6 +961,51 @@ def test_arrays_held_as_large_graph_constants_get_a_note_with_the_measured_cost(
     assert not [d for d in result.differences if "graph constants" in d]  # variables
 
 
+SAME_NAME = """
+import tensorflow as tf
+
+
+def inputs():
+    (x,) = tf.compat.v1.train.slice_input_producer(
+        [tf.constant({values})], num_epochs=1, shuffle=False
+    )
+    return tf.compat.v1.train.batch([x], 2, allow_smaller_final_batch=True)
+"""
+
+
+def test_two_files_of_one_name_in_one_process_each_trace_their_own(tmp_path):
+    """The second ``inputs.py`` is traced, not the module the first left in sys.modules."""
+    for directory, values in (("a", [1, 2, 3]), ("b", [4, 5, 6, 7, 8])):
+        (tmp_path / directory).mkdir()
+        path = _write(tmp_path / directory / "inputs.py", SAME_NAME.format(values=values))
+        result = migrate(path, "inputs")
+        assert result.verdict.status == "MATCH", result.report()
+        assert result.original.__file__ == path
+
+
+TWO_PRODUCERS = """
+import numpy as np
+import tensorflow as tf
+
+
+def two_inputs(first, second):
+    (x,) = tf.compat.v1.train.slice_input_producer([first], num_epochs=1, shuffle=False)
+    (y,) = tf.compat.v1.train.slice_input_producer([second], num_epochs=1, shuffle=False)
+    return tf.compat.v1.train.batch([x], 10), tf.compat.v1.train.batch([y], 10)
+"""
+
+
+@pytest.mark.parametrize("large_at", [7, 8])
+def test_the_large_constants_note_names_only_the_producer_that_holds_them(tmp_path, large_at):
+    path = _write(tmp_path / "two_producers.py", TWO_PRODUCERS)
+    large, small = "np.zeros((23000, 784), np.float32)", "np.zeros((20, 3), np.float32)"
+    call = f"{large}, {small}" if large_at == 7 else f"{small}, {large}"
+    result = migrate(path, "two_inputs", call=call, verify=False)
+    notes = [d for d in result.differences if "graph constants" in d]
+    assert [n.partition(": slice_input_producer")[0] for n in notes] == [f"{path}:{large_at}"]
+    assert "its arrays (69 MiB)" in notes[0]
+
+
 FLAGS_PROGRAM = "flags_reader_training.py"
 FLAGS_MIGRATED = _expected_name("flags_reader_training", "run_training")
 

@@ -147,7 +147,9 @@ def load_module(path: str) -> tuple[types.ModuleType, str]:
     """Imports the module at `path` as its package would (``pkg.mod``); returns it and its name.
 
     The directory above the file's outermost package goes on ``sys.path``
-    (and stays there: the module's own imports need it).
+    (and stays there: the module's own imports need it). A module of that name
+    already imported from another file (a second migration in one process of
+    a file named alike) is replaced by this file's: it is the one traced.
 
     Raises:
       MigrateError: no such file, or the file does not parse or import.
@@ -163,9 +165,22 @@ def load_module(path: str) -> tuple[types.ModuleType, str]:
     name = ".".join(parts)
     try:
         existing = sys.modules.get(name)
-        if existing is not None and os.path.realpath(getattr(existing, "__file__", "")) == path:
+        if existing is None:
+            return importlib.import_module(name), name
+        if os.path.realpath(getattr(existing, "__file__", "") or "") == path:
             return existing, name
-        return importlib.import_module(name), name
+        # import_module would return the other file's module: load this one by path
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no loader for {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules[name] = existing  # a file that does not import replaces nothing
+            raise
+        return module, name
     except Exception as e:  # noqa: BLE001 - the user's module failed to import
         raise MigrateError(
             f"{_API}: importing {path} failed: {type(e).__name__}: {e}. Fix: run it from "
