@@ -203,6 +203,7 @@ def _migrate(args) -> int:
             max_batches=args.batches,
             callers=args.callers,
             tf1=args.tf1 or _tf1_from_environment(),
+            argv=args.argv,
         )
     except MigrateError as e:
         sys.stderr.write(f"{e}\n")
@@ -427,6 +428,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mig.add_argument(
         "--call", default=None, metavar="ARGS", help="the function's arguments, as in a call"
+    )
+    mig.add_argument(
+        "--argv",
+        default="",
+        metavar="'ARGS'",
+        help="the program's own command-line arguments (one string, split as a shell "
+        "would), seen as sys.argv[1:] by FILE.py's flags and argparse while it is loaded "
+        "and proven; default none: flags keep their defaults. Migrate's own arguments "
+        "never reach the file, and only what FUNCTION needs of its top level is run",
     )
     where = mig.add_mutually_exclusive_group()
     where.add_argument("--out", default=None, metavar="NEW.py", help="write the migrated module")

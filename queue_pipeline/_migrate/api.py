@@ -25,6 +25,7 @@ import functools
 import os
 import sys
 import types
+from typing import Sequence
 
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate.callers import rewrite_callers
@@ -34,6 +35,7 @@ from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
 
 from queue_pipeline._compare.harness import PipelineError
+from queue_pipeline._migrate.loading import own_argv, split_argv
 from queue_pipeline._migrate.trace import MigrateError
 
 __all__ = ["MigrateError", "MigrationResult", "migrate"]
@@ -60,6 +62,8 @@ class MigrationResult:
       original: the legacy module (for :meth:`load`); for a script, the copy
         that holds its module-level pipeline as a function.
       script: the file's module-level pipeline was migrated (no FUNCTION).
+      not_run: the file's top-level statements that were not run, with
+        file:line (NOTE [ What migrate runs of the user's file ]).
     """
 
     source: str
@@ -73,6 +77,7 @@ class MigrationResult:
     written: str | None
     original: types.ModuleType | None = dataclasses.field(default=None, repr=False)
     script: bool = False
+    not_run: list[str] = dataclasses.field(default_factory=list)
 
     def load(self) -> types.ModuleType:
         """The migrated module, imported beside the original (``result.load().f_dataset(...)``)."""
@@ -106,6 +111,9 @@ class MigrationResult:
         if self.differences:
             lines.append("Differences on purpose:")
             lines += [f"  {d}" for d in self.differences]
+        if self.not_run:
+            lines.append("Not run of the file (the function does not need it):")
+            lines += [f"  {d}" for d in self.not_run]
         if self.verdict is not None:
             lines.append(f"Verify: {self.verdict.status} ({self.verdict.reason})")
             if self.verdict.status == "DIFFER" and self.verdict.report is not None:
@@ -115,7 +123,7 @@ class MigrationResult:
         return "\n".join(lines) + "\n"
 
 
-def _prove(traced, rewrite, args, kwargs, epochs, max_batches) -> _verify.Verdict:
+def _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv=()) -> _verify.Verdict:
     """The verification of one rewrite; a failure to run it is a MigrateError.
 
     The migrated module is loaded from a temporary file: the target is
@@ -123,15 +131,16 @@ def _prove(traced, rewrite, args, kwargs, epochs, max_batches) -> _verify.Verdic
     """
     migrated = _verify.load_migrated(traced.module, rewrite.source, None)
     try:
-        return _verify.verify(
-            traced,
-            migrated,
-            rewrite.function,
-            args,
-            kwargs,
-            epochs=epochs,
-            max_batches=max_batches,
-        )
+        with own_argv(traced.module.__file__ or traced.path, argv):
+            return _verify.verify(
+                traced,
+                migrated,
+                rewrite.function,
+                args,
+                kwargs,
+                epochs=epochs,
+                max_batches=max_batches,
+            )
     except (PipelineError, ValueError, TypeError, tf.errors.OpError) as e:
         if rewrite.batched:  # the batched decoder failed: retried per record
             return _verify.Verdict("DIFFER", f"the batched decode failed: {e}")
@@ -155,6 +164,7 @@ def migrate(
     batch_decode: bool | None = None,
     callers: bool = False,
     tf1: bool = False,
+    argv: str | Sequence[str] | None = None,
 ) -> MigrationResult:
     """Rewrites ``function`` of the file at `path` as tf.data code, and proves it.
 
@@ -191,6 +201,10 @@ def migrate(
         as tf`` meaning ``tf.compat.v1``): everything runs as under
         ``queue-pipeline run --tf1``, which disables v2 behaviour for the rest
         of the process.
+      argv: the program's own command-line arguments (a list, or a string
+        split as a shell would), seen as ``sys.argv[1:]`` while the file is
+        loaded, traced and proven; default none, so flags keep their
+        defaults. Migrate's own command line never reaches the file.
 
     Returns:
       A :class:`MigrationResult`.
@@ -221,21 +235,23 @@ def migrate(
             )
         if call is not None and (args is not None or kwargs is not None):
             raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
+        program_argv = split_argv(argv)
         if not function or _holds_session_code(path, function):
             return _migrate_inline(
                 path, function or None, call, args, kwargs, target, in_place, verify, epochs,
-                max_batches, batch_decode,
+                max_batches, batch_decode, program_argv,
             )  # fmt: skip
-        module, _ = _trace.load_module(path)
+        module, _ = _trace.load_module(path, function, program_argv, call)
         if call is not None or (args is None and kwargs is None):
             args, kwargs = _trace.parse_call(module, call)
         args, kwargs = tuple(args or ()), dict(kwargs or {})
-        traced = _trace.trace(path, function, args, kwargs)
+        traced = _trace.trace(path, function, args, kwargs, module=module, argv=program_argv)
         with open(traced.path, encoding="utf-8") as f:
             original = f.read()
         rewrite, verdict, notes = _rewrite_and_prove(
-            traced, original, verify, batch_decode, args, kwargs, epochs, max_batches
-        )
+            traced, original, verify, batch_decode, args, kwargs, epochs, max_batches,
+            program_argv,
+        )  # fmt: skip
         source, steps = rewrite.source, list(rewrite.steps)
         if callers:
             skip = set(rewrite.names) | {function}
@@ -245,12 +261,13 @@ def migrate(
         return _finish(
             path, original, source, target, in_place, rewrite, steps, rewrite.dropped,
             rewrite.differences + notes, verdict, traced.module,
+            not_run=module.__dict__.get("__qp_skipped__", []),
         )  # fmt: skip
 
 
 def _migrate_inline(
     path, function, call, args, kwargs, target, in_place, verify, epochs, max_batches,
-    batch_decode,
+    batch_decode, argv,
 ) -> MigrationResult:  # fmt: skip
     """A pipeline built beside its session code: NOTE [ Migrating an inline pipeline ].
 
@@ -264,21 +281,19 @@ def _migrate_inline(
     real, original = _trace.read_source(path)
     copy = _script.copy_path_for(real)
     wrapped = _script.wrap(original, real, function)
-    argv = sys.argv
-    # The copy and its migrated version parse the file's flags when imported
-    # (script._flag_setup): at their defaults, as for `python FILE.py`.
-    sys.argv = [real]
+    # The copy and its migrated version parse the file's flags when loaded
+    # (script._flag_setup): from the program's own argv, as for `python FILE.py ARGV`.
     try:
-        traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs)
+        traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs, argv)
         outputs = traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
         tensors = [
             n for n, v in zip(wrapped.names, outputs) if isinstance(v, (tf.Tensor, tf.SparseTensor))
         ]
         if tensors and tensors != wrapped.names:  # e.g. the reader's `key`, a queue
             wrapped = _script.wrap(original, real, function, tensors)
-            traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs)
+            traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs, argv)
         rewrite, verdict, notes = _rewrite_and_prove(
-            traced, wrapped.source, verify, batch_decode, args, kwargs, epochs, max_batches
+            traced, wrapped.source, verify, batch_decode, args, kwargs, epochs, max_batches, argv
         )
         source, removed = _script.unwrap(
             wrapped, original, rewrite.source, rewrite.function,
@@ -287,7 +302,6 @@ def _migrate_inline(
     except MigrateError as e:
         raise MigrateError(_script.map_lines(str(e), wrapped, copy, real)) from e
     finally:
-        sys.argv = argv
         with contextlib.suppress(OSError):
             os.remove(copy)
     steps = [
@@ -348,35 +362,38 @@ def _reads_variables(traced: _trace.Trace) -> bool:
     return any(op.type in kinds and op.name not in counters for op in graph.get_operations())
 
 
-def _trace_copy(copy: str, wrapped, call, args, kwargs) -> tuple[_trace.Trace, tuple, dict]:
+def _trace_copy(copy: str, wrapped, call, args, kwargs, argv) -> tuple[_trace.Trace, tuple, dict]:
     """Writes the wrapped copy of a file and traces its pipeline function with the arguments."""
     with open(copy, "w", encoding="utf-8") as f:
         f.write(wrapped.source)
     name = os.path.splitext(os.path.basename(copy))[0]
     for key in [k for k in sys.modules if k == name or k.endswith("." + name)]:
         del sys.modules[key]  # a first copy, traced before its names were narrowed
-    module, _ = _trace.load_module(copy)
+    module, _ = _trace.load_module(copy, _script.WRAPPER, argv, call)
     if call is not None or (args is None and kwargs is None):
         args, kwargs = _trace.parse_call(module, call)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
-    return _trace.trace(copy, _script.WRAPPER, args, kwargs), args, kwargs
+    traced = _trace.trace(copy, _script.WRAPPER, args, kwargs, module=module, argv=argv)
+    return traced, args, kwargs
 
 
-def _rewrite_and_prove(traced, original, verify, batch_decode, args, kwargs, epochs, max_batches):
+def _rewrite_and_prove(
+    traced, original, verify, batch_decode, args, kwargs, epochs, max_batches, argv=()
+):
     """The rewrite of `traced` (batch-then-decode when allowed), its verdict and notes."""
     batched = verify if batch_decode is None else batch_decode
     rewrite = codegen.rewrite(traced, original, batch_decode=batched)
     verdict = None
     notes: list[str] = []
     if verify:
-        verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
+        verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv)
         if rewrite.batched and verdict.status != "MATCH":
             notes.append(
                 f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
                 f"({verdict.status}); the per-record decode is written instead"
             )
             rewrite = codegen.rewrite(traced, original, batch_decode=False)
-            verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches)
+            verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv)
     elif rewrite.batched:
         notes.append("batch-then-decode was not verified (verify=False)")
     if rewrite.batched:
@@ -386,7 +403,7 @@ def _rewrite_and_prove(traced, original, verify, batch_decode, args, kwargs, epo
 
 def _finish(
     path, original, source, target, in_place, rewrite, steps, dropped, differences, verdict,
-    module, *, script=False,
+    module, *, script=False, not_run=(),
 ) -> MigrationResult:  # fmt: skip
     """The diff, the file written (unless DIFFER) and the result."""
     diff = "".join(
@@ -416,4 +433,5 @@ def _finish(
         written=written,
         original=module,
         script=script,
+        not_run=list(not_run),
     )

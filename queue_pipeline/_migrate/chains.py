@@ -20,6 +20,7 @@ __all__ = [
     "Unsupported",
     "batching_lines",
     "fates",
+    "keyed_records_of",
     "producer_lines",
     "reader_dataset",
     "records_of",
@@ -173,6 +174,56 @@ def records_of(reader_fn: str, files: str) -> str:
     if reader_fn == "tf.io.read_file":
         return f"{files}.map(tf.io.read_file)"
     return f"{files}.flat_map({reader_fn})"
+
+
+def keyed_records_of(kind: str, args: Mapping[str, str], files: str) -> str:
+    """The Dataset of ``(key, value)`` pairs a reader reads from the file names `files`.
+
+    The keys are the legacy reader's own strings (the spec's reader table):
+    ``"<file>:<line>"`` (1-based, counting skipped header lines) for
+    TextLineReader, ``"<file>:<record index>"`` (0-based) for
+    FixedLengthRecordReader, ``"<file>:<byte offset of the record's frame>"``
+    for TFRecordReader (each frame is 16 bytes more than its payload), and
+    the file name itself for WholeFileReader.
+    """
+    reader_fn = reader_dataset(kind, args)
+    if kind == "WholeFileReader":
+        return f"{files}.map(lambda f: (f, tf.io.read_file(f)))"
+
+    def numbered(start: str, data: str) -> str:
+        return (
+            f"{files}.flat_map(\n    lambda f: {data}.enumerate({start}).map(\n"
+            '        lambda n, v: (tf.strings.join([f, ":", tf.strings.as_string(n)]), v)\n'
+            "    )\n)"
+        )
+
+    if kind == "TextLineReader":
+        skip = args.get("skip_header_lines")
+        skip = "0" if skip is None or skip.strip() == "None" else skip.strip()
+        return numbered(
+            f"{skip} + 1" if skip != "0" else "1",
+            f"tf.data.TextLineDataset(f).skip({skip})"
+            if skip != "0"
+            else "tf.data.TextLineDataset(f)",
+        )
+    if kind == "FixedLengthRecordReader":
+        return numbered("0", f"({reader_fn})(f)")
+    if kind == "TFRecordReader":
+        data = (
+            "tf.data.TFRecordDataset(f)"
+            if reader_fn == "tf.data.TFRecordDataset"
+            else f"({reader_fn})(f)"
+        )
+        return (
+            f"{files}.flat_map(\n    lambda f: {data}.scan(\n"
+            "        tf.constant(0, tf.int64),\n"
+            "        lambda at, v: (\n"
+            "            at + 16 + tf.cast(tf.strings.length(v), tf.int64),\n"
+            '            (tf.strings.join([f, ":", tf.strings.as_string(at)]), v),\n'
+            "        ),\n"
+            "    )\n)"
+        )
+    raise Unsupported(f"the keys of {kind} have no plain tf.data spelling")
 
 
 def batching_lines(kind: str, args: Mapping[str, str], var: str) -> Chain:

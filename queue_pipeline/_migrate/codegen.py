@@ -233,20 +233,20 @@ class _Rewriter(Stages):
         reads = [c for c in calls if callee(c) in READS]
         if reads and any(fn.kind(n) in ("queue", "reader") for n in names):
             kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], state.readers)
-            if key_used:
-                raise self.fail(
-                    fn, stmt, "the code uses the reader's key (tf.data readers give no key)"
-                )
             files = self._files(fn, stmt, reads[0], state)
-            self.steps.append(
-                Step(
-                    line,
-                    f"{kind}.{callee(reads[0])}",
-                    chains.records_of(reader_fn, files),
-                )
-            )
-            state.element = [value]
-            return [f"{pad}records = {chains.records_of(reader_fn, files)}\n"]
+            if key_used:  # (key, value) pairs with the legacy reader's key strings
+                spec = self._reader_spec(fn, stmt, reads[0], state.readers)
+                try:
+                    records = chains.keyed_records_of(spec[0], spec[1], files)
+                except chains.Unsupported as e:
+                    raise self.fail(fn, stmt, str(e)) from e
+                state.element = [self._read_key(stmt), value]
+            else:
+                records = chains.records_of(reader_fn, files)
+                state.element = [value]
+            self.steps.append(Step(line, f"{kind}.{callee(reads[0])}", records))
+            records = records.replace("\n", "\n" + pad)
+            return [f"{pad}records = {records}\n"]
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Return):
             return self._return(fn, stmt, state, depth)
         kinds = {fn.kind(n) for n in names}

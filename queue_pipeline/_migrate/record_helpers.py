@@ -191,8 +191,8 @@ class RecordHelpers(RewriterBase):
                     continue
         return None
 
-    def _read(self, fn, stmt, read_call, readers):
-        """The reader kind, Dataset function and value variable of a read statement."""
+    def _reader_spec(self, fn, stmt, read_call, readers) -> tuple[str, dict]:
+        """(reader kind, its constructor's arguments) of the reader a read statement reads."""
         receiver = read_call.func.value if isinstance(read_call.func, cst.Attribute) else None
         spec = None
         if isinstance(receiver, cst.Name):
@@ -201,7 +201,16 @@ class RecordHelpers(RewriterBase):
             spec = self._reader_ctor(fn, stmt)
         if spec is None:
             raise self.fail(fn, stmt, "its reader was not created by a traced reader constructor")
-        kind, args = spec
+        return spec
+
+    def _read_key(self, stmt) -> str:
+        """The name a read statement assigns its key to (``key`` of ``key, value = ...``)."""
+        target = stmt.body[0].targets[0].target
+        return self.code(target.elements[0].value)
+
+    def _read(self, fn, stmt, read_call, readers):
+        """The reader kind, Dataset function and value variable of a read statement."""
+        kind, args = self._reader_spec(fn, stmt, read_call, readers)
         if callee(read_call) == "read_up_to":
             raise self.fail(fn, stmt, "read_up_to (batch the records with Dataset.batch by hand)")
         try:

@@ -23,17 +23,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
-import importlib.util
 import os
 import sys
 import types
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import tensorflow as tf
 
 from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._migrate import loading
+from queue_pipeline._migrate.loading import MigrateError
 from queue_pipeline._rebuild.walk import Walker
 from queue_pipeline.errors import NotRebuildableError
 
@@ -41,10 +41,6 @@ __all__ = ["Call", "MigrateError", "Trace", "load_module", "parse_call", "trace"
 
 _API = "queue-pipeline migrate"
 _READ_SUFFIXES = (".read", ".read_up_to")
-
-
-class MigrateError(Exception):
-    """A migration that cannot start or finish: bad input, nothing to migrate."""
 
 
 @dataclasses.dataclass
@@ -143,49 +139,24 @@ def _kind(t: Trace, value: Any, seen: set[int]) -> str:
     return "plain"
 
 
-def load_module(path: str) -> tuple[types.ModuleType, str]:
-    """Imports the module at `path` as its package would (``pkg.mod``); returns it and its name.
+def load_module(
+    path: str, function: str | None = None, argv: Sequence[str] = (), call: str | None = None
+) -> tuple[types.ModuleType, str]:
+    """Loads what `function` needs of the file at `path`; returns the module and its name.
 
-    The directory above the file's outermost package goes on ``sys.path``
-    (and stays there: the module's own imports need it). A module of that name
-    already imported from another file (a second migration in one process of
-    a file named alike) is replaced by this file's: it is the one traced.
+    The file is never imported: NOTE [ What migrate runs of the user's file ]
+    in :mod:`queue_pipeline._migrate.loading` (the skipped statements are the
+    module's ``__qp_skipped__``). `argv` is the program's own command line;
+    the names `call` (``--call``) reads are needed too.
 
     Raises:
-      MigrateError: no such file, or the file does not parse or import.
+      MigrateError: no such file, or the file does not parse, or a statement
+        the function needs fails.
     """
-    path, _source = read_source(path)
-    directory, base = os.path.split(path)
-    parts = [os.path.splitext(base)[0]]
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
-        directory, package = os.path.split(directory)
-        parts.insert(0, package)
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
-    name = ".".join(parts)
-    try:
-        existing = sys.modules.get(name)
-        if existing is None:
-            return importlib.import_module(name), name
-        if os.path.realpath(getattr(existing, "__file__", "") or "") == path:
-            return existing, name
-        # import_module would return the other file's module: load this one by path
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"no loader for {path}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            sys.modules[name] = existing  # a file that does not import replaces nothing
-            raise
-        return module, name
-    except Exception as e:  # noqa: BLE001 - the user's module failed to import
-        raise MigrateError(
-            f"{_API}: importing {path} failed: {type(e).__name__}: {e}. Fix: run it from "
-            "a directory where its imports work."
-        ) from e
+    real, source = read_source(path)
+    loaded = loading.load(real, source, function, argv, also=loading.names_read(call))
+    loaded.module.__dict__["__qp_skipped__"] = loaded.skipped_lines(real)
+    return loaded.module, loaded.name
 
 
 def read_source(path: str) -> tuple[str, str]:
@@ -276,8 +247,20 @@ def _frames(op: tf.Operation | None, path: str) -> tuple[tuple[str, int], ...]:
     return tuple((f.name, f.lineno) for f in op.traceback if os.path.realpath(f.filename) == path)
 
 
-def trace(path: str, function: str, args: tuple = (), kwargs: dict | None = None) -> Trace:
+def trace(
+    path: str,
+    function: str,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    *,
+    module: types.ModuleType | None = None,
+    argv: Sequence[str] = (),
+) -> Trace:
     """Runs ``function(*args, **kwargs)`` of the file at `path` once and records what it built.
+
+    Args:
+      module: the file as :func:`load_module` loaded it (else it is loaded
+        here with `argv`); the call runs with ``sys.argv`` the program's own.
 
     Raises:
       MigrateError: the function does not exist, fails, or builds no queue
@@ -285,8 +268,9 @@ def trace(path: str, function: str, args: tuple = (), kwargs: dict | None = None
     """
     from queue_pipeline._scripts.install import install  # noqa: PLC0415 - no cycle at import
 
-    module, _ = load_module(path)
-    real = os.path.realpath(module.__file__ or path)
+    if module is None:
+        module, _ = load_module(path, function, argv)
+    real = os.path.realpath(module.__dict__.get("__qp_code_path__") or module.__file__ or path)
     fn: Callable | None = getattr(module, function, None)
     if not callable(fn):
         raise MigrateError(
@@ -296,7 +280,12 @@ def trace(path: str, function: str, args: tuple = (), kwargs: dict | None = None
     calls: dict[tuple[str, int], Call] = {}
     graph = tf.Graph()
     try:
-        with graph.as_default(), install(), _recording(real, calls):
+        with (
+            graph.as_default(),
+            install(),
+            _recording(real, calls),
+            loading.own_argv(module.__file__ or real, argv),
+        ):
             outputs = fn(*args, **(kwargs or {}))
     except MigrateError:
         raise

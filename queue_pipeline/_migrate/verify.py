@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
-import sys
-import tempfile
 import types
 
 from queue_pipeline import plan
@@ -19,6 +16,7 @@ from queue_pipeline._migrate.proof_conditions import (
     pinned_random_draws,
     random_op_types,
 )
+from queue_pipeline._migrate.loading import load_beside
 from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of, loader_count
 
 __all__ = ["Verdict", "load_migrated", "verify"]
@@ -44,32 +42,21 @@ class Verdict:
 
 
 def load_migrated(original: types.ModuleType, source: str, path: str | None) -> types.ModuleType:
-    """`source` as a module beside `original` (same package, so the same imports work).
+    """`source` as a module beside `original`, reusing its load (nothing of its top level reruns).
+
+    See NOTE [ What migrate runs of the user's file ] in
+    :mod:`queue_pipeline._migrate.loading`.
 
     Args:
       original: the legacy module.
       source: the migrated module's source.
-      path: the file it was written to; None writes it to a temporary
-        directory, so that AutoGraph and tracebacks find the source.
+      path: the file it was written to; None: no file (its source is
+        registered with linecache for AutoGraph and tracebacks).
     """
-    name = f"{original.__name__}__migrated"
-    module = types.ModuleType(name)
-    if path is None:
-        directory = tempfile.mkdtemp(prefix="queue_pipeline_migrate_")
-        path = os.path.join(directory, os.path.basename(original.__file__ or "migrated.py"))
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(source)
-    module.__file__ = path
-    module.__package__ = original.__package__
-    sys.modules[name] = module
     try:
-        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102
-    except Exception as e:  # noqa: BLE001 - a rewriter bug or a module with side effects
-        del sys.modules[name]
-        raise MigrateError(
-            f"{_API}: the migrated module does not run: {type(e).__name__}: {e}."
-        ) from e
-    return module
+        return load_beside(original, source, path)
+    except MigrateError as e:  # a rewriter bug: the definitions do not run
+        raise MigrateError(f"{_API}: the migrated module does not run: {e}") from e
 
 
 def verify(
