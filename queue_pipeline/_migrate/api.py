@@ -23,6 +23,7 @@ import dataclasses
 import difflib
 import functools
 import os
+import re
 import sys
 import types
 from typing import Sequence
@@ -36,6 +37,7 @@ import tensorflow as tf
 
 from queue_pipeline._compare.harness import PipelineError
 from queue_pipeline._migrate.loading import own_argv, split_argv
+from queue_pipeline._migrate.static_check import check_names
 from queue_pipeline._migrate.trace import MigrateError
 
 __all__ = ["MigrateError", "MigrationResult", "migrate"]
@@ -383,6 +385,7 @@ def _rewrite_and_prove(
     """The rewrite of `traced` (batch-then-decode when allowed), its verdict and notes."""
     batched = verify if batch_decode is None else batch_decode
     rewrite = codegen.rewrite(traced, original, batch_decode=batched)
+    check_names(rewrite.source, _new_functions(rewrite), traced.path)
     verdict = None
     notes: list[str] = []
     if verify:
@@ -393,12 +396,18 @@ def _rewrite_and_prove(
                 f"({verdict.status}); the per-record decode is written instead"
             )
             rewrite = codegen.rewrite(traced, original, batch_decode=False)
+            check_names(rewrite.source, _new_functions(rewrite), traced.path)
             verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv)
     elif rewrite.batched:
         notes.append("batch-then-decode was not verified (verify=False)")
     if rewrite.batched:
         notes.append(f"decodes whole batches (batch-then-decode): {', '.join(rewrite.batched)}")
     return rewrite, verdict, notes
+
+
+def _new_functions(rewrite: codegen.Rewrite) -> list[str]:
+    """The names of the functions a rewrite added (what the static check reads)."""
+    return re.findall(r"^def (\w+)\(", rewrite.added, re.M)
 
 
 def _finish(

@@ -10,6 +10,7 @@ user's statements at a new indentation with their comments.
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import libcst as cst
@@ -19,6 +20,7 @@ import tensorflow as tf
 from queue_pipeline import plan
 from queue_pipeline._migrate.syntax import (
     all_params,
+    assigned_names,
     callee,
     names_in,
     string_lines,
@@ -42,6 +44,10 @@ __all__ = [
 ]
 
 API = "queue-pipeline migrate"
+_QUEUE_WORDS = re.compile(
+    r"\b(queue runners?|QueueRunners?|queues?|start_queue_runners|Coordinator|"
+    r"filename_queue|shuffle_batch|tf\.train\.batch)\b"
+)
 PRODUCERS = ("string_input_producer", "input_producer", "range_input_producer")
 BATCHING = tuple(sorted(plan.BATCHING_KINDS))
 READS = ("read", "read_up_to")
@@ -79,21 +85,74 @@ class Function:
                 call = c
         self.call = call
         self.kinds: dict[str, str] = {}
+        self.argument_kinds: dict[str, str] = {}
         if call is not None:
             for var, value in call.local_values.items():
                 self.kinds[var] = rw.trace.kind_of(value)
+            for var, value in call.arguments.items():
+                self.argument_kinds[var] = rw.trace.kind_of(value)
         self.params = [p.name.value for p in all_params(node.params)]
+        self._made: dict[str, int] | None = None
 
     def kind(self, name: str) -> str:
+        """What `name` held when the function returned (see :meth:`kind_at`)."""
         return self.kinds.get(name, "plain")
+
+    def kind_at(self, name: str, line: int) -> str:
+        """What `name` holds at the statement on `line`: NOTE [ A name's kind at each point ].
+
+        NOTE [ A name's kind at each point ]
+        The run tells what each local held when the function returned; a name
+        can hold a plain value before that (``label = 0`` counting folders,
+        then ``image, label = slice_input_producer(...)``; a parameter given a
+        Python list, then ``raw_data = tf.convert_to_tensor(raw_data)``). A
+        name counts as a queue, reader, record or batch from the first
+        statement that assigns it from a legacy call, a helper that builds
+        one, or a name that already is one; before that it is what the
+        function was called with (a parameter) or plain.
+        """
+        if self._made is None:
+            self._made = self._first_made()
+        made = self._made.get(name)
+        if made is None or line < made:
+            return self.argument_kinds.get(name, "plain") if name in self.params else "plain"
+        return self.kind(name)
+
+    def _first_made(self) -> dict[str, int]:
+        made: dict[str, int] = {}
+        stages = set(PRODUCERS + BATCHING + READS + READER_CLASSES) | {"slice_input_producer"}
+        lines = [s for s in m.findall(self.node.body, m.SimpleStatementLine())]
+        lines.sort(key=lambda s: self.rw.positions[s].start.line)
+        for stmt in lines:
+            at = self.rw.positions[stmt].start.line
+            targets = assigned_names(stmt)
+            if not targets:
+                continue
+            calls = self.rw.calls_in(stmt)
+            builds = any(callee(c) in stages or self.rw.helper_of(c) is not None for c in calls)
+            reads = names_in(stmt)
+            if not builds:
+                builds = any(
+                    self.kind(n) != "plain"
+                    and (
+                        (n in made and made[n] < at)
+                        or (n in self.params and self.argument_kinds.get(n, "plain") != "plain")
+                    )
+                    for n in reads
+                )
+            if builds:
+                for t in targets:
+                    if self.kind(t) != "plain":
+                        made.setdefault(t, at)
+        return made
 
     @property
     def role(self) -> str:
-        """``record``, ``batch`` or ``pipeline``.
+        """``record``, ``batch`` or ``pipeline``, by what the parameters were called with.
 
         See NOTE [ How a legacy function is rewritten ].
         """
-        param_kinds = {self.kind(p) for p in self.params}
+        param_kinds = {self.argument_kinds.get(p, self.kind(p)) for p in self.params}
         if "queue" in param_kinds:
             return "record"
         if "record" in param_kinds:
@@ -241,6 +300,16 @@ class RewriterBase:
                 if name == fn.name and fn.first <= line <= fn.last:
                     return True
         return False
+
+    def flag_queue_docstring(self, fn: Function, stmt: cst.CSTNode) -> None:
+        """Reports a docstring kept in `fn`'s tf.data version that still speaks of queues."""
+        words = _QUEUE_WORDS.findall(self.code(stmt))
+        if words:
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: the docstring of {fn.name}, kept in its tf.data "
+                f"version, speaks of {', '.join(sorted(set(words)))}: update it to say a "
+                "tf.data.Dataset is returned"
+            )
 
     def calls_in(self, node: cst.CSTNode) -> list[cst.Call]:
         return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]

@@ -91,7 +91,11 @@ def producer_lines(kind: str, args: Mapping[str, str], var: str, single: bool) -
       single: the input is statically one row (nothing to shuffle).
     """
     if kind == "range_input_producer":
-        lines = [f"{var} = tf.data.Dataset.range({args['limit']})"]
+        # TF 1.x's rows are int32; Dataset.range takes its limit as an int64
+        limit = args["limit"].strip()
+        if not limit.isdigit():
+            limit = f"tf.cast({limit}, tf.int64)"
+        lines = [f"{var} = tf.data.Dataset.range({limit}, output_type=tf.int32)"]
     else:
         first = "string_tensor" if kind == "string_input_producer" else "input_tensor"
         lines = [f"{var} = tf.data.Dataset.from_tensor_slices({args[first]})"]

@@ -60,6 +60,7 @@ from queue_pipeline._migrate.syntax import (
     callee,
     dead_code,
     list_of_reads,
+    mutated_names,
     names_in,
 )
 from queue_pipeline._migrate.trace import MigrateError, Trace
@@ -196,6 +197,7 @@ class _Rewriter(Stages):
                 )
             ):
                 out.append(self.text(stmt, depth))
+                self.flag_queue_docstring(fn, stmt)
                 continue
             out += self._statement(fn, stmt, state, depth)
         return out
@@ -231,7 +233,7 @@ class _Rewriter(Stages):
             state.readers[target[0] if target else ""] = ctor
             return []
         reads = [c for c in calls if callee(c) in READS]
-        if reads and any(fn.kind(n) in ("queue", "reader") for n in names):
+        if reads and any(fn.kind_at(n, line) in ("queue", "reader") for n in names):
             kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], state.readers)
             files = self._files(fn, stmt, reads[0], state)
             if key_used:  # (key, value) pairs with the legacy reader's key strings
@@ -249,8 +251,15 @@ class _Rewriter(Stages):
             return [f"{pad}records = {records}\n"]
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Return):
             return self._return(fn, stmt, state, depth)
-        kinds = {fn.kind(n) for n in names}
-        if "record" in kinds or (set(assigned_names(stmt)) & set(state.element)):
+        kinds = {fn.kind_at(n, line) for n in names}
+        pending_names = {n for st, _ in state.pending for n in assigned_names(st)}
+        if (
+            "record" in kinds
+            or (set(assigned_names(stmt)) & set(state.element))
+            or (names & set(state.element))  # reads the record
+            # reads or changes (`defaults[4] = ...`) what a per-record statement defined
+            or ((names | mutated_names(stmt)) & pending_names)
+        ):
             state.pending.append((stmt, ()))
             return []
         if "batch" in kinds:

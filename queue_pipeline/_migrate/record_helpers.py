@@ -58,13 +58,14 @@ class RecordHelpers(RewriterBase):
             m.SimpleStatementLine(body=[m.Expr(value=m.SimpleString() | m.ConcatenatedString())]),
         ):
             doc = self.text(stmts[0], 1)
+            self.flag_queue_docstring(fn, stmts[0])
             stmts = stmts[1:]
         for stmt in stmts:
             reads = [c for c in self.calls_in(stmt) if callee(c) in READS]
             ctor = self._reader_ctor(fn, stmt)
             if ctor is not None and not reads:
                 target = assigned_names(stmt)
-                readers[target[0] if target else ""] = ctor
+                readers[target[0] if target else ""] = self._carried(fn, stmt, ctor)
                 continue
             if reads:
                 reader_kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], readers)
@@ -190,6 +191,42 @@ class RecordHelpers(RewriterBase):
                 except (chains.Unsupported, TypeError, ValueError, AttributeError):
                     continue
         return None
+
+    def _carried(self, fn: Function, stmt, ctor: tuple[str, dict]) -> tuple[str, dict]:
+        """The reader's arguments, those computed in `fn` replaced by the values the run gave.
+
+        The Dataset that replaces the reader is built in the caller, where the
+        helper's locals (``record_bytes = label_bytes + image_bytes`` in
+        ``read_cifar10``) do not exist; the run recorded what each argument was.
+        """
+        kind, args = ctor
+        local = {
+            n for st in m.findall(fn.node.body, m.SimpleStatementLine()) for n in assigned_names(st)
+        } - set(fn.params)
+        first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
+        traced = next(
+            (
+                node.args
+                for node in self.trace.nodes
+                if any(
+                    name == fn.name and first <= line <= last
+                    for name, line in self.trace.reader_sites.get(node.index, ())
+                )
+            ),
+            {},
+        )
+        carried = dict(args)
+        for arg, text in args.items():
+            if not names_in(cst.parse_expression(text)) & local:
+                continue
+            value = traced.get(arg)
+            if not isinstance(value, (int, float, str, bytes)) or isinstance(value, bool):
+                raise self.fail(
+                    fn, stmt, f"the reader's `{arg}` ({text}) is computed in {fn.name} and the "
+                    "run gave no plain value for it (pass it as a parameter)"
+                )  # fmt: skip
+            carried[arg] = repr(value)
+        return kind, carried
 
     def _reader_spec(self, fn, stmt, read_call, readers) -> tuple[str, dict]:
         """(reader kind, its constructor's arguments) of the reader a read statement reads."""

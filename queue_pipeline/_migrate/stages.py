@@ -64,19 +64,41 @@ class Stages(RecordHelpers):
         if not targets:
             raise self.fail(fn, stmt, "the producer's queue is not assigned to a variable")
         single = self._single_row(args)
+        self._second_source(fn, stmt, state)
+        if self._dequeued(stmt, call):
+            # ``i = range_input_producer(n).dequeue()``: its rows are the records
+            chain = self._producer_chain(fn, stmt, kind, args, "records", single)
+            state.element = [targets[0]]
+            return [f"{pad}{line}\n" for line in chain.lines]
         files = fresh(fn, "filenames", "files", "file_names")
+        chain = self._producer_chain(fn, stmt, kind, args, files, single)
+        state.queues[targets[0]] = files
+        return [f"{pad}{line}\n" for line in chain.lines]
+
+    def _producer_chain(self, fn, stmt, kind, args, var, single) -> chains.Chain:
         try:
-            chain = chains.producer_lines(kind, args, files, single)
+            chain = chains.producer_lines(kind, args, var, single)
         except chains.Unsupported as e:
             raise self.fail(fn, stmt, str(e)) from e
-        state.queues[targets[0]] = files
         self.steps.append(Step(fn.line(stmt), kind, " / ".join(chain.lines), chain.fates))
         if single and is_shuffled(args):
             self.differences.append(
                 f"{self.where(fn.line(stmt))}: {kind} shuffles one row: nothing to shuffle, "
                 "so no shuffle is written"
             )
-        return [f"{pad}{line}\n" for line in chain.lines]
+        return chain
+
+    @staticmethod
+    def _dequeued(stmt, call) -> bool:
+        """Whether `stmt` assigns ``<producer call>.dequeue()`` (one row at a time)."""
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        value = assign.value if isinstance(assign, cst.Assign) else None
+        return (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == "dequeue"
+            and value.func.value is call
+        )
 
     @staticmethod
     def _single_row(args) -> bool:
@@ -88,7 +110,18 @@ class Stages(RecordHelpers):
             return False
         return isinstance(node, cst.List) and len(node.elements) == 1
 
+    def _second_source(self, fn, stmt, state: State) -> None:
+        """Refuses a second pipeline in one function: a Dataset is one pipeline."""
+        if state.element or state.batch_element:
+            raise self.fail(
+                fn, stmt, "it starts a second pipeline in the same function (one Dataset "
+                "holds one pipeline): build each pipeline in a function of its own and "
+                "migrate those"
+            )  # fmt: skip
+
     def _slice(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+        self._note_large_constants(fn, stmt)
+        self._second_source(fn, stmt, state)
         pad = "    " * depth
         try:
             args = bind_arguments(queue_pipeline.slice_input_producer, call, self.module)
@@ -106,7 +139,6 @@ class Stages(RecordHelpers):
         self.steps.append(
             Step(fn.line(stmt), "slice_input_producer", " / ".join(chain.lines), chain.fates)
         )
-        self._note_large_constants(fn, stmt)
         return [f"{pad}{line}\n" for line in chain.lines]
 
     def _note_large_constants(self, fn, stmt) -> None:

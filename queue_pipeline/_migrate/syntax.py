@@ -63,11 +63,70 @@ class _NameCollector(cst.CSTVisitor):
         node.value.visit(self)
         return False
 
+    # A comprehension's and a lambda's own variables are not the enclosing
+    # function's names (``[[1.0] for _ in range(n)]`` reads no ``_``).
+    def _own_scope(self, node: cst.CSTNode, bound: set[str]) -> bool:
+        inner = _NameCollector()
+        for child in node.children:
+            child.visit(inner)
+        self.names |= inner.names - bound
+        return False
+
+    def _comprehension(self, node) -> bool:
+        bound: set[str] = set()
+        comp = node.for_in
+        while comp is not None:
+            bound |= names_in(comp.target)
+            comp = comp.inner_for_in
+        return self._own_scope(node, bound)
+
+    def visit_ListComp(self, node: cst.ListComp) -> bool:
+        return self._comprehension(node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> bool:
+        return self._comprehension(node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> bool:
+        return self._comprehension(node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> bool:
+        return self._comprehension(node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        bound = {p.name.value for p in all_params(node.params) if isinstance(p, cst.Param)}
+        return self._own_scope(node, bound)
+
 
 def names_in(node: cst.CSTNode) -> set[str]:
     collector = _NameCollector()
     node.visit(collector)
     return collector.names
+
+
+def mutated_names(stmt: cst.CSTNode) -> set[str]:
+    """The names a simple statement changes in place: ``x[k] = v``, ``x.a = v``, ``x += v``,
+    ``x.append(v)`` (a method call as the whole statement)."""
+    out: set[str] = set()
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return out
+    for small in stmt.body:
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                if isinstance(t.target, (cst.Subscript, cst.Attribute)):
+                    out |= _root_name(t.target)
+        elif isinstance(small, cst.AugAssign):
+            out |= _root_name(small.target)
+        elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            func = small.value.func
+            if isinstance(func, cst.Attribute):
+                out |= _root_name(func.value)
+    return out
+
+
+def _root_name(node: cst.CSTNode) -> set[str]:
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+    return {node.value} if isinstance(node, cst.Name) else set()
 
 
 def assigned_names(stmt: cst.CSTNode) -> list[str]:

@@ -45,12 +45,13 @@ _READ_SUFFIXES = (".read", ".read_up_to")
 
 @dataclasses.dataclass
 class Call:
-    """One finished call of a function of the file: its locals and what it returned."""
+    """One finished call of a function of the file: its arguments, locals and what it returned."""
 
     name: str
     first_line: int
     local_values: dict[str, Any]
     returned: Any
+    arguments: dict[str, Any] = dataclasses.field(default_factory=dict)  # as called
 
 
 @dataclasses.dataclass
@@ -218,11 +219,21 @@ def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]
 
 @contextlib.contextmanager
 def _recording(path: str, calls: dict) -> Iterator[None]:
+    entries: dict[int, dict[str, Any]] = {}  # frame id -> its arguments as called
+
     def profile(frame, event, arg):
-        if event == "return" and frame.f_code.co_filename == path:
+        if frame.f_code.co_filename != path:
+            return
+        if event == "call":
+            entries[id(frame)] = dict(frame.f_locals)
+        elif event == "return":
             code = frame.f_code
             calls[(code.co_name, code.co_firstlineno)] = Call(
-                code.co_name, code.co_firstlineno, dict(frame.f_locals), arg
+                code.co_name,
+                code.co_firstlineno,
+                dict(frame.f_locals),
+                arg,
+                entries.pop(id(frame), {}),
             )
 
     previous = sys.getprofile()

@@ -1,0 +1,79 @@
+"""The check every migrated module passes before it is proven or written: it parses and
+every name its new functions read is defined.
+
+The rewrite moves the user's statements between functions (NOTE [ How a legacy
+function is rewritten ] in :mod:`queue_pipeline._migrate.codegen`); a statement
+moved away from the definition of a name it reads would fail only when the new
+code runs, or, in a branch the proof does not take, only on the user's machine.
+So the new functions are checked statically, with the standard library's
+:mod:`symtable` (Python's own scope rules): a name a new function reads as a
+global must be bound at the module's top level (an import, a definition, an
+assignment, also inside ``if`` / ``try``) or be a builtin. A failure is a bug in
+migrate: the error names the migrated line, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import symtable
+
+from queue_pipeline._migrate.loading import MigrateError
+
+__all__ = ["check_names"]
+
+_API = "queue-pipeline migrate"
+
+
+def check_names(source: str, functions: list[str], where: str) -> None:
+    """Raises MigrateError when `source` does not parse or a new function reads an unbound name.
+
+    Args:
+      source: the migrated module's source.
+      functions: the names of the functions the migration wrote.
+      where: the user's file, for the message.
+    """
+    try:
+        tree = ast.parse(source)
+        table = symtable.symtable(source, where, "exec")
+    except SyntaxError as e:
+        raise MigrateError(
+            f"{_API}: the migrated code does not parse (line {e.lineno}: {e.msg}); this is a "
+            f"bug in migrate: please report it with {where}. Nothing was written."
+        ) from e
+    bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__"}
+    for symbol in table.get_symbols():
+        if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace():
+            bound.add(symbol.get_name())
+    lines = {n.name: n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    for child in table.get_children():
+        if child.get_name() not in functions:
+            continue
+        for name, scope in _global_reads(child):
+            if name not in bound:
+                line = _first_read(tree, scope, name, lines.get(child.get_name(), 0))
+                raise MigrateError(
+                    f"{_API}: the migrated code reads `{name}` in {scope}() (line {line} of the "
+                    f"migrated module), which is defined nowhere it can see; this is a bug in "
+                    f"migrate: please report it with {where}. Nothing was written."
+                )
+
+
+def _global_reads(table: symtable.SymbolTable) -> list[tuple[str, str]]:
+    """(name, function) of each name `table` and the scopes nested in it read as globals."""
+    out = []
+    for symbol in table.get_symbols():
+        if symbol.is_referenced() and symbol.is_global() and not symbol.is_assigned():
+            out.append((symbol.get_name(), table.get_name()))
+    for child in table.get_children():
+        out += _global_reads(child)
+    return out
+
+
+def _first_read(tree: ast.Module, scope: str, name: str, fallback: int) -> int:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == scope:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and inner.id == name:
+                    return inner.lineno
+    return fallback

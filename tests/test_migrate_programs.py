@@ -1,0 +1,160 @@
+"""``queue-pipeline migrate`` on programs shaped like public TF 1.x code (tests/scripts/real_*.py).
+
+Each program is laid out with its data in a test directory and migrated there as
+a user would (``FILE.py:FUNCTION``, ``--call``, ``--argv``), with migrate's own
+command line in ``sys.argv``: the verdict must be MATCH, nothing of the
+program's top level (training, ``os.makedirs``, checkpoints) may run, no file or
+temporary directory may be left, and the program's flags see only ``--argv``.
+Both TF modes (the suite's).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from queue_pipeline._migrate.api import MigrateError, migrate
+from queue_pipeline._migrate.static_check import check_names
+from real_programs import PROGRAMS
+
+_MIGRATE_ARGV = ["queue-pipeline", "migrate", "--no-verify", "--bogus-flag", "x.py:f"]
+
+
+def _migrate(tmp_path, monkeypatch, key: str, **overrides):
+    program = PROGRAMS[key]
+    path = program.lay_out(str(tmp_path))
+    temp = tmp_path.parent / f"{tmp_path.name}-temp"
+    temp.mkdir(exist_ok=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # what migrate leaves, it leaves here
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", list(_MIGRATE_ARGV))
+    options = {"call": program.call, "argv": program.argv, "max_batches": program.max_batches}
+    options.update(overrides)
+    return migrate(path, program.function, **options)
+
+
+@pytest.mark.parametrize("key", sorted(PROGRAMS))
+def test_a_real_shaped_program_migrates_match_and_runs_nothing_else(tmp_path, monkeypatch, key):
+    result = _migrate(tmp_path, monkeypatch, key)
+    assert result.verdict is not None and result.verdict.status == "MATCH", result.report()
+    # nothing of the program ran: no checkpoint, no output folder, no trained.txt
+    assert sorted(os.listdir(tmp_path)) == ["data", PROGRAMS[key].script]
+    left = os.listdir(tmp_path.parent / f"{tmp_path.name}-temp")
+    # AutoGraph's own cache of converted functions (TensorFlow's, removed at exit) aside
+    assert [f for f in left if not f.startswith("__autograph_generated_file")] == []
+    assert sys.argv == _MIGRATE_ARGV  # the program's argv was its own, and is put back
+    check_names(result.source, [result.function], PROGRAMS[key].script)
+
+
+def test_module_level_training_is_listed_as_not_run(tmp_path, monkeypatch):
+    result = _migrate(tmp_path, monkeypatch, "module_level_training")
+    report = result.report()
+    assert "Not run of the file" in report
+    not_run = "\n".join(result.not_run)
+    first = "real_module_level_training.py:37-55: `x_batch, y_batch = read_inputs(DATA_FILES)`"
+    assert f"{first} and 6 more statement(s)" in not_run
+    assert "tf.compat.v1.disable_eager_execution()" in not_run
+
+
+def test_absl_flags_keep_their_defaults_unless_argv_sets_them(tmp_path, monkeypatch):
+    from absl import flags  # noqa: PLC0415
+
+    result = _migrate(tmp_path, monkeypatch, "absl_flags", argv=None)
+    assert result.verdict.status == "MATCH"
+    assert flags.FLAGS.batch_size == 4
+    assert "records.batch(FLAGS.batch_size)" in result.source
+    other = tmp_path / "again"
+    other.mkdir()
+    _migrate(other, monkeypatch, "absl_flags", argv="--batch_size 3")
+    assert flags.FLAGS.batch_size == 3
+    # a second load of the same module saw its own default data_dir (the new folder)
+    assert flags.FLAGS.data_dir == str(other / "data")
+
+
+def test_argparse_sees_only_argv_and_a_rejected_argv_is_a_clear_error(tmp_path, monkeypatch):
+    with pytest.raises(MigrateError, match=r"exited \(2\).*--argv"):
+        _migrate(tmp_path, monkeypatch, "argparse_wholefile", argv="--input_dir data --mode bad")
+    other = tmp_path / "again"
+    other.mkdir()
+    with pytest.raises(MigrateError, match="input_dir does not exist"):
+        _migrate(other, monkeypatch, "argparse_wholefile", argv="")
+
+
+def test_reader_keys_migrate_with_the_legacy_key_strings(tmp_path, monkeypatch):
+    result = _migrate(tmp_path, monkeypatch, "wholefile_keys")
+    assert "filenames.map(lambda f: (f, tf.io.read_file(f)))" in result.source
+    assert "def per_record(key, contents):" in result.source
+
+
+def test_a_comprehension_variable_is_not_the_readers_key(tmp_path, monkeypatch):
+    result = _migrate(tmp_path, monkeypatch, "list_edits")
+    added = result.added
+    # the defaults and their edits stay together, outside the per-record function
+    per_record = added[added.index("def per_record") :]
+    assert "defaults = [[0.0] for _ in range(num_numeric)]" not in per_record
+    assert added.index("defaults[1] = [-1.0]") < added.index("def per_record")
+
+
+def test_a_reader_argument_computed_in_a_helper_is_carried_as_its_value(tmp_path, monkeypatch):
+    result = _migrate(tmp_path, monkeypatch, "cifar_record_helper")
+    assert "tf.data.FixedLengthRecordDataset(files, 193)" in result.added
+
+
+def test_a_range_producer_read_as_an_index_migrates(tmp_path, monkeypatch):
+    result = _migrate(tmp_path, monkeypatch, "ptb_producer")
+    assert "tf.data.Dataset.range(tf.cast(epoch_size, tf.int64), output_type=tf.int32)" in (
+        result.added
+    )
+    assert "def per_record(i):" in result.added
+
+
+def test_the_static_check_names_an_undefined_name_and_its_line():
+    source = "import tensorflow as tf\n\n\ndef f_dataset(files):\n    return g(files, size)\n"
+    with pytest.raises(MigrateError, match=r"reads `g` in f_dataset\(\) \(line 5"):
+        check_names(source, ["f_dataset"], "user.py")
+    nested = (
+        "def f_dataset():\n    def per_record(v):\n        d = 1\n        return v\n    return d\n"
+    )
+    with pytest.raises(MigrateError, match="reads `d` in f_dataset"):
+        check_names(nested, ["f_dataset"], "user.py")
+    check_names("import os\n\n\ndef f_dataset():\n    return os.sep, len\n", ["f_dataset"], "u")
+
+
+@pytest.mark.slow
+@pytest.mark.one_suite("runs the installed console script in both TF modes itself")
+@pytest.mark.parametrize("tf1", [False, True], ids=["tf2", "tf1"])
+def test_the_console_script_migrates_the_argparse_program_with_its_argv(tmp_path, tf1):
+    script = shutil.which("queue-pipeline")
+    if script is None:
+        pytest.skip("the package's console script is not installed")
+    program = PROGRAMS["argparse_wholefile"]
+    program.lay_out(str(tmp_path))
+    command = [script, "migrate", f"{program.script}:{program.function}"]
+    command += ["--argv", "--input_dir data", "--out", "migrated.py"] + (["--tf1"] if tf1 else [])
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Verify: MATCH" in done.stderr
+    assert sorted(os.listdir(tmp_path)) == ["data", "migrated.py", program.script]
+
+
+def test_a_kept_docstring_that_speaks_of_queues_is_flagged(tmp_path):
+    (tmp_path / "d.txt").write_text("a\nb\nc\n")
+    path = tmp_path / "docq.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\ndef inputs(files):\n"
+        '    """Reads files through a filename queue; start the queue runners first."""\n'
+        "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "    _, value = tf.compat.v1.TextLineReader().read(q)\n"
+        "    return tf.compat.v1.train.batch([value], 2, allow_smaller_final_batch=True)\n"
+    )
+    result = migrate(str(path), "inputs", args=([str(tmp_path / "d.txt")],))
+    assert result.verdict.status == "MATCH"
+    assert any(
+        f"{path}:5: the docstring of inputs" in d and "queue runners" in d
+        for d in result.differences
+    ), result.differences
