@@ -51,6 +51,7 @@ import itertools
 import linecache
 import os
 import shlex
+import symtable
 import sys
 import types
 from typing import Iterable, Iterator, Sequence
@@ -279,10 +280,11 @@ def select(
     for stmt in tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             definitions[stmt.name] = stmt
+    body_reads = _global_reads(tree)
     if function is None or function not in definitions:
         needed = {n for s in tree.body for n in _reads(s)}
     else:
-        needed = _reads(definitions[function])
+        needed = set(body_reads.get(function, set()))
     needed |= set(also)
     variables = _assigned(tree)
     # The names needed grow with what the kept statements read, to a fixed point.
@@ -295,14 +297,14 @@ def select(
     keep_ids = {id(s) for s in defs}
     for stmt in defs:
         needed |= _definition_time_reads(stmt)
-    others = {n for s in defs for n in _reads(s)}
+    others = {n for s in defs for n in body_reads.get(s.name, set())}
     expanded: set[int] = set()
     while True:
         before = len(needed), len(keep_ids)
         for stmt in defs:
             if id(stmt) not in expanded and stmt.name in needed:
                 expanded.add(id(stmt))
-                needed |= _reads(stmt)
+                needed |= body_reads.get(stmt.name, set())
         for stmt in tree.body:
             if id(stmt) in keep_ids:
                 continue
@@ -435,6 +437,36 @@ def _root(node: ast.expr) -> str:
     while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
         node = node.func if isinstance(node, ast.Call) else node.value
     return node.id if isinstance(node, ast.Name) else ""
+
+
+def _global_reads(tree: ast.Module) -> dict[str, set[str]]:
+    """Top-level function or class name -> the module names its body reads.
+
+    By Python's own scopes (:mod:`symtable`): a function's locals, parameters
+    and its comprehensions' variables are not module names (``X, Y = ...``
+    inside ``read_images`` does not need the module's ``X, Y``).
+    """
+    try:
+        table = symtable.symtable(ast.unparse(tree), "<migrate>", "exec")
+    except SyntaxError:  # pragma: no cover - the tree came from a parse
+        return {}
+    out: dict[str, set[str]] = {}
+    for child in table.get_children():
+        names: set[str] = set()
+        _collect_globals(child, names, top=child.get_type() == "class")
+        out.setdefault(child.get_name(), set()).update(names)
+    return out
+
+
+def _collect_globals(table: symtable.SymbolTable, names: set[str], *, top: bool) -> None:
+    for symbol in table.get_symbols():
+        if not symbol.is_referenced():
+            continue
+        # a class body's own names are read at module scope when it runs
+        if symbol.is_global() or (top and not symbol.is_parameter()):
+            names.add(symbol.get_name())
+    for child in table.get_children():
+        _collect_globals(child, names, top=False)
 
 
 def names_read(expression: str | None) -> set[str]:
