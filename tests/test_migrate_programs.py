@@ -158,3 +158,30 @@ def test_a_kept_docstring_that_speaks_of_queues_is_flagged(tmp_path):
         f"{path}:5: the docstring of inputs" in d and "queue runners" in d
         for d in result.differences
     ), result.differences
+
+
+def test_the_loader_runs_what_the_function_needs_by_its_scopes():
+    """A function's own locals (``X, Y``) do not pull in module code of the same names;
+    defaults and decorators are evaluated at definition; helpers' globals count."""
+    import ast  # noqa: PLC0415
+
+    from queue_pipeline._migrate import loading  # noqa: PLC0415
+
+    source = (
+        "import os\nSIZE = 4\nUNUSED = open('x')\nFLAG = os.environ.get('X')\n"
+        "def helper():\n    return FLAG\n"
+        "def inputs(n=SIZE):\n    X, Y = helper(), [i for i in range(n)]\n    return X, Y\n"
+        "X, Y = inputs()\nos.makedirs('out')\nlogits = X * 2\n"
+        "if __name__ == '__main__':\n    inputs()\n"
+    )
+    keep, skipped = loading.select(ast.parse(source), "inputs")
+    kept = [ast.unparse(s).splitlines()[0] for s in keep]
+    assert kept == [
+        "import os",
+        "SIZE = 4",
+        "FLAG = os.environ.get('X')",
+        "def helper():",
+        "def inputs(n=SIZE):",
+    ]
+    assert [(first, last) for first, last, _ in skipped] == [(3, 3), (10, 12), (13, 14)]
+    assert "__main__ block" in skipped[-1][2]
