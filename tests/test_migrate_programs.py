@@ -185,3 +185,15 @@ def test_the_loader_runs_what_the_function_needs_by_its_scopes():
     ]
     assert [(first, last) for first, last, _ in skipped] == [(3, 3), (10, 12), (13, 14)]
     assert "__main__ block" in skipped[-1][2]
+
+
+def test_a_file_written_for_tf1_without_tf1_is_told_to_add_it(tmp_path):
+    path = tmp_path / "old.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\ndef words(name):\n    return tf.gfile.GFile(name).read()\n"
+        "\n\ndef inputs(values):\n"
+        "    (x,) = tf.train.slice_input_producer([values], num_epochs=1, shuffle=False)\n"
+        "    return tf.train.batch([x], 2)\n"
+    )
+    with pytest.raises(MigrateError, match=r"no attribute 'gfile'.*add --tf1"):
+        migrate(str(path), "inputs", call=f"words({str(path)!r})")

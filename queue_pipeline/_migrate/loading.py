@@ -254,11 +254,25 @@ def _run(tree: ast.Module, keep: list[ast.stmt], module: types.ModuleType, filen
                 "arguments with --argv '...' (its parser's usage is above)."
             ) from e
         except Exception as e:  # noqa: BLE001 - the user's statement failed
+            usual = (
+                "run migrate where the file's imports and data are found, or give its "
+                "arguments with --argv"
+            )
             raise MigrateError(
                 f"{_API}: {filename}:{stmt.lineno}: `{_first_line(stmt)}` (needed by the "
-                f"function) raised {type(e).__name__}: {e}. Fix: run migrate where the "
-                "file's imports and data are found, or give its arguments with --argv."
+                f"function) raised {type(e).__name__}: {e}. Fix: {fix_for(e, usual)}."
             ) from e
+
+
+def fix_for(error: BaseException, usual: str) -> str:
+    """The fix to suggest for the user's code raising `error`: `usual`, or ``--tf1`` for a
+    file written for TensorFlow 1.x (``tf.gfile``, ``tf.train.batch`` missing on 2.x)."""
+    if isinstance(error, AttributeError) and "module 'tensorflow" in str(error):
+        return (
+            "the file is written for TensorFlow 1.x (`import tensorflow as tf` meaning "
+            "tf.compat.v1): add --tf1"
+        )
+    return usual
 
 
 def _first_line(stmt: ast.stmt) -> str:

@@ -212,8 +212,12 @@ def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]
         return eval(code, namespace)  # noqa: S307 - the user's own arguments
     except Exception as e:  # noqa: BLE001
         raise MigrateError(
-            f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}: {e}. Fix: pass "
-            "arguments that can be computed here (files that exist, names of the module)."
+            f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}: {e}. Fix: "
+            + loading.fix_for(
+                e,
+                "pass arguments that can be computed here (files that exist, names of the module)",
+            )
+            + "."
         ) from e
 
 
@@ -303,7 +307,8 @@ def trace(
     except Exception as e:  # noqa: BLE001 - the user's function failed
         raise MigrateError(
             f"{_API}: calling {function}({_spell(args, kwargs)}) failed: "
-            f"{type(e).__name__}: {e}. Fix: pass arguments that run (--call)."
+            f"{type(e).__name__}: {e}. Fix: "
+            f"{loading.fix_for(e, 'pass arguments that run (--call)')}."
         ) from e
     # The graph is fresh: everything recorded on it is this call's pipeline,
     # including the stages behind a queue no builder recorded (a prefetch).
