@@ -165,7 +165,7 @@ def test_the_loader_runs_what_the_function_needs_by_its_scopes():
     defaults and decorators are evaluated at definition; helpers' globals count."""
     import ast  # noqa: PLC0415
 
-    from queue_pipeline._migrate import loading  # noqa: PLC0415
+    from queue_pipeline._migrate import selection  # noqa: PLC0415
 
     source = (
         "import os\nSIZE = 4\nUNUSED = open('x')\nFLAG = os.environ.get('X')\n"
@@ -174,7 +174,7 @@ def test_the_loader_runs_what_the_function_needs_by_its_scopes():
         "X, Y = inputs()\nos.makedirs('out')\nlogits = X * 2\n"
         "if __name__ == '__main__':\n    inputs()\n"
     )
-    keep, skipped = loading.select(ast.parse(source), "inputs")
+    keep, skipped = selection.select(ast.parse(source), "inputs")
     kept = [ast.unparse(s).splitlines()[0] for s in keep]
     assert kept == [
         "import os",
