@@ -1,0 +1,162 @@
+"""How a migrated pipeline function ends: its ``return`` as the returned Dataset.
+
+Part of the rewriter of NOTE [ How a legacy function is rewritten ] in
+:mod:`queue_pipeline._migrate.codegen`: ``return batches`` becomes ``return
+dataset.prefetch(AUTOTUNE)``; what the function computes from its batches, a
+``map`` over the batched Dataset; a prefetch queue filled by its own
+QueueRunner, that prefetch; batches followed by loaders, ``return dataset,
+load``; per-record tensors returned without a batching call, the mapped
+records.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import tensorflow as tf
+
+from queue_pipeline._migrate import chains
+from queue_pipeline._migrate.base import Function, State, Step
+from queue_pipeline._migrate.stages import Stages
+from queue_pipeline._migrate.syntax import names_in
+
+__all__ = ["Returns"]
+
+
+class Returns(Stages):
+    """The ``return`` statements of a pipeline function."""
+
+    def _prefetched(self, fn: Function, expr: cst.CSTNode, state: State) -> bool:
+        """Whether `expr` is ``helper(batches, ...).dequeue()`` of a helper returning a queue.
+
+        Such a helper is a prefetch queue filled by its own QueueRunner (the
+        Object Detection API's prefetcher); the Dataset's ``prefetch``
+        already does its work.
+        """
+        if not (
+            isinstance(expr, cst.Call)
+            and isinstance(expr.func, cst.Attribute)
+            and expr.func.attr.value == "dequeue"
+            and isinstance(expr.func.value, cst.Call)
+            and isinstance(expr.func.value.func, cst.Name)
+        ):
+            return False
+        inner = expr.func.value
+        if not isinstance(inner, cst.Call) or not isinstance(inner.func, cst.Name):
+            return False
+        helper = self.functions.get(inner.func.value)
+        if helper is None or helper.call is None:
+            return False
+        if self.trace.kind_of(helper.call.returned) != "queue" or not inner.args:
+            return False
+        first = inner.args[0].value
+        if not (
+            isinstance(first, cst.Name)
+            and first.value in [e.lstrip("*") for e in state.batch_element]
+        ):
+            return False
+        self.steps.append(
+            Step(
+                fn.line(expr),
+                f"{helper.name}(...).dequeue() (a prefetch queue and its QueueRunner)",
+                "Dataset.prefetch(AUTOTUNE) where the function returns the Dataset",
+            )
+        )
+        self.dropped.append(
+            f"{self.where(helper.first)}: {helper.name}: the queue's fill summary "
+            "(a Dataset has no queue to measure)"
+        )
+        return True
+
+    def _plain_returns(self, fn: Function, parts) -> list[str]:
+        """The code of each returned value that is neither a tensor nor built from one.
+
+        By the value the run returned where the call's result is known (so
+        ``lambda sess: ...`` counts), else by the local variable's value.
+        """
+        returned = fn.call.returned if fn.call is not None else None
+        values = fn.call.local_values if fn.call is not None else {}
+        plain = []
+        for i, part in enumerate(parts):
+            code = self.code(part.value)
+            if isinstance(returned, (tuple, list)) and len(returned) == len(parts):
+                value = returned[i]
+            elif isinstance(part.value, cst.Name) and part.value.value in values:
+                value = values[part.value.value]
+            else:
+                continue
+            if isinstance(value, (tf.Tensor, tf.SparseTensor)) or self.trace.kind_of(value) != (
+                "plain"
+            ):
+                continue
+            if isinstance(part.value, cst.Name) and fn.kind(part.value.value) != "plain":
+                continue
+            plain.append(code)
+        return plain
+
+    def _return_beside(self, fn, stmt, parts, element, extra, pad) -> list[str]:
+        """``return batches..., load`` as ``return dataset, load``.
+
+        The batches must come first, in their order, and everything after them
+        must be a plain value (a function such as the preloaded-variable
+        program's ``load(sess)``, which feeds the arrays to the variables the
+        pipeline reads).
+        """
+        names = [self.code(p.value) for p in parts]
+        if names[: len(element)] != element or names[len(element) :] != extra:
+            raise self.fail(
+                fn,
+                stmt,
+                f"it returns {', '.join(extra)} beside the batches, not after them all; a "
+                "Dataset holds only the batches (return the batches first, or migrate the "
+                "function that builds just the pipeline)",
+            )
+        self.steps.append(
+            Step(
+                fn.line(stmt),
+                f"return {', '.join(names)}",
+                f"return the Dataset, {', '.join(extra)}",
+            )
+        )
+        loaders = ", ".join(extra)
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: {fn.name}_dataset returns (dataset, {loaders}): "
+            f"where the pipeline reads variables that {loaders} fills, read the "
+            "dataset through tf.compat.v1.data.make_initializable_iterator and run its "
+            "initializer after that (a one-shot iterator cannot capture a variable)"
+        )
+        blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
+        return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {loaders}\n"]
+
+    def _return(self, fn, stmt, state: State, depth: int) -> list[str]:
+        pad = "    " * depth
+        ret = stmt.body[0]
+        value = self.code(ret.value) if ret.value is not None else ""
+        names = names_in(ret)
+        if state.batch_element and ret.value is not None and self._prefetched(fn, ret.value, state):
+            return [f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"]
+        if state.batch_element:
+            element = [e.lstrip("*") for e in state.batch_element]
+            if value.replace(" ", "").strip("()[]") == ",".join(element):
+                return [f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"]
+            if "record" in {fn.kind(n) for n in names}:
+                raise self.fail(fn, stmt, "it returns per-record tensors beside the batches")
+            parts = ret.value.elements if isinstance(ret.value, (cst.Tuple, cst.List)) else []
+            extra = self._plain_returns(fn, parts)
+            if extra:
+                return self._return_beside(fn, stmt, parts, element, extra, pad)
+            params = ", ".join(state.batch_element)
+            mapping = f"lambda {params}: ({value})"
+            line = f"{pad}dataset = dataset.map({mapping})\n"
+            if len(line) > 100:
+                line = f"{pad}dataset = dataset.map(\n{pad}    {mapping}\n{pad})\n"
+            return [
+                line,
+                f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n",
+            ]
+        if fn.role == "batch" or state.element:
+            if fn.role == "batch" and not state.pending:
+                return [f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"]
+            return self._flush(state, value, depth) + [
+                f"{pad}return records.prefetch({chains.AUTOTUNE})\n"
+            ]
+        return [self.text(stmt, depth)]
