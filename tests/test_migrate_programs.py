@@ -252,3 +252,18 @@ def test_each_readers_key_strings_migrate_as_the_legacy_reader_gives_them(
         dataset = result.load().keyed_dataset(_keyed_files(tmp_path, kind))
         names = [n.decode() for batch, _ in dataset for n in batch.numpy()]
         assert names[1] == expected
+
+
+def test_a_namedtuple_with_plain_values_beside_the_batches_is_refused_with_its_line(tmp_path):
+    """pix2pix's ``Examples(paths=..., inputs=..., count=len(input_paths))``."""
+    path = tmp_path / "p2p.py"
+    path.write_text(
+        "import collections\nimport tensorflow as tf\n\n"
+        'Examples = collections.namedtuple("Examples", "paths, inputs, count")\n\n\n'
+        "def load_examples(values):\n"
+        "    (x,) = tf.compat.v1.train.slice_input_producer([values], num_epochs=1)\n"
+        "    batch = tf.compat.v1.train.batch([x], 2, allow_smaller_final_batch=True)\n"
+        "    return Examples(paths=batch, inputs=batch * 2, count=len(values))\n"
+    )
+    with pytest.raises(MigrateError, match=rf"{path}:10: .*Examples with plain values \(count\)"):
+        migrate(str(path), "load_examples", call="[1, 2, 3]")

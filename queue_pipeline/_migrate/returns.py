@@ -11,6 +11,8 @@ records.
 
 from __future__ import annotations
 
+from typing import Any
+
 import libcst as cst
 import tensorflow as tf
 
@@ -93,6 +95,32 @@ class Returns(Stages):
             plain.append(code)
         return plain
 
+    def _refuse_plain_fields(self, fn: Function, stmt) -> None:
+        """Refuses a returned structure that holds plain values beside its batches.
+
+        pix2pix's ``load_examples`` returns ``Examples(paths=..., inputs=...,
+        count=len(input_paths), steps_per_epoch=...)``: a Dataset's elements are
+        tensors, and its callers read ``examples.count`` as a Python number.
+        """
+        returned: Any = fn.call.returned if fn.call is not None else None
+        if hasattr(returned, "_fields"):
+            fields = dict(returned._asdict())
+        elif isinstance(returned, dict):
+            fields = returned
+        else:
+            return
+        plain = [
+            str(k)
+            for k, v in fields.items()
+            if not isinstance(v, (tf.Tensor, tf.SparseTensor)) and self.trace.kind_of(v) == "plain"
+        ]
+        if plain:
+            raise self.fail(
+                fn, stmt, f"it returns {type(returned).__name__} with plain values "
+                f"({', '.join(plain)}) beside the batches; a Dataset's elements are tensors "
+                "(return the batches, and compute those values in a function of their own)"
+            )  # fmt: skip
+
     def _return_beside(self, fn, stmt, parts, element, extra, pad) -> list[str]:
         """``return batches..., load`` as ``return dataset, load``.
 
@@ -144,6 +172,7 @@ class Returns(Stages):
             extra = self._plain_returns(fn, parts)
             if extra:
                 return self._return_beside(fn, stmt, parts, element, extra, pad)
+            self._refuse_plain_fields(fn, stmt)
             params = ", ".join(state.batch_element)
             mapping = f"lambda {params}: ({value})"
             line = f"{pad}dataset = dataset.map({mapping})\n"
