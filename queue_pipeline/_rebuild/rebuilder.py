@@ -47,6 +47,7 @@ and :meth:`Rebuilder.slice_stream`, as the dataset engine (``_engine/serving.py`
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Callable, Mapping
 
@@ -57,7 +58,13 @@ from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline._rebuild import gathering
 from queue_pipeline._rebuild import walk as _walk
-from queue_pipeline._rebuild.stream import Stream, combine, keeps_static_shapes, leaf_name
+from queue_pipeline._rebuild.stream import (
+    SourceSplit,
+    Stream,
+    combine,
+    keeps_static_shapes,
+    leaf_name,
+)
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import variable_op_read_by
 from queue_pipeline.data import batching as data_batching
@@ -140,6 +147,7 @@ class Rebuilder:
                 self._fillers.setdefault(queue_op.name, node)
         self._scope: set[str] | None = None
         self._order: dict[str, int] | None = None
+        self._split: SourceSplit | None = None
 
     @staticmethod
     def _is_stage(node: plan.PlanNode) -> bool:
@@ -156,6 +164,26 @@ class Rebuilder:
         self._scope = graph_facts.upstream_ops(
             leaves, self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
         )
+
+    @contextlib.contextmanager
+    def split_sources(self, index: int, count: int):
+        """Streams rebuilt inside read the `index`-th of `count` shares of their producers' rows.
+
+        Nested splits compose. Yields the :class:`SourceSplit`, whose ``used``
+        tells whether a producer was split. See NOTE [ Queues no builder
+        recorded ] in ``_rebuild/gathering.py``.
+        """
+        outer = self._split
+        split = SourceSplit(index, count)
+        if outer is not None:
+            split = SourceSplit(outer.index * count + index, outer.count * count)
+        self._split = split
+        try:
+            yield split
+        finally:
+            self._split = outer
+            if outer is not None and split.used:
+                outer.used = True
 
     def has_plan(self) -> bool:
         """Whether a recorded builder is upstream of the leaves of :meth:`restrict_to`."""
@@ -413,6 +441,9 @@ class Rebuilder:
         consumers = self._consumers(queue_op) if consumer is not None else []
         index = next((i for i, c in enumerate(consumers) if c is consumer), 0)
         shards = max(len(consumers), 1)
+        if self._split is not None:  # under a gathering queue's dequeue: NOTE there
+            self._split.used = True
+            index, shards = self._split.index * shards + index, self._split.count * shards
         args = node.args
         common = dict(
             num_epochs=args["num_epochs"],
