@@ -24,17 +24,31 @@ refused (the call stays on the queue engine).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from typing import Protocol
 
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._rebuild import walk as _walk
-from queue_pipeline._rebuild.stream import Stream
+from queue_pipeline._rebuild.stream import SourceSplit, Stream
 from queue_pipeline.data import _common as data_common
 
-if TYPE_CHECKING:
-    from queue_pipeline._rebuild.rebuilder import Rebuilder
+
+class Rebuilder(Protocol):
+    """What this module needs of the Rebuilder (which imports it, so it is not imported here)."""
+
+    graph: tf.Graph
+    api: str
+
+    def rebuild(self, leaves, *, role: str = ..., exact: bool = ...) -> Stream: ...
+
+    def consumers(self, queue_op: tf.Operation) -> list[tf.Operation]: ...
+
+    def split_sources(
+        self, index: int, count: int
+    ) -> contextlib.AbstractContextManager[SourceSplit]: ...
+
 
 __all__ = ["gathering_stream"]
 
@@ -112,7 +126,7 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
 
 def _split_streams(rebuilder: Rebuilder, queue_op, op, enqueue: list) -> list[Stream]:
     """The enqueued streams, split between the queue's dequeue ops (see the NOTE)."""
-    dequeues = [c for c in rebuilder._consumers(queue_op) if c.type in graph_facts.DEQUEUE_OPS]  # noqa: SLF001
+    dequeues = [c for c in rebuilder.consumers(queue_op) if c.type in graph_facts.DEQUEUE_OPS]
     index = next((i for i, c in enumerate(dequeues) if c is op), 0)
     count = max(len(dequeues), 1)
     with rebuilder.split_sources(index, count) as split:
