@@ -9,6 +9,12 @@ map), and deliver what TF's own queue API delivers for the same code: the
 per-epoch multiset of examples (exact order where both are deterministic).
 The suite runs this file in TF1 mode too (``--tf1``), the mode these
 programs were written for.
+
+The second half runs unmodified tf.compat.v1 programs (im2txt's input with
+its own queue and four preprocessing threads, also under Supervisor;
+tf.contrib.learn's read_up_to + batch_join; pix2pix's train then test with a
+default Saver; batches fetched by name) natively, on the queue engine and on
+the dataset engine, and compares what each delivers with native TF (#27).
 """
 
 from __future__ import annotations
@@ -381,6 +387,42 @@ def test_im2txt_under_supervisor_keeps_its_own_queue_filled(caption_files, way, 
             assert sess.run(summary)  # would time out on an unfilled queue
             supervisor.request_stop()
         assert supervisor.coord.joined
+        queues = {
+            qr.queue.name
+            for qr in tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+        }
+        # The program's queue and the filename queue its readers need stay filled.
+        assert {"random_input_queue", "filename_queue"} <= queues, queues
+
+
+def _own_queue_over_slices(num_dequeues):
+    """A program's FIFOQueue filled from slice_input_producer, dequeued `num_dequeues` times."""
+    v1 = tf.compat.v1
+    (row,) = v1.train.slice_input_producer([tf.range(20)], num_epochs=1, shuffle=False)
+    queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]], name="own_queue")
+    v1.train.add_queue_runner(v1.train.QueueRunner(queue, [queue.enqueue([row])]))
+    lists = [[queue.dequeue() * 10] for _ in range(num_dequeues)]
+    return v1.train.batch_join(lists, batch_size=4, allow_smaller_final_batch=True)
+
+
+@pytest.mark.parametrize("num_dequeues", [1, 2])
+def test_own_queue_read_by_several_dequeues_delivers_each_row_once(num_dequeues, caplog):
+    """Rows no producer can split between the dequeues: the call stays on queues, rows once."""
+    make = lambda: _own_queue_over_slices(num_dequeues)  # noqa: E731
+    want, _, _ = _run_native_way("native", make)
+    rows = sorted(int(x) for b in want for x in np.ravel(b))
+    assert rows == [10 * i for i in range(20)]
+    for way in ("queue", "dataset"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
+            got, served, _ = _run_native_way(way, make)
+        assert sorted(int(x) for b in got for x in np.ravel(b)) == rows, way
+        if way == "dataset":
+            assert served == (num_dequeues == 1)
+            falls_back = [
+                r.getMessage() for r in caplog.records if "stays on the queue" in r.getMessage()
+            ]
+            assert bool(falls_back) == (num_dequeues == 2), falls_back
 
 
 def read_batch_examples_inputs(files, *, num_readers=2):
