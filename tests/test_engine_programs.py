@@ -27,6 +27,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
+import engine_programs
 import helpers
 from helpers import TF, WAYS, build, drain, running
 from queue_pipeline import plan
@@ -231,7 +232,8 @@ def test_classic_input_function_runs_on_tf_data_like_tfs_queues(case, request, c
 # Programs of the shapes of public TF 1.x trainers, written against TF's own
 # tf.compat.v1 API and run unmodified natively (the oracle), on the queue
 # engine and on the dataset engine (``helpers.running``). What each delivers
-# is compared with what native TF delivers.
+# is compared with what native TF delivers. The programs are in
+# tests/engine_programs.py.
 
 CAPTIONS = 12
 
@@ -267,60 +269,6 @@ def caption_files(tmp_path_factory):
     return paths
 
 
-def im2txt_inputs(files, *, num_epochs=1, is_training=True, summary=True):
-    """im2txt's input: its own queue filled by reader runners, 4 preprocessing threads.
-
-    As ``prefetch_input_data`` + ``batch_with_dynamic_pad``: a
-    RandomShuffleQueue (FIFOQueue for eval) that ``add_queue_runner`` fills
-    from two readers; four dequeues, each parsed and "preprocessed" (thread
-    0 adds an image summary), into ``batch_join(dynamic_pad=True)``.
-    Returns (images, input_seqs, target_seqs, masks).
-    """
-    v1 = tf.compat.v1
-    filename_queue = v1.train.string_input_producer(
-        files, num_epochs=num_epochs, shuffle=is_training, capacity=16, name="filename_queue"
-    )
-    if is_training:
-        values_queue = tf.queue.RandomShuffleQueue(
-            capacity=20, min_after_dequeue=4, dtypes=[tf.string], name="random_input_queue"
-        )
-    else:
-        values_queue = tf.queue.FIFOQueue(capacity=20, dtypes=[tf.string], name="fifo_input_queue")
-    enqueue_ops = []
-    for _ in range(2):
-        _, value = v1.TFRecordReader().read(filename_queue)
-        enqueue_ops.append(values_queue.enqueue([value]))
-    v1.train.add_queue_runner(v1.train.QueueRunner(values_queue, enqueue_ops))
-    enqueue_list = []
-    for thread_id in range(4):
-        serialized = values_queue.dequeue()
-        features = v1.parse_single_example(
-            serialized,
-            {
-                "image": tf.io.FixedLenFeature([], tf.string),
-                "caption": tf.io.VarLenFeature(tf.int64),
-            },
-        )
-        image = tf.reshape(v1.decode_raw(features["image"], tf.uint8), [2, 2, 1])
-        image = tf.cast(image, tf.float32) * (1.0 / 255)
-        if summary and thread_id == 0:
-            v1.summary.image("final_image", tf.expand_dims(image, 0))
-        caption = tf.sparse.to_dense(features["caption"])
-        caption_length = tf.expand_dims(tf.shape(caption)[0] - 1, 0)
-        input_seq = tf.slice(caption, [0], caption_length)
-        target_seq = tf.slice(caption, [1], caption_length)
-        indicator = tf.ones(caption_length, dtype=tf.int32)
-        enqueue_list.append([image, input_seq, target_seq, indicator])
-    return v1.train.batch_join(
-        enqueue_list,
-        batch_size=3,
-        capacity=2 * 3 * 4,
-        dynamic_pad=True,
-        allow_smaller_final_batch=True,
-        name="batch_and_pad",
-    )
-
-
 def _caption_rows(batches):
     """The multiset of (input, target) sequences, each cut at its mask."""
     rows = collections.Counter()
@@ -342,7 +290,7 @@ def _run_native_way(way, make, **drain_args):
 
 @pytest.mark.parametrize("is_training", [True, False])
 def test_im2txt_input_delivers_every_caption_on_every_engine(caption_files, is_training):
-    make = lambda: im2txt_inputs(caption_files, is_training=is_training)  # noqa: E731
+    make = lambda: engine_programs.im2txt_inputs(caption_files, is_training=is_training)  # noqa: E731
     want, _, _ = _run_native_way("native", make)
     assert sum(_caption_rows(want).values()) == CAPTIONS
     for way in ("queue", "dataset"):
@@ -362,7 +310,7 @@ def test_im2txt_under_supervisor_keeps_its_own_queue_filled(caption_files, way, 
     """
     v1 = tf.compat.v1
     with running(way), tf.Graph().as_default():
-        images, _, targets, _ = im2txt_inputs(caption_files, num_epochs=None)
+        images, _, targets, _ = engine_programs.im2txt_inputs(caption_files, num_epochs=None)
         summary = v1.summary.merge_all()
         global_step = v1.Variable(
             0,
@@ -395,20 +343,10 @@ def test_im2txt_under_supervisor_keeps_its_own_queue_filled(caption_files, way, 
         assert {"random_input_queue", "filename_queue"} <= queues, queues
 
 
-def _own_queue_over_slices(num_dequeues):
-    """A program's FIFOQueue filled from slice_input_producer, dequeued `num_dequeues` times."""
-    v1 = tf.compat.v1
-    (row,) = v1.train.slice_input_producer([tf.range(20)], num_epochs=1, shuffle=False)
-    queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]], name="own_queue")
-    v1.train.add_queue_runner(v1.train.QueueRunner(queue, [queue.enqueue([row])]))
-    lists = [[queue.dequeue() * 10] for _ in range(num_dequeues)]
-    return v1.train.batch_join(lists, batch_size=4, allow_smaller_final_batch=True)
-
-
 @pytest.mark.parametrize("num_dequeues", [1, 2])
 def test_own_queue_read_by_several_dequeues_delivers_each_row_once(num_dequeues, caplog):
     """Rows no producer can split between the dequeues: the call stays on queues, rows once."""
-    make = lambda: _own_queue_over_slices(num_dequeues)  # noqa: E731
+    make = lambda: engine_programs.own_queue_over_slices(num_dequeues)  # noqa: E731
     want, _, _ = _run_native_way("native", make)
     rows = sorted(int(x) for b in want for x in np.ravel(b))
     assert rows == [10 * i for i in range(20)]
@@ -425,28 +363,8 @@ def test_own_queue_read_by_several_dequeues_delivers_each_row_once(num_dequeues,
             assert bool(falls_back) == (num_dequeues == 2), falls_back
 
 
-def read_batch_examples_inputs(files, *, num_readers=2):
-    """tf.contrib.learn's read_batch_examples: read_up_to per reader + batch_join(enqueue_many)."""
-    v1 = tf.compat.v1
-    filename_queue = v1.train.string_input_producer(files, num_epochs=1, shuffle=False)
-    examples = []
-    for _ in range(num_readers):
-        keys, values = v1.TFRecordReader().read_up_to(filename_queue, 4)
-        examples.append([keys, values])
-    keys, values = v1.train.batch_join(
-        examples,
-        batch_size=5,
-        capacity=20,
-        enqueue_many=True,
-        allow_smaller_final_batch=True,
-        name="read_batch_examples",
-    )
-    features = v1.parse_example(values, {"label": tf.io.FixedLenFeature([], tf.int64)})
-    return keys, features["label"]
-
-
 def test_contrib_read_up_to_and_batch_join_on_every_engine(tfrecord_files):
-    make = lambda: read_batch_examples_inputs(tfrecord_files)  # noqa: E731
+    make = lambda: engine_programs.read_batch_examples_inputs(tfrecord_files)  # noqa: E731
     want, _, _ = _run_native_way("native", make)
     labels = collections.Counter(int(x) for _, b in want for x in b)
     assert sum(labels.values()) == RECORDS
@@ -469,28 +387,11 @@ def image_dirs(tmp_path_factory):
     return root
 
 
-def pix2pix_inputs(input_dir, mode):
-    """pix2pix's load_examples: WholeFileReader, augmentation when training, a batch."""
-    v1 = tf.compat.v1
-    paths = sorted(tf.io.gfile.glob(f"{input_dir}/*.raw"))
-    with tf.name_scope("load_images"):
-        path_queue = v1.train.string_input_producer(
-            paths, shuffle=mode == "train", num_epochs=None if mode == "train" else 1
-        )
-        paths_t, contents = v1.WholeFileReader().read(path_queue)
-        image = tf.reshape(tf.cast(v1.decode_raw(contents, tf.uint8), tf.float32), [2, 2, 3])
-    if mode == "train":
-        image = tf.image.random_flip_left_right(image)
-        image = image + v1.random_uniform([], 0.0, 0.01)
-    paths_batch, images = v1.train.batch([paths_t, image], batch_size=2)
-    return paths_batch, images
-
-
 def _pix2pix(way, image_dirs, checkpoint):
     """Trains 3 steps (default Saver, save), then tests from the checkpoint; returns both."""
     v1 = tf.compat.v1
     with running(way), tf.Graph().as_default():
-        _, images = pix2pix_inputs(image_dirs / "train", "train")
+        _, images = engine_programs.pix2pix_inputs(image_dirs / "train", "train")
         generator = v1.get_variable("generator", [], initializer=v1.zeros_initializer())
         step = v1.assign_add(generator, 1.0 + 0.0 * tf.reduce_mean(images))
         saver = v1.train.Saver(max_to_keep=1)
@@ -504,7 +405,7 @@ def _pix2pix(way, image_dirs, checkpoint):
             coord.request_stop()
             coord.join(threads, stop_grace_period_secs=5)
     with running(way), tf.Graph().as_default():
-        paths, images = pix2pix_inputs(image_dirs / "test", "test")
+        paths, images = engine_programs.pix2pix_inputs(image_dirs / "test", "test")
         generator = v1.get_variable("generator", [], initializer=v1.zeros_initializer())
         saver = v1.train.Saver(max_to_keep=1)
         with helpers.new_session(v1.get_default_graph()) as sess:
@@ -538,18 +439,11 @@ def test_pix2pix_train_then_test_with_a_default_saver(image_dirs, tmp_path, capl
         assert len(notes) == (1 if way == "dataset" else 0), way
 
 
-def _named_batch():
-    v1 = tf.compat.v1
-    queue = v1.train.range_input_producer(7, num_epochs=1, shuffle=False)
-    index = queue.dequeue()
-    return v1.train.batch([index, index * 10], batch_size=3, name="my_batch")
-
-
 @pytest.mark.parametrize("way", WAYS)
 def test_batches_fetched_by_tfs_tensor_names(way):
     """``my_batch:K`` is the batch on every engine, as a program fetching by name expects."""
     with running(way):
-        graph, outputs = build(TF, lambda _: _named_batch())
+        graph, outputs = build(TF, lambda _: engine_programs.named_batch())
         assert [t.name for t in outputs] == ["my_batch:0", "my_batch:1"]
         by_name = [graph.get_tensor_by_name(f"my_batch:{k}") for k in (0, 1)]
         batches = drain(TF, graph, by_name)
