@@ -89,10 +89,15 @@ def build(
         add_queue_runner(QueueRunner(queue, enqueue_ops))
         _add_summary(queue, capacity, min_after_dequeue if kind.shuffle else None)
         _diagnostics.guard(queue, api)
+        # Under the dataset engine a dense batch keeps TF's name (`scope`) for
+        # the served outputs, or for the faithful ones if the call falls back
+        # (NOTE [ TF's names for served batches ] in _engine/serving.py).
+        renamed = _settings.current().engine == "dataset" and not any(i.sparse for i in infos)
+        dequeue_name = "faithful_dequeue" if renamed else scope
         if allow_smaller_final_batch:
-            dequeued = queue.dequeue_up_to(batch_size, name=scope)
+            dequeued = queue.dequeue_up_to(batch_size, name=dequeue_name)
         else:
-            dequeued = queue.dequeue_many(batch_size, name=scope)
+            dequeued = queue.dequeue_many(batch_size, name=dequeue_name)
         result = _structure.as_original_type(original, _sparse.restore(dequeued, infos))
     node = plan.record(
         api,
@@ -120,7 +125,9 @@ def build(
         # Imported here: the engine pulls in the rebuilder and the tf.data twins.
         from queue_pipeline._engine import serving as _engine  # noqa: PLC0415
 
-        return _engine.serve(node, result, queue=queue, scope=scope)
+        return _engine.serve(
+            node, result, queue=queue, scope=scope, tf_name=scope if renamed else None
+        )
     return result
 
 

@@ -9,6 +9,12 @@ map), and deliver what TF's own queue API delivers for the same code: the
 per-epoch multiset of examples (exact order where both are deterministic).
 The suite runs this file in TF1 mode too (``--tf1``), the mode these
 programs were written for.
+
+The second half runs unmodified tf.compat.v1 programs (im2txt's input with
+its own queue and four preprocessing threads, also under Supervisor;
+tf.contrib.learn's read_up_to + batch_join; pix2pix's train then test with a
+default Saver; batches fetched by name) natively, on the queue engine and on
+the dataset engine, and compares what each delivers with native TF (#27).
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import TF, build, drain
+import engine_programs
+import helpers
+from helpers import TF, WAYS, build, drain, running
 from queue_pipeline import plan
 
 RECORDS = 60
@@ -217,3 +225,227 @@ def test_classic_input_function_runs_on_tf_data_like_tfs_queues(case, request, c
         assert _rows(got, component) == _rows(want, component), component
     if case in ("cifar10_eval", "preloaded_constants"):  # deterministic on both sides
         assert all(np.array_equal(g[1], w[1]) for g, w in zip(got, want))
+
+
+# --------------------------------------------- unmodified programs, on every engine
+#
+# Programs of the shapes of public TF 1.x trainers, written against TF's own
+# tf.compat.v1 API and run unmodified natively (the oracle), on the queue
+# engine and on the dataset engine (``helpers.running``). What each delivers
+# is compared with what native TF delivers. The programs are in
+# tests/engine_programs.py.
+
+CAPTIONS = 12
+
+
+@pytest.fixture(scope="module")
+def caption_files(tmp_path_factory):
+    """Two TFRecord files of im2txt-like examples: a 2x2 ``image`` (4 raw bytes), a ``caption``.
+
+    Captions have 2 to 6 word ids; the first id is the record's number.
+    """
+    d = tmp_path_factory.mktemp("captions")
+    paths = []
+    for f in range(2):
+        path = str(d / f"train-{f:05d}-of-00002")
+        with tf.io.TFRecordWriter(path) as writer:
+            for i in range(CAPTIONS // 2):
+                n = f * 100 + i
+                caption = [n] + [n % 7 + k for k in range(1 + i % 5)]
+                example = tf.train.Example(
+                    features=tf.train.Features(
+                        feature={
+                            "image": tf.train.Feature(
+                                bytes_list=tf.train.BytesList(value=[bytes([n % 256] * 4)])
+                            ),
+                            "caption": tf.train.Feature(
+                                int64_list=tf.train.Int64List(value=caption)
+                            ),
+                        }
+                    )
+                )
+                writer.write(example.SerializeToString())
+        paths.append(path)
+    return paths
+
+
+def _caption_rows(batches):
+    """The multiset of (input, target) sequences, each cut at its mask."""
+    rows = collections.Counter()
+    for _, inputs, targets, masks in batches:
+        for i, t, m in zip(inputs, targets, masks):
+            n = int(np.sum(m))
+            rows[(tuple(i[:n].tolist()), tuple(t[:n].tolist()))] += 1
+    return rows
+
+
+def _run_native_way(way, make, **drain_args):
+    """Builds `make()` in a fresh graph run the `way` given; drains it with TF's API."""
+    with running(way):
+        graph, outputs = build(TF, lambda _: make())
+        served = any(n.args.get("engine") == "dataset" for n in plan.plan_for(outputs))
+        batches = drain(TF, graph, outputs, **drain_args)
+    return batches, served, graph
+
+
+@pytest.mark.parametrize("is_training", [True, False])
+def test_im2txt_input_delivers_every_caption_on_every_engine(caption_files, is_training):
+    make = lambda: engine_programs.im2txt_inputs(caption_files, is_training=is_training)  # noqa: E731
+    want, _, _ = _run_native_way("native", make)
+    assert sum(_caption_rows(want).values()) == CAPTIONS
+    for way in ("queue", "dataset"):
+        got, served, _ = _run_native_way(way, make)
+        assert served == (way == "dataset"), way
+        assert _caption_rows(got) == _caption_rows(want), way
+        assert [b[1].shape[0] for b in got] == [b[1].shape[0] for b in want], way
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_im2txt_under_supervisor_keeps_its_own_queue_filled(caption_files, way, tmp_path):
+    """The summary of one preprocessing thread reads the program's own queue: it is filled.
+
+    Under the dataset engine batch_join is served on tf.data while the
+    program's queue and its reader runners stay for the image summary, which
+    Supervisor's summary thread (and this test) runs.
+    """
+    v1 = tf.compat.v1
+    with running(way), tf.Graph().as_default():
+        images, _, targets, _ = engine_programs.im2txt_inputs(caption_files, num_epochs=None)
+        summary = v1.summary.merge_all()
+        global_step = v1.Variable(
+            0,
+            name="global_step",
+            trainable=False,
+            use_resource=False,
+            collections=[v1.GraphKeys.GLOBAL_VARIABLES, v1.GraphKeys.GLOBAL_STEP],
+        )
+        train = v1.assign_add(global_step, 1)
+        supervisor = v1.train.Supervisor(
+            logdir=str(tmp_path),
+            save_summaries_secs=0.05,
+            save_model_secs=0,
+            # TF's summary thread reads the global step eagerly under TF 2.x
+            # behaviour (a native TF limit): it runs without one there.
+            global_step=global_step if helpers.tf1_mode() else None,
+        )
+        with supervisor.managed_session(config=helpers.session_config()) as sess:
+            for _ in range(8):
+                _, value = sess.run([train, targets])
+                assert value.shape[0] == 3
+            assert sess.run(summary)  # would time out on an unfilled queue
+            supervisor.request_stop()
+        assert supervisor.coord.joined
+        queues = {
+            qr.queue.name
+            for qr in tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
+        }
+        # The program's queue and the filename queue its readers need stay filled.
+        assert {"random_input_queue", "filename_queue"} <= queues, queues
+
+
+@pytest.mark.parametrize("num_dequeues", [1, 2])
+def test_own_queue_read_by_several_dequeues_delivers_each_row_once(num_dequeues, caplog):
+    """Rows no producer can split between the dequeues: the call stays on queues, rows once."""
+    make = lambda: engine_programs.own_queue_over_slices(num_dequeues)  # noqa: E731
+    want, _, _ = _run_native_way("native", make)
+    rows = sorted(int(x) for b in want for x in np.ravel(b))
+    assert rows == [10 * i for i in range(20)]
+    for way in ("queue", "dataset"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
+            got, served, _ = _run_native_way(way, make)
+        assert sorted(int(x) for b in got for x in np.ravel(b)) == rows, way
+        if way == "dataset":
+            assert served == (num_dequeues == 1)
+            falls_back = [
+                r.getMessage() for r in caplog.records if "stays on the queue" in r.getMessage()
+            ]
+            assert bool(falls_back) == (num_dequeues == 2), falls_back
+
+
+def test_contrib_read_up_to_and_batch_join_on_every_engine(tfrecord_files):
+    make = lambda: engine_programs.read_batch_examples_inputs(tfrecord_files)  # noqa: E731
+    want, _, _ = _run_native_way("native", make)
+    labels = collections.Counter(int(x) for _, b in want for x in b)
+    assert sum(labels.values()) == RECORDS
+    for way in ("queue", "dataset"):
+        got, _, _ = _run_native_way(way, make)
+        assert collections.Counter(int(x) for _, b in got for x in b) == labels, way
+        assert collections.Counter(k for b, _ in got for k in b) == collections.Counter(
+            k for b, _ in want for k in b
+        ), way
+
+
+@pytest.fixture(scope="module")
+def image_dirs(tmp_path_factory):
+    """pix2pix-like train/ and test/ folders of 8 "images" (12 raw bytes each)."""
+    root = tmp_path_factory.mktemp("pix2pix")
+    for split, count in (("train", 8), ("test", 5)):
+        (root / split).mkdir()
+        for i in range(count):
+            (root / split / f"{i:03d}.raw").write_bytes(bytes([i + (split == "test") * 50] * 12))
+    return root
+
+
+def _pix2pix(way, image_dirs, checkpoint):
+    """Trains 3 steps (default Saver, save), then tests from the checkpoint; returns both."""
+    v1 = tf.compat.v1
+    with running(way), tf.Graph().as_default():
+        _, images = engine_programs.pix2pix_inputs(image_dirs / "train", "train")
+        generator = v1.get_variable("generator", [], initializer=v1.zeros_initializer())
+        step = v1.assign_add(generator, 1.0 + 0.0 * tf.reduce_mean(images))
+        saver = v1.train.Saver(max_to_keep=1)
+        with helpers.new_session(v1.get_default_graph()) as sess:
+            sess.run([v1.global_variables_initializer(), v1.local_variables_initializer()])
+            coord = v1.train.Coordinator()
+            threads = v1.train.start_queue_runners(sess, coord)
+            for _ in range(3):
+                sess.run(step)
+            saver.save(sess, f"{checkpoint}/model", global_step=3)
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    with running(way), tf.Graph().as_default():
+        paths, images = engine_programs.pix2pix_inputs(image_dirs / "test", "test")
+        generator = v1.get_variable("generator", [], initializer=v1.zeros_initializer())
+        saver = v1.train.Saver(max_to_keep=1)
+        with helpers.new_session(v1.get_default_graph()) as sess:
+            sess.run([v1.global_variables_initializer(), v1.local_variables_initializer()])
+            saver.restore(sess, v1.train.latest_checkpoint(checkpoint))
+            coord = v1.train.Coordinator()
+            threads = v1.train.start_queue_runners(sess, coord)
+            restored, delivered = sess.run(generator), []
+            try:
+                while True:
+                    delivered.append(sess.run([paths, images]))
+            except tf.errors.OutOfRangeError:
+                pass
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=5)
+    return restored, delivered
+
+
+def test_pix2pix_train_then_test_with_a_default_saver(image_dirs, tmp_path, caplog):
+    """The test pipeline differs from the training one under the same names: it restores."""
+    want_value, want = _pix2pix("native", image_dirs, tmp_path / "native")
+    assert want_value == 3.0 and len(want) == 2  # 5 test images, batches of 2
+    for way in ("queue", "dataset"):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="queue_pipeline"):
+            value, got = _pix2pix(way, image_dirs, tmp_path / way)
+        assert value == want_value, way
+        assert [p.tolist() for p, _ in got] == [p.tolist() for p, _ in want], way
+        assert all(np.array_equal(g, w) for (_, g), (_, w) in zip(got, want)), way
+        notes = [r for r in caplog.records if "no input position" in r.getMessage()]
+        assert len(notes) == (1 if way == "dataset" else 0), way
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_batches_fetched_by_tfs_tensor_names(way):
+    """``my_batch:K`` is the batch on every engine, as a program fetching by name expects."""
+    with running(way):
+        graph, outputs = build(TF, lambda _: engine_programs.named_batch())
+        assert [t.name for t in outputs] == ["my_batch:0", "my_batch:1"]
+        by_name = [graph.get_tensor_by_name(f"my_batch:{k}") for k in (0, 1)]
+        batches = drain(TF, graph, by_name)
+    assert [b[0].tolist() for b in batches] == [[0, 1, 2], [3, 4, 5]]
+    assert all(np.array_equal(b[1], b[0] * 10) for b in batches)

@@ -57,8 +57,12 @@ class _DeprecationFilter(logging.Filter):
         return "make_saveable_from_iterator" not in record.getMessage()
 
 
-def add_saveable(iterator) -> None:
-    """Puts the iterator's state in ``SAVEABLE_OBJECTS`` for ``tf.compat.v1.train.Saver``."""
+def add_saveable(iterator, pipeline: str) -> None:
+    """Puts the iterator's state in ``SAVEABLE_OBJECTS`` for ``tf.compat.v1.train.Saver``.
+
+    Its checkpoint key names the `pipeline` fingerprint (NOTE [ Which
+    pipeline an input position belongs to ] in ``_engine/input_position.py``).
+    """
     tf_logger = tf.get_logger()
     quiet = _DeprecationFilter()
     tf_logger.addFilter(quiet)
@@ -68,6 +72,7 @@ def add_saveable(iterator) -> None:
         )
     finally:
         tf_logger.removeFilter(quiet)
+    _input_position.key_of(saveable, pipeline)
     _input_position.mark(saveable)  # see NOTE [ Checkpoints without an input position ]
     tf.compat.v1.add_to_collection(tf.compat.v1.GraphKeys.SAVEABLE_OBJECTS, saveable)
 

@@ -29,10 +29,31 @@ checkpoint written under the dataset engine restores under the queue engine
 and under native TF as is: a Saver ignores keys it does not restore. Savers
 rebuilt from a ``SaverDef`` (``import_meta_graph``) are not built again, so
 they keep TF's strict restore.
+
+NOTE [ Which pipeline an input position belongs to ]
+An iterator's state restores only into a Dataset of the same definition
+(else ``NotFoundError: Failed to restore dataset iterator ... Make sure the
+dataset definition has not changed``), and an evaluation program commonly
+builds a different pipeline (no shuffle, no distortion, test files) under
+the names its training program used, then restores the training checkpoint.
+So the key of an input position names its pipeline:
+``<iterator>:0-<fingerprint>_STATE``, where the fingerprint
+(:func:`fingerprint`, 16 hex digits of a SHA-256) covers what the engine
+built for the call, in build order: each op's type and attributes, the
+values of constants of up to 1,024 elements (file names, batch sizes,
+seeds), only the dtype and shape of larger ones, and the body of every
+function it built (the ``map`` of the per-record ops, the one-shot
+iterator's factory), without op names and the process-local names of
+functions and Python functions. The same program builds the same
+fingerprint in any graph and any process, so a training run resumes where
+it stopped; another pipeline under the same names finds no key of its own
+and is restored as from a checkpoint without an input position (above: the
+variables come back, the input starts from the beginning, logged once).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from typing import Any, Callable
 
@@ -40,7 +61,7 @@ import tensorflow as tf
 
 from queue_pipeline._core.compat import logger
 
-__all__ = ["mark"]
+__all__ = ["fingerprint", "mark"]
 
 _MARK = "_qp_input_position"
 _KEYS = "_qp_input_position_keys"
@@ -65,6 +86,53 @@ def mark(saveable) -> None:
         _HOOKED["build"], _HOOKED["restore"] = saver_class.build, saver_class.restore
         saver_class.build = _build
         saver_class.restore = _restore
+
+
+_SMALL_CONSTANT = 1024  # elements; larger constants count by dtype and shape
+_LOCAL_ATTRS = frozenset({"token"})  # a Python function's process-local token
+
+
+def fingerprint(ops, functions) -> str:
+    """The name of a served call's pipeline (NOTE [ Which pipeline an input position belongs to ]).
+
+    Args:
+      ops: the ``tf.Operation``s the engine built for the call, in build order.
+      functions: the graph functions it built (with ``definition``), in order.
+
+    Returns:
+      16 hex digits, the same for the same program in any graph or process.
+    """
+    digest = hashlib.sha256()
+    for op in ops:
+        if op.type == "Const":
+            size = op.outputs[0].shape.num_elements()
+            if size is None or size > _SMALL_CONSTANT:
+                digest.update(f"Const {op.outputs[0].dtype} {op.outputs[0].shape}".encode())
+                continue
+        _hash_node(digest, op.node_def)
+    for function in functions:
+        definition = getattr(function, "definition", None)
+        for node in getattr(definition, "node_def", ()):
+            _hash_node(digest, node)
+    return digest.hexdigest()[:16]
+
+
+def _hash_node(digest, node_def) -> None:
+    digest.update(node_def.op.encode())
+    for key in sorted(node_def.attr):
+        value = node_def.attr[key]
+        digest.update(key.encode())
+        if key in _LOCAL_ATTRS or value.HasField("func") or value.list.func:
+            continue  # function names are process-local; their bodies are hashed
+        digest.update(value.SerializeToString(deterministic=True))
+
+
+def key_of(saveable, pipeline: str) -> None:
+    """Renames `saveable`'s checkpoint key after its `pipeline` fingerprint."""
+    base = saveable.name  # the iterator's tensor name, which TF's Saver looks up
+    for spec in saveable.specs:
+        if spec.name.startswith(base):
+            spec.name = f"{base}-{pipeline}{spec.name[len(base) :]}"
 
 
 def _is_marked(value) -> bool:
@@ -124,7 +192,7 @@ def _log_once(save_path: str, missing: list[str]) -> None:
             return
         _LOGGED.add(save_path)
     logger.info(
-        "queue_pipeline dataset engine: checkpoint %s has no input position "
+        "queue_pipeline dataset engine: checkpoint %s has no input position of this pipeline "
         "(%s); every variable it holds is restored and the input starts from "
         "the beginning.",
         save_path,

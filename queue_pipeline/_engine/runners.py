@@ -117,12 +117,21 @@ def _consumers(graph: tf.Graph) -> dict[str, list[str]]:
     return out
 
 
-def retire_runners(graph: tf.Graph, leaves: list) -> list:
+def retire_runners(graph: tf.Graph, leaves: list, engine_ops=frozenset()) -> list:
     """Removes the faithful runners only the rebuilt pipeline consumed.
 
     A runner stays when a consumer of its queue is outside the pipeline, or
-    when something outside the pipeline uses what a consumer delivers (a
-    reader's value also decoded and fetched directly).
+    when anything outside the pipeline is computed from what a consumer
+    delivers (an image summary of a dequeued record, a reader's value also
+    fetched directly), and so does every runner upstream of a runner that
+    stays (the reader it runs needs its filename queue filled): no queue a
+    program can still read is left unfilled.
+
+    Args:
+      graph: the legacy graph.
+      leaves: the faithful outputs of the served call.
+      engine_ops: names of the ops the engine built for the call (its
+        Dataset), which do not count as consumers outside the pipeline.
     """
     collection = graph.get_collection_ref(QUEUE_RUNNERS)
     scope = graph_facts.upstream_ops(leaves, list(collection))
@@ -131,20 +140,49 @@ def retire_runners(graph: tf.Graph, leaves: list) -> list:
     def only_the_pipeline(consumer: str) -> bool:
         if consumer not in scope:
             return False
-        op = graph.get_operation_by_name(consumer)
-        return all(user.name in scope for t in op.outputs for user in t.consumers())
+        return not _feeds_outside(graph.get_operation_by_name(consumer), scope, engine_ops)
 
-    retired = []
+    candidates, staying = [], []
     for qr in list(collection):
         name = graph_facts.queue_op_name(getattr(qr, "queue", None))
         if name is None or name not in scope or isinstance(qr, ServedRunner):
-            continue
-        if all(only_the_pipeline(c) for c in consumers.get(name, ())):
-            collection.remove(qr)
-            retired.append(qr)
+            staying.append(qr)
+        elif all(only_the_pipeline(c) for c in consumers.get(name, ())):
+            candidates.append(qr)
+        else:
+            staying.append(qr)
+    needed = graph_facts.upstream_ops(
+        [
+            t
+            for qr in staying
+            for e in getattr(qr, "enqueue_ops", None) or ()
+            for t in getattr(e, "op", e).inputs
+        ],
+        list(collection),
+    )
+    retired = [qr for qr in candidates if graph_facts.queue_op_name(qr.queue) not in needed]
+    for qr in retired:
+        collection.remove(qr)
     with _LOCK:
         graph.get_collection_ref(_RETIRED).extend(retired)
     return retired
+
+
+def _feeds_outside(op: tf.Operation, scope: set, engine_ops) -> bool:
+    """Whether an op outside `scope` (and not the engine's) is computed from `op`'s outputs."""
+    seen: set[str] = set()
+    stack = [op]
+    while stack:
+        current = stack.pop()
+        for t in current.outputs:
+            for user in t.consumers():
+                if user.name in seen:
+                    continue
+                seen.add(user.name)
+                if user.name not in scope and user.name not in engine_ops:
+                    return True
+                stack.append(user)
+    return False
 
 
 def restore_retired(graph: tf.Graph, leaves: list) -> None:

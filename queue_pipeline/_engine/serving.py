@@ -15,7 +15,8 @@ What a legacy program sees, and why:
 * **The returned tensors** are the components of ``IteratorGetNext`` of a
   one-shot iterator (``tf.compat.v1.data.make_one_shot_iterator``), packed
   like the faithful call's result (list, dict or bare tensor; SparseTensors
-  stay SparseTensors), with the faithful result's static shapes merged in.
+  stay SparseTensors), with the faithful result's static shapes merged in,
+  under TF's names (NOTE [ TF's names for served batches ]).
   A one-shot iterator needs no initializer, so plain ``Session`` loops,
   ``MonitoredTrainingSession`` and ``Supervisor`` work unchanged, and each
   new Session starts the input from the beginning, as a queue pipeline
@@ -29,7 +30,12 @@ What a legacy program sees, and why:
 * **Queue runners.** The faithful runners of the stages the Dataset replaces
   are removed from the ``"queue_runners"`` collection, so no thread fills a
   queue nobody reads; a runner stays when a consumer outside the rebuilt
-  pipeline also takes from its queue. Instead, one :class:`runners.ServedRunner`
+  pipeline also takes from its queue, or when anything outside it is
+  computed from what that consumer delivers (im2txt's image summary of one
+  preprocessing thread's dequeue, which Supervisor's summary thread runs),
+  and so does every runner upstream of a runner that stays (its reader's
+  filename queue): no queue the program can still read is left unfilled.
+  Instead, one :class:`runners.ServedRunner`
   per call stands in the collection: its ``create_threads`` returns ``[]``,
   so ``start_queue_runners``, ``MonitoredTrainingSession`` and
   ``Supervisor`` start nothing and do not warn about an empty collection. It
@@ -83,9 +89,24 @@ reading no variable keeps its one-shot iterator, which needs no start.
 
 NOTE [ Large preloaded arrays ].
 * **Not covered:** a pipeline with no batching call (a reader's value read
-  directly) stays on queues; tensors fetched by the faithful graph's names
-  (``"batch:0"``) read the unused faithful queue; variables the per-record
-  ops read need a Session at build time and fall back.
+  directly) stays on queues; the components of a batch holding a
+  SparseTensor keep the faithful graph's names (``"batch:0"`` reads the
+  unused queue); variables the per-record ops read need a Session at build
+  time and fall back.
+
+NOTE [ TF's names for served batches ]
+Programs fetch batches by name (``graph.get_tensor_by_name("my_batch:1")``,
+signature maps, tests of names), and TF names a dense batch's tensors after
+the call: its dequeue op is the scope's name, ``my_batch:K``. Under the
+dataset engine the faithful build names its dequeue ``my_batch/faithful_dequeue``
+and leaves that name free; :func:`serve` then builds the iterator's
+``IteratorGetNext`` under it, with the faithful outputs' static shapes as its
+``output_shapes`` (TF checks each element against them at run time), so the
+served batch is ``my_batch:K`` and no other tensor has that name. A call that
+falls back returns the faithful outputs through one ``IdentityN`` of that
+name, so it too is fetched as ``my_batch:K``. A batch holding a SparseTensor
+keeps the faithful names (its components come from the sparse restore, not
+from one op).
 
 NOTE [ Large preloaded arrays ]
 A Session optimizes (grappler) and copies every subgraph it runs for the
@@ -116,6 +137,7 @@ import tensorflow as tf
 from queue_pipeline import plan
 from queue_pipeline._diagnostics import session_hook
 from queue_pipeline._engine import graph_edits, runners, service
+from queue_pipeline._engine import input_position as _input_position
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core import settings as _settings
@@ -129,7 +151,7 @@ _LOCK = threading.Lock()
 _LOGGED: "weakref.WeakKeyDictionary[tf.Graph, set]" = weakref.WeakKeyDictionary()
 
 
-def serve(node: plan.PlanNode, result, *, queue, scope: str):
+def serve(node: plan.PlanNode, result, *, queue, scope: str, tf_name: str | None = None):
     """Serves a batching call from a tf.data iterator; see NOTE [ The dataset engine ].
 
     Args:
@@ -137,6 +159,9 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
       result: the faithful result (the caller's structure).
       queue: the faithful batching queue.
       scope: the call's name scope (e.g. ``"shuffle_batch/"``).
+      tf_name: the name (a scope, ``"my_batch/"``) TF gives the call's dense
+        outputs, left free by the faithful build for the outputs returned;
+        None when the faithful outputs hold it (a sparse batch).
 
     Returns:
       The iterator's ``get_next()`` in `result`'s structure, or `result`
@@ -146,16 +171,21 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
     api = node.kind
     where = f"{api} '{scope.rstrip('/')}'"
     leaves = tf.nest.flatten(result)
+    ops_before = len(graph.get_operations())
+    functions_before = set(graph._functions)  # noqa: SLF001 - to tell the rebuild's functions
     try:
-        served, paths = _build(graph, node, leaves, scope, where)
+        served, paths = _build(graph, node, leaves, scope, where, tf_name)
     except service.ServiceUnreachableError:
         raise  # the user asked for the service: no silent local run
     except Exception as e:  # noqa: BLE001 - any failure keeps the faithful graph
         _fall_back(graph, where, leaves, e)
-        return result
+        if tf_name is None:
+            return result
+        return tf.nest.pack_sequence_as(result, tf.identity_n(leaves, name=tf_name))
     iterator, values, initializer, watch = served
+    built = graph.get_operations()[ops_before:]
     faithful = runners.runner_of(graph, queue)
-    retired = runners.retire_runners(graph, leaves)
+    retired = runners.retire_runners(graph, leaves, engine_ops={op.name for op in built})
     tf.compat.v1.add_to_collection(
         QUEUE_RUNNERS, runners.ServedRunner(queue, faithful, initializer, watch)
     )
@@ -163,7 +193,12 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
         graph, {graph_facts.queue_op_name(qr.queue) for qr in retired}, scope
     )
     if watch is None:
-        graph_edits.add_saveable(iterator)
+        functions = [
+            graph._functions[name]  # noqa: SLF001
+            for name in graph._functions  # noqa: SLF001
+            if name not in functions_before
+        ]
+        graph_edits.add_saveable(iterator, _input_position.fingerprint(built, functions))
     else:  # a served iterator has no state to save; a lost dispatcher is raised in steps
         session_hook.time_steps(graph)
     out = tf.nest.pack_sequence_as(result, values)
@@ -184,7 +219,7 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str):
 # --------------------------------------------------------------------- building
 
 
-def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where: str):
+def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where: str, tf_name):
     """((iterator, flat values, initializer or None, watchdog or None), paths) of the rebuild.
 
     The watchdog factory is set when the pipeline is read through tf.data
@@ -249,12 +284,42 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
         else:
             iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
             initializer = None
-        element = iterator.get_next()
-        values = [element] if len(leaves) == 1 else list(element)
-        if len(values) != len(leaves):
-            raise AssertionError(f"{len(values)} components for {len(leaves)} outputs")
-        values = [_merge_static_shape(value, leaf) for value, leaf in zip(values, leaves)]
+        if tf_name is not None:
+            values = _get_next_named(iterator, dataset, leaves, tf_name)
+        else:
+            element = iterator.get_next()
+            values = [element] if len(leaves) == 1 else list(element)
+            if len(values) != len(leaves):
+                raise AssertionError(f"{len(values)} components for {len(leaves)} outputs")
+            values = [_merge_static_shape(value, leaf) for value, leaf in zip(values, leaves)]
     return (iterator, values, initializer, watch), rebuilder.paths
+
+
+def _get_next_named(iterator, dataset: tf.data.Dataset, leaves: list, tf_name: str) -> list:
+    """The iterator's next element as one op named `tf_name`, with the `leaves`' static shapes.
+
+    See NOTE [ TF's names for served batches ]. Raises (the call falls back)
+    when the Dataset's components are not dense tensors of the leaves'
+    dtypes and compatible shapes.
+    """
+    specs = tf.nest.flatten(dataset.element_spec)
+    if len(specs) != len(leaves):
+        raise AssertionError(f"{len(specs)} components for {len(leaves)} outputs")
+    for spec, leaf in zip(specs, leaves):
+        if (
+            not isinstance(spec, tf.TensorSpec)
+            or spec.dtype != leaf.dtype
+            or not spec.shape.is_compatible_with(leaf.shape)
+        ):
+            raise TypeError(f"the rebuilt component {spec} does not fit the faithful {leaf}")
+    return list(
+        tf.raw_ops.IteratorGetNext(
+            iterator=iterator._iterator_resource,  # noqa: SLF001 - the resource make_saveable uses
+            output_types=[leaf.dtype for leaf in leaves],
+            output_shapes=[leaf.shape for leaf in leaves],
+            name=tf_name,
+        )
+    )
 
 
 def _merge_static_shape(value, leaf):

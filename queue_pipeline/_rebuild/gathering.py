@@ -12,21 +12,43 @@ reads), whose rebuilt streams are interleaved one element from each in turn
 (the queue's order is whichever thread comes first, so any interleaving is
 one it could deliver). A random shuffle queue adds ``shuffle(capacity)``
 (with the queue's seed); every one ends in ``prefetch(capacity)``.
+
+When several dequeue ops of the pipeline take from one such queue (im2txt:
+one per preprocessing thread, each into a list of ``batch_join``), each
+element goes to one of them. So dequeue `i` of `n` gets the streams rebuilt
+with their producers' rows (file names) split `n` ways, `i`-th share (the
+rebuilder's :meth:`split_sources`): together they read every file once. A
+queue whose streams start from no producer cannot be split that way and is
+refused (the call stays on the queue engine).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import contextlib
+from typing import Protocol
 
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._rebuild import walk as _walk
-from queue_pipeline._rebuild.stream import Stream
+from queue_pipeline._rebuild.stream import SourceSplit, Stream
 from queue_pipeline.data import _common as data_common
 
-if TYPE_CHECKING:
-    from queue_pipeline._rebuild.rebuilder import Rebuilder
+
+class Rebuilder(Protocol):
+    """What this module needs of the Rebuilder (which imports it, so it is not imported here)."""
+
+    graph: tf.Graph
+    api: str
+
+    def rebuild(self, leaves, *, role: str = ..., exact: bool = ...) -> Stream: ...
+
+    def consumers(self, queue_op: tf.Operation) -> list[tf.Operation]: ...
+
+    def split_sources(
+        self, index: int, count: int
+    ) -> contextlib.AbstractContextManager[SourceSplit]: ...
+
 
 __all__ = ["gathering_stream"]
 
@@ -79,9 +101,7 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
             "one element at a time, is rebuilt (a prefetch, or tf-slim's "
             "parallel_reader).",
         )
-    inner = [
-        rebuilder.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True) for e in enqueue
-    ]
+    inner = _split_streams(rebuilder, queue_op, op, enqueue)
     if len({repr(s.dataset.element_spec) for s in inner}) != 1:
         raise _walk.not_rebuildable(
             rebuilder.api,
@@ -102,3 +122,25 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
         )
     dataset = dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
     return Stream(dataset, list(op.outputs), inner[0].form)
+
+
+def _split_streams(rebuilder: Rebuilder, queue_op, op, enqueue: list) -> list[Stream]:
+    """The enqueued streams, split between the queue's dequeue ops (see the NOTE)."""
+    dequeues = [c for c in rebuilder.consumers(queue_op) if c.type in graph_facts.DEQUEUE_OPS]
+    index = next((i for i, c in enumerate(dequeues) if c is op), 0)
+    count = max(len(dequeues), 1)
+    with rebuilder.split_sources(index, count) as split:
+        inner = [
+            rebuilder.rebuild(list(e.inputs[1:]), role=f"enqueue {e.name}", exact=True)
+            for e in enqueue
+        ]
+    if count > 1 and not split.used:
+        raise _walk.not_rebuildable(
+            rebuilder.api,
+            queue_op,
+            f"is a queue that no queue_pipeline builder recorded, read by {count} dequeue "
+            "ops, and what fills it starts from no producer whose rows can be split "
+            "between them",
+            "dequeue it once, or fill it from readers of a string_input_producer.",
+        )
+    return inner

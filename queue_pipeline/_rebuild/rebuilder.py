@@ -30,13 +30,7 @@ tensors into a stream in three steps:
 3. lift the ops between the stage outputs and the tensors into one function
    and ``map`` it (no map when there are none).
 
-Work queues shared by several consumers (N readers on one
-``string_input_producer``, the "Reading data" guide's multiple readers) are
-split by position: consumer ``i`` of ``N`` gets the producer's rows
-``i, i+N, ...`` with the producer's own num_epochs and shuffle, so every row
-is read once per epoch in total, as with the shared queue (which gives the
-next file to whichever reader is free). Unused reader keys are not built
-(``read(keys=False)``).
+Producers, readers and the values they read are in :mod:`queue_pipeline._rebuild.sources`.
 
 Extension points for other engines: :class:`Rebuilder` records every
 :class:`~queue_pipeline._rebuild.lift.LiftedRegion` it maps in :attr:`Rebuilder.regions`,
@@ -57,18 +51,22 @@ from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline._rebuild import gathering
 from queue_pipeline._rebuild import walk as _walk
-from queue_pipeline._rebuild.stream import Stream, combine, keeps_static_shapes, leaf_name
+from queue_pipeline._rebuild.sources import READER_METHODS, Sources
+from queue_pipeline._rebuild.stream import (
+    SourceSplit,
+    Stream,
+    combine,
+    keeps_static_shapes,
+    leaf_name,
+)
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._core.compat import variable_op_read_by
 from queue_pipeline.data import batching as data_batching
 from queue_pipeline.data import producers as data_producers
-from queue_pipeline.data import readers as data_readers
-from queue_pipeline.errors import NotRebuildableError
 
 __all__ = ["Rebuilder"]
 
 _API = "to_dataset"  # the API named in errors
-_READER_METHODS = ("read", "read_up_to")
+
 _BATCH_ARGS = (
     "batch_size",
     "num_threads",
@@ -94,7 +92,7 @@ def _static_bool(value):
     return bool(value)
 
 
-class Rebuilder:
+class Rebuilder(Sources):
     """Rebuilds the streams of one legacy graph; see NOTE [ Rebuilding from the plan ].
 
     Args:
@@ -140,13 +138,14 @@ class Rebuilder:
                 self._fillers.setdefault(queue_op.name, node)
         self._scope: set[str] | None = None
         self._order: dict[str, int] | None = None
+        self._split: SourceSplit | None = None
 
     @staticmethod
     def _is_stage(node: plan.PlanNode) -> bool:
         return (
             node.kind in plan.BATCHING_KINDS
             or node.kind in ("slice_input_producer", "limit_epochs")
-            or node.kind.endswith(tuple("." + m for m in _READER_METHODS))
+            or node.kind.endswith(tuple("." + m for m in READER_METHODS))
         )
 
     # ------------------------------------------------------------------ public
@@ -380,178 +379,6 @@ class Rebuilder:
     def _prefetch_stream(self, op: tf.Operation) -> Stream:
         """A queue no builder recorded; see NOTE [ Queues no builder recorded ]."""
         return gathering.gathering_stream(self, op)
-
-    def _consumers(self, queue_op: tf.Operation) -> list[tf.Operation]:
-        """The dequeue and read ops that take from `queue_op`, in creation order."""
-        if self._order is None:
-            self._order = {op.name: i for i, op in enumerate(self.graph.get_operations())}
-        order = self._order
-        out = []
-        for op in self.graph.get_operations():
-            if self._scope is not None and op.name not in self._scope:
-                continue
-            if op.type in graph_facts.DEQUEUE_OPS and op.inputs[0].op is queue_op:
-                out.append(op)
-            elif op.type in graph_facts.READ_OPS and op.inputs[1].op is queue_op:
-                out.append(op)
-        return sorted(out, key=lambda op: order[op.name])
-
-    def producer_dataset(
-        self, queue_op: tf.Operation, consumer: tf.Operation | None
-    ) -> tf.data.Dataset:
-        """The twin of the producer filling `queue_op`, sharded for `consumer`."""
-        node = self._fillers.get(queue_op.name)
-        if node is None or node.kind not in plan.PRODUCER_KINDS:
-            what = f"a {node.kind} call" if node is not None else "no queue_pipeline producer"
-            raise _walk.not_rebuildable(
-                self.api,
-                queue_op,
-                f"is a work queue filled by {what}, so its elements are unknown",
-                "fill it with queue_pipeline.string_input_producer (or "
-                "range_input_producer / input_producer).",
-            )
-        consumers = self._consumers(queue_op) if consumer is not None else []
-        index = next((i for i, c in enumerate(consumers) if c is consumer), 0)
-        shards = max(len(consumers), 1)
-        args = node.args
-        common = dict(
-            num_epochs=args["num_epochs"],
-            shuffle=args["shuffle"],
-            seed=args["seed"],
-            capacity=args["capacity"],
-        )
-        if node.kind == "range_input_producer" and shards == 1:
-            return data_producers.range_input_producer(
-                self._value(args["limit"], "limit"), **common
-            )
-        rows = _shard(
-            self._rows(node.inputs[0], files=node.kind == "string_input_producer"), index, shards
-        )
-        empty = _empty_rows(rows)
-        if empty is not None:
-            return empty
-        if node.kind == "string_input_producer":
-            return data_producers.string_input_producer(rows, **common)
-        element_shape = args.get("element_shape") if node.kind == "input_producer" else []
-        return data_producers.input_producer(rows, element_shape=element_shape, **common)
-
-    # ------------------------------------------------------------------ readers
-
-    def _reader_stream(self, node: plan.PlanNode, used: list[tf.Tensor]) -> Stream:
-        class_name, _, method = node.kind.rpartition(".")
-        twin_class = getattr(data_readers, class_name, None)
-        read_op = node.outputs[0].op
-        if class_name == "ReaderBase" or twin_class is None or method not in _READER_METHODS:
-            raise _walk.not_rebuildable(
-                self.api,
-                read_op,
-                f"reads with {class_name}, a reader with no tf.data twin",
-                "use one of queue_pipeline's readers (TextLineReader, "
-                "FixedLengthRecordReader, TFRecordReader, WholeFileReader, "
-                "IdentityReader).",
-            )
-        params = inspect.signature(twin_class.__init__).parameters
-        reader = twin_class(
-            **{k: v for k, v in node.args.items() if k in params and k not in ("self", "name")}
-        )
-        filenames = self.producer_dataset(read_op.inputs[1].op, read_op)
-        key = node.outputs[0]
-        keys = any(t.name == key.name for t in used)
-        if method == "read":
-            dataset = reader.read(filenames, keys=keys)
-        else:
-            count = self._value(node.args["num_records"], "num_records")
-            dataset = reader.read_up_to(filenames, count, keys=keys)
-        if keys:
-            return Stream(dataset, list(node.outputs), "tuple")
-        return Stream(dataset, [node.outputs[1]], "bare")
-
-    # ------------------------------------------------------------------- values
-
-    def _value(self, value, what: str):
-        """A Python/numpy value, or the value of a legacy tensor (static or lifted)."""
-        if isinstance(value, tf.Variable):
-            raise NotRebuildableError(
-                f"{self.api}: `{what}` is a variable ({value.name}); a Dataset needs its "
-                "value when it is built. Fix: pass a Python value or a constant.",
-                op_name=value.name,
-                reason=f"variable {what}",
-            )
-        if not isinstance(value, tf.Tensor):
-            return value
-        return self._rows(value)
-
-    def _rows(self, tensor, *, files: bool = False):
-        """A producer's input as numpy (static or computed once) or a Dataset of files.
-
-        Args:
-          tensor: a legacy tensor.
-          files: the input of a string_input_producer: a ``match_filenames_once``
-            variable becomes its twin, which globs when iterated.
-        """
-        if isinstance(tensor, tf.IndexedSlices):
-            raise NotRebuildableError(
-                f"{self.api}: an IndexedSlices input of slice_input_producer cannot be "
-                "rebuilt. Fix: pass a dense tensor.",
-                reason="IndexedSlices input",
-            )
-        try:
-            static = tf.get_static_value(tensor)
-        except (TypeError, ValueError):
-            static = None
-        if static is not None:
-            return np.asarray(static)
-        if files:
-            match = self._matched_files(tensor)
-            if match is not None:
-                return match
-        region = _lift.lift(
-            [tensor],
-            session=self.session,
-            api=self.api,
-            values=self._values,
-            capture=self.capture_variables,
-        )
-        self.regions.append(("input", region))
-        return _evaluate(region)
-
-    def _matched_files(self, tensor: tf.Tensor):
-        handle = variable_op_read_by(tensor)
-        if handle is None:
-            return None
-        for node in self._nodes:
-            if (
-                node.kind == "match_filenames_once"
-                and getattr(getattr(node.outputs[0], "op", None), "name", None) == handle.name
-            ):
-                pattern = self._value(node.args["pattern"], "pattern")
-                return data_producers.match_filenames_once(pattern)
-        return None
-
-
-def _shard(rows, index: int, shards: int):
-    if shards == 1:
-        return rows
-    if isinstance(rows, tf.data.Dataset):
-        return rows.shard(shards, index)
-    return rows[index::shards]
-
-
-def _empty_rows(rows) -> tf.data.Dataset | None:
-    """An empty Dataset if `rows` (numpy) has no rows, else None."""
-    if isinstance(rows, np.ndarray) and rows.ndim >= 1 and rows.shape[0] == 0:
-        dtype = tf.string if rows.dtype.kind in "OSU" else tf.as_dtype(rows.dtype)
-        return tf.data.Dataset.from_tensor_slices(tf.zeros(rows.shape, dtype))
-    return None
-
-
-def _evaluate(region: _lift.LiftedRegion):
-    """Runs a region with no sources once: numpy eagerly, a tensor in a graph."""
-    if tf.executing_eagerly():
-        (value,) = tf.function(lambda: region())()
-        return value.numpy()
-    (value,) = region()
-    return value
 
 
 # --------------------------------------------------------------------- structure

@@ -12,7 +12,22 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["Stream", "combine", "keeps_static_shapes", "leaf_name"]
+__all__ = ["SourceSplit", "Stream", "combine", "keeps_static_shapes", "leaf_name"]
+
+
+@dataclasses.dataclass
+class SourceSplit:
+    """The share of its producers' rows a stream under a split gathering queue reads.
+
+    Attributes:
+      index: which share (0-based).
+      count: how many shares.
+      used: set when a producer was split (else the split changed nothing).
+    """
+
+    index: int
+    count: int
+    used: bool = False
 
 
 @dataclasses.dataclass
