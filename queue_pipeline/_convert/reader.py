@@ -84,24 +84,31 @@ SHAPES = {{
 DTYPES = {{
 {dtypes}
 }}
+RAW = {raw}  # stored as raw bytes: read back bit for bit
 
 
 def parse(serialized):
     """A batch of serialized Examples -> {{name: [n, *shape] tensor in its original dtype}}."""
     features = tf.io.parse_example(serialized, FEATURES)
-    return {{
-        name: tf.reshape(tf.cast(value, DTYPES[name]) if DTYPES[name] != tf.string else value,
-                         [-1] + SHAPES[name])
-        for name, value in features.items()
-    }}
+    out = {{}}
+    for name, value in features.items():
+        if name in RAW:
+            value = tf.io.decode_raw(value, DTYPES[name])
+        elif DTYPES[name] != tf.string:
+            value = tf.cast(value, DTYPES[name])
+        out[name] = tf.reshape(value, [-1] + SHAPES[name])
+    return out
 '''
 
 
-def _parse_dtype(dtype: str) -> str:
+def _parse_dtype(entry: dict[str, Any]) -> str:
     from queue_pipeline._convert.features import feature_kind  # noqa: PLC0415
 
+    if entry.get("encoding") == "raw":
+        return "tf.string"
+
     return {"bytes_list": "tf.string", "float_list": "tf.float32", "int64_list": "tf.int64"}[
-        feature_kind(dtype)
+        feature_kind(entry["dtype"])
     ]
 
 
@@ -116,10 +123,9 @@ def reader_source(manifest: dict[str, Any], directory: str) -> str:
     spec = manifest["features"]
     lines = []
     for name in sorted(spec):
-        shape = [int(d) for d in spec[name]["shape"]]
-        lines.append(
-            f"    {name!r}: tf.io.FixedLenFeature({shape}, {_parse_dtype(spec[name]['dtype'])}),"
-        )
+        raw = spec[name].get("encoding") == "raw"
+        shape = [] if raw else [int(d) for d in spec[name]["shape"]]
+        lines.append(f"    {name!r}: tf.io.FixedLenFeature({shape}, {_parse_dtype(spec[name])}),")
     text = _HEADER.format(
         source=manifest["source"],
         version=manifest["version"],
@@ -136,7 +142,9 @@ def reader_source(manifest: dict[str, Any], directory: str) -> str:
     else:
         shapes = "\n".join(f"    {n!r}: {list(spec[n]['shape'])}," for n in sorted(spec))
         dtypes = "\n".join(f"    {n!r}: tf.{spec[n]['dtype']}," for n in sorted(spec))
-        text += _TABLE_PARSE.format(shapes=shapes, dtypes=dtypes) + _INPUT_FN.format(
+        raw = sorted(n for n in spec if spec[n].get("encoding") == "raw")
+        text += _TABLE_PARSE.format(shapes=shapes, dtypes=dtypes, raw=repr(tuple(raw)))
+        text += _INPUT_FN.format(
             extra_args="",
             returns="{name: [batch, *shape] tensor} in each feature's original dtype",
             parse_call="parse",
