@@ -251,3 +251,39 @@ def test_cli_convert(tree, tmp_path, capsys):
     assert cli.main([*argv[:-2], "--overwrite", "--on-error", "fail", "--", *IN_MEMORY]) == 2
     assert "corrupt.jpg" in capsys.readouterr().err
     assert len(_all(out)) == len(made)  # the failed rerun replaced nothing
+
+
+def test_beam_options_default_to_every_local_core_and_pass_the_rest_through():
+    from queue_pipeline._convert.pipeline import beam_options
+
+    cores = os.cpu_count() or 1
+    mode = "multi_processing" if cores > 1 else "in_memory"
+    assert beam_options(None, []) == [
+        f"--direct_num_workers={cores}",
+        f"--direct_running_mode={mode}",
+    ]
+    assert beam_options(None, ["--direct_num_workers=1"])[0] == "--direct_num_workers=1"
+    dataflow = ["--project", "p", "--temp_location=gs://b/t"]
+    assert beam_options("DataflowRunner", dataflow) == [*dataflow, "--runner=DataflowRunner"]
+    flink = ["--runner", "FlinkRunner", "--flink_master=h:8081"]
+    assert beam_options(None, flink) == flink  # no DirectRunner defaults for another runner
+
+
+def test_cli_passes_everything_after_the_double_dash_to_beam():
+    args = cli.build_parser().parse_args(
+        [
+            "convert",
+            "images:x",
+            "--out",
+            "o",
+            "--shards",
+            "4",
+            "--",
+            "--runner",
+            "FlinkRunner",
+            "--out",
+            "not-ours",
+        ]
+    )
+    assert (args.out, args.shards) == ("o", "4")
+    assert args.beam_args == ["--runner", "FlinkRunner", "--out", "not-ours"]

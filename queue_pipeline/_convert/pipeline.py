@@ -1,8 +1,8 @@
 """The Beam pipeline of a conversion: encode each record, group by shard, write each shard once.
 
-    records --Reshuffle--> _Encode --(split, shard)--> GroupByKey --> _write_shard --> shard infos
-                              |--"errors"--> the bad records
-                              '--digests--> the source's count and multiset
+    chunks of records --Reshuffle--> _Encode --(split, shard)--> GroupByKey --> _write_shard
+                                       |--"errors"--> the bad records
+                                       '--"made"--> the source's count and multiset
 
 Each shard is written by one worker, in the order of its records' hashes
 (NOTE [ Stable assignment ] in assign.py), under a temporary directory; the
@@ -48,8 +48,17 @@ def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
     `args` already set ``--direct_num_workers`` or ``--direct_running_mode``.
     """
     out = list(args)
-    if runner is not None:
-        out = [a for a in out if not a.startswith("--runner")] + [f"--runner={runner}"]
+    if runner is not None:  # it replaces a --runner among `args`
+        kept: list[str] = []
+        skip = False
+        for a in out:
+            if skip:
+                skip = False
+            elif a == "--runner":
+                skip = True
+            elif not a.startswith("--runner="):
+                kept.append(a)
+        out = [*kept, f"--runner={runner}"]
     given = _runner_of(out)
     if given in (None, "DirectRunner", "direct"):
         cores = os.cpu_count() or 1
@@ -86,24 +95,44 @@ def encode(kind: str, payload: Any) -> bytes:
     return payload  # "example": serialized already
 
 
+# NOTE [ Records travel in chunks ]
+# Beam's per-element cost on the DirectRunner's worker processes (a few
+# hundred microseconds through the runner's channels) dwarfs encoding a CSV
+# row, so the listing is cut into chunks of CHUNK records: each chunk is one
+# element to encode, and leaves as one list per shard it touches plus one
+# (count, multiset) pair. Shard writers receive lists of records.
+CHUNK = 256
+
+
 @beam.typehints.with_output_types(Any)
 class _Encode(beam.DoFn):
     def __init__(self, kind, split, shards, fail):
         self._kind, self._split, self._shards, self._fail = kind, split, shards, fail
 
-    def process(self, element):
-        identity, payload = element
-        try:
-            record = encode(self._kind, payload)
-        except RecordError as e:
-            if self._fail:
-                raise RecordError(e.file, f"{e.reason} (record {identity!r})") from e
-            yield beam.pvalue.TaggedOutput(
-                "errors", {"record": identity, "file": e.file, "reason": e.reason}
+    def process(self, chunk):
+        groups: dict[tuple[str, int], list] = {}
+        count = total = 0
+        for identity, payload in chunk:
+            try:
+                record = encode(self._kind, payload)
+            except RecordError as e:
+                if self._fail:
+                    raise RecordError(e.file, f"{e.reason} (record {identity!r})") from e
+                yield beam.pvalue.TaggedOutput(
+                    "errors", {"record": identity, "file": e.file, "reason": e.reason}
+                )
+                continue
+            where = _assign.assign(identity, self._split, self._shards)
+            groups.setdefault((where.split, where.shard), []).append(
+                (where.order, identity, record)
             )
-            return
-        where = _assign.assign(identity, self._split, self._shards)
-        yield (where.split, where.shard), (where.order, identity, record)
+            count, total = count + 1, (total + _features.digest(record)) % _MODULUS
+        for key, items in groups.items():
+            yield key, items
+        yield beam.pvalue.TaggedOutput("made", (count, total))
+
+
+_MODULUS = _features.MULTISET_MODULUS
 
 
 def write_shard_file(path: str, records: Iterable[bytes], compression: str | None) -> int:
@@ -118,8 +147,8 @@ def write_shard_file(path: str, records: Iterable[bytes], compression: str | Non
 
 
 def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
-    (split, shard), items = element
-    ordered = sorted(items, key=lambda item: (item[0], item[1]))
+    (split, shard), lists = element
+    ordered = sorted((item for items in lists for item in items), key=lambda i: (i[0], i[1]))
     name = _assign.shard_name(split, shard, shards[split])
     size = write_shard_file(os.path.join(temp_dir, name), (r for _, _, r in ordered), compression)
     return {
@@ -133,19 +162,17 @@ def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
 
 
 class _CountAndSum(beam.CombineFn):
-    """(count, multiset sum) of serialized records."""
+    """The (count, multiset sum) pairs of the chunks, added up."""
 
     def create_accumulator(self):
         return 0, 0
 
-    def add_input(self, accumulator, record):
-        return accumulator[0] + 1, (accumulator[1] + _features.digest(record)) % (
-            _features.MULTISET_MODULUS
-        )
+    def add_input(self, accumulator, pair):
+        return accumulator[0] + pair[0], (accumulator[1] + pair[1]) % _MODULUS
 
     def merge_accumulators(self, accumulators):
         counts, sums = zip(*accumulators)
-        return sum(counts), sum(sums) % _features.MULTISET_MODULUS
+        return sum(counts), sum(sums) % _MODULUS
 
     def extract_output(self, accumulator):
         return {"count": accumulator[0], "multiset": str(accumulator[1])}
@@ -179,11 +206,15 @@ def run(
         with beam.Pipeline(options=PipelineOptions(list(options))) as p:
             encoded = (
                 p
-                | "Records" >> beam.Create(records, reshuffle=False)
+                | "Records"
+                >> beam.Create(
+                    [records[i : i + CHUNK] for i in range(0, len(records), CHUNK)],
+                    reshuffle=False,
+                )
                 | "Spread" >> beam.Reshuffle()
                 | "Encode"
                 >> beam.ParDo(_Encode(kind, split, shards, fail)).with_outputs(
-                    "errors", main="records"
+                    "errors", "made", main="records"
                 )
             )
             (
@@ -199,8 +230,7 @@ def run(
                 | "SaveErrors" >> beam.Map(_write_json, paths["errors"])
             )
             (
-                encoded.records
-                | "Payloads" >> beam.Map(lambda kv: kv[1][2])
+                encoded.made
                 | "Multiset" >> beam.CombineGlobally(_CountAndSum())
                 | "SaveSource" >> beam.Map(_write_json, paths["source"])
             )
