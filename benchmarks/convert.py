@@ -19,6 +19,10 @@ Variants, each a fresh process, interleaved ``--repeats`` times:
 
 Reported: examples/s (median) and the CPU seconds of the process and its
 children per 1,000 examples; ratios against ``hand_loop`` of the same run.
+Each variant also converts a tiny input (``TINY`` records): its time is the
+fixed start-up (worker processes importing Beam and TensorFlow), and
+``marginal`` is ``(N - TINY) / (T_N - T_TINY)``, the rate a large input
+approaches.
 Then the read-back: one epoch of training input (batches of 64; images
 decoded and resized to 96x96) from the shards through the emitted reader
 against the same input read from the raw files (``list_files`` ->
@@ -49,6 +53,7 @@ READ_VARIANTS = ("raw_files", "shards")
 SHARDS = 8
 BATCH = 64
 SIZE = 96
+TINY = 20
 
 
 def _cpu() -> float:
@@ -249,9 +254,18 @@ def _run_child(*args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _summary(runs: list[dict]) -> dict:
+def _summary(runs: list[dict], tiny: list[dict] | None = None) -> dict:
     rates = [r["examples"] / r["seconds"] for r in runs]
+    extra = {}
+    if tiny:
+        start = statistics.median(t["seconds"] for t in tiny)
+        seconds = statistics.median(r["seconds"] for r in runs)
+        extra = {
+            "startup_s": start,
+            "marginal_per_s": (runs[0]["examples"] - TINY) / max(seconds - start, 1e-9),
+        }
     return {
+        **extra,
         "examples": runs[0]["examples"],
         "examples_per_s": statistics.median(rates),
         "min": min(rates),
@@ -272,15 +286,23 @@ def measure(images: int, rows: int, repeats: int) -> dict:
     }
     with tempfile.TemporaryDirectory() as tmp:
         data = {"images": os.path.join(tmp, "images"), "table": os.path.join(tmp, "table.csv")}
+        tiny = {"images": os.path.join(tmp, "tiny"), "table": os.path.join(tmp, "tiny.csv")}
         make_images(data["images"], images)
         make_table(data["table"], rows)
+        make_images(tiny["images"], TINY)
+        make_table(tiny["table"], TINY)
         for workload in ("images", "table"):
             runs: dict = {v: [] for v in CONVERT_VARIANTS}
+            starts: dict = {v: [] for v in CONVERT_VARIANTS}
             for r in range(repeats):
                 for variant in CONVERT_VARIANTS:
                     out = os.path.join(tmp, f"{workload}-{variant}-{r}")
                     runs[variant].append(
                         _run_child("convert", variant, workload, data[workload], out)
+                    )
+                    out = os.path.join(tmp, f"tiny-{workload}-{variant}-{r}")
+                    starts[variant].append(
+                        _run_child("convert", variant, workload, tiny[workload], out)
                     )
             shards = os.path.join(tmp, f"{workload}-beam_2w-0")
             with open(os.path.join(shards, "manifest.json")) as f:
@@ -294,7 +316,7 @@ def measure(images: int, rows: int, repeats: int) -> dict:
                         _run_child("read", variant, workload, data[workload], shards)
                     )
             results["workloads"][workload] = {
-                "convert": {v: _summary(x) for v, x in runs.items()},
+                "convert": {v: _summary(x, starts[v]) for v, x in runs.items()},
                 "read": {v: _summary(x) for v, x in reads.items()},
             }
     return results
@@ -306,15 +328,19 @@ def render(results: dict) -> str:
         f"{results['cores']} cores (shared, loaded machine: compare ratios, not absolute rates); "
         f"median of {results['repeats']}",
         "",
-        f"{'workload':<8} {'variant':<10} {'examples/s':>11} {'x hand':>7} {'CPU s/1k':>9}",
+        f"{'workload':<8} {'variant':<10} {'examples/s':>11} {'x hand':>7} {'CPU s/1k':>9} "
+        f"{'start-up s':>10} {'marginal/s':>10} {'x hand':>7}",
     ]
     for workload in ("images", "table"):
         convert = results["workloads"][workload]["convert"]
         base = convert["hand_loop"]["examples_per_s"]
+        marginal = convert["hand_loop"]["marginal_per_s"]
         for variant, row in convert.items():
             lines.append(
                 f"{workload:<8} {variant:<10} {row['examples_per_s']:>11.0f} "
-                f"{row['examples_per_s'] / base:>6.2f}x {row['cpu_s_per_1k']:>9.2f}"
+                f"{row['examples_per_s'] / base:>6.2f}x {row['cpu_s_per_1k']:>9.2f} "
+                f"{row['startup_s']:>10.1f} {row['marginal_per_s']:>10.0f} "
+                f"{row['marginal_per_s'] / marginal:>6.2f}x"
             )
     lines += ["", f"{'workload':<8} {'input':<10} {'examples/s':>11} {'x raw':>7} {'CPU s/1k':>9}"]
     for workload in ("images", "table"):

@@ -287,3 +287,16 @@ def test_cli_passes_everything_after_the_double_dash_to_beam():
     )
     assert (args.out, args.shards) == ("o", "4")
     assert args.beam_args == ["--runner", "FlinkRunner", "--out", "not-ours"]
+
+
+def test_without_beam_the_error_says_what_to_install(tree, tmp_path, monkeypatch):
+    import sys
+
+    import queue_pipeline._convert as package
+
+    monkeypatch.setitem(sys.modules, "apache_beam", None)  # `import apache_beam` fails
+    monkeypatch.delitem(sys.modules, "queue_pipeline._convert.pipeline", raising=False)
+    monkeypatch.delattr(package, "pipeline", raising=False)
+    root, _ = tree
+    with pytest.raises(ImportError, match=r"queue_pipeline\[beam\]"):
+        _convert(f"images:{root}", tmp_path / "out")

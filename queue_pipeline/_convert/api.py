@@ -131,6 +131,7 @@ def convert(
       A :class:`ConvertResult`.
 
     Raises:
+      ImportError: Apache Beam is not installed.
       ValueError: a bad argument (the message names it and the fix).
       FileExistsError: `out` is not empty and `overwrite` is False.
       ConvertError: a bad record with ``on_error="fail"``, a failed job, or
@@ -145,7 +146,15 @@ def convert(
         raise ValueError(f"{_API}: `on_error` must be 'continue' or 'fail'; got {on_error!r}.")
     fractions = _assign.parse_split(split)
     counts = _assign.parse_shards(shards, fractions)
-    from queue_pipeline._convert import pipeline as _pipeline  # noqa: PLC0415 - Beam on use
+    try:
+        from queue_pipeline._convert import pipeline as _pipeline  # noqa: PLC0415 - Beam on use
+    except ModuleNotFoundError as e:
+        if e.name is None or not e.name.startswith("apache_beam"):
+            raise
+        raise ImportError(
+            f"{_API} needs Apache Beam, which is not installed. Fix: pip install "
+            "'queue_pipeline[beam]' (or apache-beam)."
+        ) from e
 
     options = _pipeline.beam_options(runner, beam_options)
     runner_name = _runner_name(options)

@@ -113,13 +113,6 @@ def run(args: argparse.Namespace) -> int:
             on_error=args.on_error,
             overwrite=args.overwrite,
         )
-    except ImportError as e:
-        if "apache_beam" not in str(e):
-            raise
-        e = ImportError(
-            "convert needs Apache Beam: pip install 'queue_pipeline[beam]' (or apache-beam)."
-        )
-        return report_error("convert", e, as_json=False)
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
         return report_error("convert", e, as_json=False)
     source = result.reader_source()
