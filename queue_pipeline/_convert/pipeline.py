@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import re
 from typing import Any, Iterable, Sequence
 
@@ -100,8 +101,32 @@ def encode(kind: str, payload: Any) -> bytes:
 # hundred microseconds through the runner's channels) dwarfs encoding a CSV
 # row, so the listing is cut into chunks of CHUNK records: each chunk is one
 # element to encode, and leaves as one list per shard it touches plus one
-# (count, multiset) pair. Shard writers receive lists of records.
+# (count, multiset) pair. Shard writers receive lists of records. The chunks
+# are pickled to files in the job's temporary directory and the pipeline
+# carries only their paths: values given to ``beam.Create`` are pickled and
+# bz2-compressed into the job's graph (seconds per megabyte, and a size limit
+# on Dataflow), while any worker reads a file of the shared filesystem.
 CHUNK = 256
+
+
+def _save_chunks(records: list, directory: str) -> list[str]:
+    import tensorflow as tf  # noqa: PLC0415 - gs:// and local alike
+
+    tf.io.gfile.makedirs(directory)
+    paths = []
+    for i in range(0, len(records), CHUNK):
+        path = os.path.join(directory, f"{i // CHUNK:07d}.pickle")
+        with tf.io.gfile.GFile(path, "wb") as f:
+            f.write(pickle.dumps(records[i : i + CHUNK], protocol=pickle.HIGHEST_PROTOCOL))
+        paths.append(path)
+    return paths
+
+
+def _load_chunk(path: str) -> list:
+    import tensorflow as tf  # noqa: PLC0415
+
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return pickle.loads(f.read())  # noqa: S301 - written by this job, in its own directory
 
 
 @beam.typehints.with_output_types(Any)
@@ -109,7 +134,8 @@ class _Encode(beam.DoFn):
     def __init__(self, kind, split, shards, fail):
         self._kind, self._split, self._shards, self._fail = kind, split, shards, fail
 
-    def process(self, chunk):
+    def process(self, chunk_path):
+        chunk = _load_chunk(chunk_path)
         groups: dict[tuple[str, int], list] = {}
         count = total = 0
         for identity, payload in chunk:
@@ -206,10 +232,9 @@ def run(
         with beam.Pipeline(options=PipelineOptions(list(options))) as p:
             encoded = (
                 p
-                | "Records"
+                | "Chunks"
                 >> beam.Create(
-                    [records[i : i + CHUNK] for i in range(0, len(records), CHUNK)],
-                    reshuffle=False,
+                    _save_chunks(records, os.path.join(temp_dir, "_chunks")), reshuffle=False
                 )
                 | "Spread" >> beam.Reshuffle()
                 | "Encode"
