@@ -30,7 +30,9 @@ against the same input read from the raw files (``list_files`` ->
 ``decode_csv``), in examples/s.
 
 Usage: python benchmarks/convert.py [--images 2000] [--rows 50000] [--repeats 1]
-       [--json OUT.json]
+       [--json OUT.json]; python benchmarks/convert.py --render OUT.json
+
+Results kept in ``results/convert/`` (this report's own format).
 """
 
 from __future__ import annotations
@@ -260,10 +262,9 @@ def _summary(runs: list[dict], tiny: list[dict] | None = None) -> dict:
     if tiny:
         start = statistics.median(t["seconds"] for t in tiny)
         seconds = statistics.median(r["seconds"] for r in runs)
-        extra = {
-            "startup_s": start,
-            "marginal_per_s": (runs[0]["examples"] - TINY) / max(seconds - start, 1e-9),
-        }
+        # None when the tiny run took as long as the full one (noise on a loaded machine)
+        marginal = (runs[0]["examples"] - TINY) / (seconds - start) if seconds > start else None
+        extra = {"startup_s": start, "marginal_per_s": marginal}
     return {
         **extra,
         "examples": runs[0]["examples"],
@@ -339,8 +340,7 @@ def render(results: dict) -> str:
             lines.append(
                 f"{workload:<8} {variant:<10} {row['examples_per_s']:>11.0f} "
                 f"{row['examples_per_s'] / base:>6.2f}x {row['cpu_s_per_1k']:>9.2f} "
-                f"{row['startup_s']:>10.1f} {row['marginal_per_s']:>10.0f} "
-                f"{row['marginal_per_s'] / marginal:>6.2f}x"
+                f"{row['startup_s']:>10.1f} " + _marginal(row["marginal_per_s"], marginal)
             )
     lines += ["", f"{'workload':<8} {'input':<10} {'examples/s':>11} {'x raw':>7} {'CPU s/1k':>9}"]
     for workload in ("images", "table"):
@@ -354,14 +354,25 @@ def render(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _marginal(rate: float | None, hand: float | None) -> str:
+    if rate is None or not hand:
+        return f"{'-':>10} {'-':>7}"
+    return f"{rate:>10.0f} {rate / hand:>6.2f}x"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=2000)
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--json", default=None, metavar="OUT.json")
+    parser.add_argument("--render", default=None, metavar="RESULT.json", help="print a result")
     parser.add_argument("--child", nargs=5, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.render:
+        with open(args.render) as f:
+            sys.stdout.write(render(json.load(f)))
+        return 0
     if args.child:
         kind, variant, workload, data, out = args.child
         fn = child_convert if kind == "convert" else child_read

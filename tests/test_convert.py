@@ -300,3 +300,19 @@ def test_without_beam_the_error_says_what_to_install(tree, tmp_path, monkeypatch
     root, _ = tree
     with pytest.raises(ImportError, match=r"queue_pipeline\[beam\]"):
         _convert(f"images:{root}", tmp_path / "out")
+
+
+def test_committed_convert_benchmark_renders_to_its_table():
+    """benchmarks/results/convert/*.json render to their committed .txt, byte for byte."""
+    import importlib.util
+    import pathlib
+
+    bench = pathlib.Path(__file__).parents[1] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("convert_bench", bench / "convert.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results = sorted((bench / "results" / "convert").glob("*.json"))
+    assert results
+    for path in results:
+        rendered = module.render(json.loads(path.read_text()))
+        assert rendered == path.with_suffix(".txt").read_text()
