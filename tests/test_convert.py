@@ -316,3 +316,14 @@ def test_committed_convert_benchmark_renders_to_its_table():
     for path in results:
         rendered = module.render(json.loads(path.read_text()))
         assert rendered == path.with_suffix(".txt").read_text()
+
+
+def test_reasons_are_stable_and_name_no_memory_address(tree, tmp_path):
+    root, _ = tree
+    (root / "cat" / "empty.jpg").write_bytes(b"")
+    (root / "dog" / "text.png").write_bytes(b"not a png")
+    result = _convert(f"images:{root}", tmp_path / "out")
+    reasons = {e["record"]: e["reason"] for e in result.errors}
+    assert reasons["cat/empty.jpg"] == "corrupt image: the file is empty"
+    assert reasons["dog/text.png"].startswith("corrupt image: UnidentifiedImageError")
+    assert "0x" not in reasons["dog/text.png"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from typing import Any
 
 from queue_pipeline._convert.features import serialize_features
@@ -72,11 +73,15 @@ def read_file(path: str) -> bytes:
 def _decoded(path: str, data: bytes):
     from PIL import Image  # noqa: PLC0415 - only in workers
 
+    if not data:
+        raise RecordError(path, "corrupt image: the file is empty")
     try:
         image = Image.open(io.BytesIO(data))
         image.load()  # a truncated or corrupt file fails here, not at open
     except Exception as e:  # noqa: BLE001 - Pillow raises several types
-        raise RecordError(path, f"corrupt image: {type(e).__name__}: {e}") from e
+        # Pillow names the in-memory buffer by its address: not the user's file, nor stable
+        message = re.sub(r" <_io\.BytesIO object at 0x[0-9a-f]+>", "", str(e))
+        raise RecordError(path, f"corrupt image: {type(e).__name__}: {message}") from e
     return image
 
 
