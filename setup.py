@@ -37,6 +37,8 @@ setup(
         # ruff and mypy: the lint, format and type checks CI runs with the tests.
         # pytest-xdist: the suite on both cores (-n 2), so that both TF modes
         # fit CI's 10 minutes.
+        # apache-beam: the tests of `convert` run its pipelines on Beam's
+        # DirectRunner (the [beam] extra below).
         "test": [
             "pytest>=7",
             "pytest-timeout>=2",
@@ -45,7 +47,14 @@ setup(
             "ruff>=0.6",
             "mypy>=1.10",
             "pytest-xdist>=3",
+            "apache-beam>=2.60",
         ],
+        # apache-beam: `queue-pipeline convert` runs on Beam (DirectRunner on
+        # every local core; Dataflow, Flink or Spark by option) instead of a
+        # home-made process pool; its dependency Pillow decodes the images.
+        # Tested with apache-beam 2.77.0, which declares protobuf<7: beside
+        # protobuf 7 install it with --no-deps (README: Converting to TFRecords).
+        "beam": ["apache-beam>=2.60"],
         # scikit-learn ships real handwritten digits inside its wheel (no
         # download): the demo and legacy_examples write them in the classic
         # formats; without it they use a synthetic stand-in.

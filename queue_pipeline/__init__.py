@@ -24,6 +24,9 @@ _LAZY = {
     "add_queue_runner": "queue_pipeline.runner",
     "batch": "queue_pipeline.batching",
     "batch_join": "queue_pipeline.batching",
+    "convert": "queue_pipeline._convert.api",
+    "ConvertError": "queue_pipeline._convert.api",
+    "ConvertResult": "queue_pipeline._convert.api",
     "Coordinator": "queue_pipeline.coordinator",
     "diagnostics": "queue_pipeline._core.settings",
     "engine": "queue_pipeline._core.settings",
@@ -86,6 +89,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from queue_pipeline import compare, data, plan, testing
+    from queue_pipeline._convert.api import ConvertError, ConvertResult, convert
     from queue_pipeline._migrate.api import MigrateError, MigrationResult, migrate
     from queue_pipeline._scripts.install import install, uninstall
     from queue_pipeline._core.settings import diagnostics, engine, tf_faithful
@@ -126,6 +130,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and IDEs
     from queue_pipeline.runner import QueueRunner, add_queue_runner, start_queue_runners
 
 __all__ = [
+    "ConvertError",
+    "ConvertResult",
     "Coordinator",
     "FixedLengthRecordReader",
     "GraphModeRequiredError",
@@ -146,6 +152,7 @@ __all__ = [
     "batch",
     "batch_join",
     "compare",
+    "convert",
     "data",
     "diagnostics",
     "engine",

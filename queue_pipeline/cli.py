@@ -18,6 +18,9 @@ Subcommands:
             Its first stdout line is ``<role> listening on grpc://HOST:PORT``;
             it serves until SIGTERM or Ctrl-C, then stops and exits 0; exit 2
             when it cannot start (port taken, dispatcher unreachable).
+  convert   raw files or a legacy input function to sharded TFRecord files
+            of tf.train.Example, on Apache Beam; exit 0 done, 1 done with
+            bad records (listed in errors.jsonl), 2 on an error.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import os
 import sys
 from typing import Any, Callable
 
+from queue_pipeline._convert import command as _convert_command
 from queue_pipeline._cli_support import (
     DEMO_DESCRIPTION,
     TF_LOGS_ENV,
@@ -504,6 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_parser.set_defaults(run=_run)
     _add_service_parser(commands)
+    _convert_command.add_parser(commands)
     return parser
 
 

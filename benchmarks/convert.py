@@ -1,0 +1,390 @@
+"""Speed and CPU of ``queue_pipeline.convert`` against a hand-written TFRecordWriter loop.
+
+Two workloads, generated in a temporary directory (not timed):
+
+* ``images``: ``--images`` JPEGs (default 2,000, 10 classes, 96-160 pixels a
+  side) in class folders, converted from ``images:DIR`` to the TPU format;
+* ``table``: a CSV table of ``--rows`` rows (default 50,000; 6 int, float
+  and string columns), converted from ``csv-table:FILE``.
+
+Variants, each a fresh process, interleaved ``--repeats`` times:
+
+* ``hand_loop``: one process, what most users write by hand: for each image
+  ``tf.io.decode_jpeg`` (eager) for its size, a ``tf.train.Example``,
+  ``TFRecordWriter.write``; for the table ``csv.reader`` and the same writer.
+  One shard, no verification, no error handling.
+* ``beam_1w`` / ``beam_2w``: ``queue_pipeline.convert`` on the DirectRunner
+  with 1 / 2 worker processes (``multi_processing``), 8 shards, ``verify``
+  on (the default).
+
+Reported: examples/s (median) and the CPU seconds of the process and its
+children per 1,000 examples; ratios against ``hand_loop`` of the same run.
+Each variant also converts a tiny input (``TINY`` records): its time is the
+fixed start-up (worker processes importing Beam and TensorFlow), and
+``marginal`` is ``(N - TINY) / (T_N - T_TINY)``, the rate a large input
+approaches.
+Then the read-back: one epoch of training input (batches of 64; images
+decoded and resized to 96x96) from the shards through the emitted reader
+against the same input read from the raw files (``list_files`` ->
+``read_file`` -> ``decode_jpeg``; the table: ``TextLineDataset`` ->
+``decode_csv``), in examples/s.
+
+Usage: python benchmarks/convert.py [--images 2000] [--rows 50000] [--repeats 1]
+       [--json OUT.json]; python benchmarks/convert.py --render OUT.json
+
+Results kept in ``results/convert/`` (this report's own format).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+CONVERT_VARIANTS = ("hand_loop", "beam_1w", "beam_2w")
+READ_VARIANTS = ("raw_files", "shards")
+SHARDS = 8
+BATCH = 64
+SIZE = 96
+TINY = 20
+
+
+def _cpu() -> float:
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def make_images(root: str, count: int) -> None:
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for i in range(count):
+        folder = os.path.join(root, f"class{i % 10}")
+        os.makedirs(folder, exist_ok=True)
+        h, w = rng.integers(96, 161, size=2)
+        # smooth gradients plus noise: compresses like a photo, not like white noise
+        y, x = np.mgrid[0:h, 0:w]
+        base = (np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (w + h)], -1)).astype(np.int16)
+        pixels = np.clip(base + rng.integers(-20, 21, size=(h, w, 3)), 0, 255).astype(np.uint8)
+        Image.fromarray(pixels).save(os.path.join(folder, f"{i:05d}.jpg"), quality=90)
+
+
+def make_table(path: str, rows: int) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "age", "score", "weight", "city", "label"])
+        for i in range(rows):
+            writer.writerow(
+                [
+                    i,
+                    int(rng.integers(18, 90)),
+                    round(float(rng.normal()), 4),
+                    round(float(rng.uniform(40, 120)), 2),
+                    f"city{int(rng.integers(500))}",
+                    int(rng.integers(2)),
+                ]
+            )
+
+
+def _hand_images(data: str, out: str) -> int:
+    import tensorflow as tf
+
+    classes = sorted(os.listdir(data))
+    count = 0
+    with tf.io.TFRecordWriter(os.path.join(out, "train-00000-of-00001")) as writer:
+        for label, name in enumerate(classes, start=1):
+            for file in sorted(os.listdir(os.path.join(data, name))):
+                path = os.path.join(data, name, file)
+                encoded = tf.io.read_file(path)
+                shape = tf.io.decode_jpeg(encoded, channels=3).shape
+                feature = {
+                    "image/encoded": _bytes(encoded.numpy()),
+                    "image/format": _bytes(b"JPEG"),
+                    "image/colorspace": _bytes(b"RGB"),
+                    "image/channels": _ints(3),
+                    "image/height": _ints(shape[0]),
+                    "image/width": _ints(shape[1]),
+                    "image/class/label": _ints(label),
+                    "image/class/synset": _bytes(name.encode()),
+                    "image/filename": _bytes(file.encode()),
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
+                writer.write(example.SerializeToString())
+                count += 1
+    return count
+
+
+def _bytes(value: bytes):
+    import tensorflow as tf
+
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def _ints(value: int):
+    import tensorflow as tf
+
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+def _hand_table(path: str, out: str) -> int:
+    import tensorflow as tf
+
+    count = 0
+    with (
+        open(path, newline="") as f,
+        tf.io.TFRecordWriter(os.path.join(out, "train-00000-of-00001")) as writer,
+    ):
+        rows = csv.reader(f)
+        header = next(rows)
+        for row in rows:
+            feature = {}
+            for name, cell in zip(header, row):
+                if name in ("score", "weight"):
+                    feature[name] = tf.train.Feature(
+                        float_list=tf.train.FloatList(value=[float(cell)])
+                    )
+                elif name == "city":
+                    feature[name] = _bytes(cell.encode())
+                else:
+                    feature[name] = _ints(int(cell))
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+            count += 1
+    return count
+
+
+def child_convert(variant: str, workload: str, data: str, out: str) -> dict:
+    """One conversion in this (fresh) process; returns its numbers (imports not timed)."""
+    import tensorflow as tf  # noqa: F401 - imported before the clock starts, as for every variant
+
+    if variant != "hand_loop":
+        import apache_beam  # noqa: F401
+
+        import queue_pipeline as qp
+    start_cpu, start = _cpu(), time.perf_counter()
+    if variant == "hand_loop":
+        os.makedirs(out)
+        count = (_hand_images if workload == "images" else _hand_table)(data, out)
+    else:
+        workers = 1 if variant == "beam_1w" else 2
+        source = f"images:{data}" if workload == "images" else f"csv-table:{data}"
+        result = qp.convert(
+            source,
+            out,
+            shards=SHARDS,
+            beam_options=[
+                f"--direct_num_workers={workers}",
+                "--direct_running_mode=multi_processing",
+            ],
+        )
+        count = result.written
+    seconds = time.perf_counter() - start
+    return {"examples": count, "seconds": seconds, "cpu": _cpu() - start_cpu}
+
+
+def child_read(variant: str, workload: str, data: str, shards: str) -> dict:
+    """One epoch of training input in this (fresh) process."""
+    import importlib.util
+
+    import tensorflow as tf
+
+    if variant == "shards":
+        spec = importlib.util.spec_from_file_location("reader", os.path.join(shards, "reader.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        kwargs = {"image_size": (SIZE, SIZE)} if workload == "images" else {}
+        dataset = module.input_fn("train", BATCH, seed=0, **kwargs)
+    elif workload == "images":
+        classes = sorted(os.listdir(data))
+        table = tf.constant(classes)
+
+        def load(path):
+            label = tf.argmax(
+                tf.cast(tf.equal(table, tf.strings.split(path, os.sep)[-2]), tf.int32)
+            )
+            image = tf.io.decode_jpeg(tf.io.read_file(path), channels=3)
+            image = tf.image.resize(tf.image.convert_image_dtype(image, tf.float32), (SIZE, SIZE))
+            return image, label
+
+        files = tf.data.Dataset.list_files(os.path.join(data, "*", "*.jpg"), seed=0)
+        dataset = files.map(load, num_parallel_calls=tf.data.AUTOTUNE).batch(BATCH)
+        dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    else:
+        defaults = [[0], [0], [0.0], [0.0], [""], [0]]
+        lines = tf.data.TextLineDataset(data).skip(1).shuffle(10_000, seed=0)
+        dataset = (
+            lines.batch(BATCH)
+            .map(lambda b: tf.io.decode_csv(b, defaults), num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(tf.data.AUTOTUNE)
+        )
+    start_cpu, start = _cpu(), time.perf_counter()
+    count = 0
+    for batch in dataset:
+        count += int(tf.shape(tf.nest.flatten(batch)[0])[0])
+    return {"examples": count, "seconds": time.perf_counter() - start, "cpu": _cpu() - start_cpu}
+
+
+def _run_child(*args: str) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, env.get("PYTHONPATH")) if p)
+    done = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--child", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=1800,
+    )
+    if done.returncode:
+        raise RuntimeError(f"{args}: {done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _summary(runs: list[dict], tiny: list[dict] | None = None) -> dict:
+    rates = [r["examples"] / r["seconds"] for r in runs]
+    extra = {}
+    if tiny:
+        start = statistics.median(t["seconds"] for t in tiny)
+        seconds = statistics.median(r["seconds"] for r in runs)
+        # None when the tiny run took as long as the full one (noise on a loaded machine)
+        marginal = (runs[0]["examples"] - TINY) / (seconds - start) if seconds > start else None
+        extra = {"startup_s": start, "marginal_per_s": marginal}
+    return {
+        **extra,
+        "examples": runs[0]["examples"],
+        "examples_per_s": statistics.median(rates),
+        "min": min(rates),
+        "max": max(rates),
+        "cpu_s_per_1k": statistics.median(1000 * r["cpu"] / r["examples"] for r in runs),
+    }
+
+
+def measure(images: int, rows: int, repeats: int) -> dict:
+    from queue_pipeline._convert.reader import reader_source
+
+    results: dict = {
+        "images": images,
+        "rows": rows,
+        "repeats": repeats,
+        "cores": os.cpu_count(),
+        "workloads": {},
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        data = {"images": os.path.join(tmp, "images"), "table": os.path.join(tmp, "table.csv")}
+        tiny = {"images": os.path.join(tmp, "tiny"), "table": os.path.join(tmp, "tiny.csv")}
+        make_images(data["images"], images)
+        make_table(data["table"], rows)
+        make_images(tiny["images"], TINY)
+        make_table(tiny["table"], TINY)
+        for workload in ("images", "table"):
+            runs: dict = {v: [] for v in CONVERT_VARIANTS}
+            starts: dict = {v: [] for v in CONVERT_VARIANTS}
+            for r in range(repeats):
+                for variant in CONVERT_VARIANTS:
+                    out = os.path.join(tmp, f"{workload}-{variant}-{r}")
+                    runs[variant].append(
+                        _run_child("convert", variant, workload, data[workload], out)
+                    )
+                    out = os.path.join(tmp, f"tiny-{workload}-{variant}-{r}")
+                    starts[variant].append(
+                        _run_child("convert", variant, workload, tiny[workload], out)
+                    )
+            shards = os.path.join(tmp, f"{workload}-beam_2w-0")
+            with open(os.path.join(shards, "manifest.json")) as f:
+                manifest = json.load(f)
+            with open(os.path.join(shards, "reader.py"), "w") as f:
+                f.write(reader_source(manifest, shards))
+            reads: dict = {v: [] for v in READ_VARIANTS}
+            for _ in range(repeats):
+                for variant in READ_VARIANTS:
+                    reads[variant].append(
+                        _run_child("read", variant, workload, data[workload], shards)
+                    )
+            results["workloads"][workload] = {
+                "convert": {v: _summary(x, starts[v]) for v, x in runs.items()},
+                "read": {v: _summary(x) for v, x in reads.items()},
+            }
+    return results
+
+
+def render(results: dict) -> str:
+    lines = [
+        f"queue_pipeline.convert: {results['images']} JPEGs, a {results['rows']}-row CSV table; "
+        f"{results['cores']} cores (shared, loaded machine: compare ratios, not absolute rates); "
+        f"median of {results['repeats']}",
+        "",
+        f"{'workload':<8} {'variant':<10} {'examples/s':>11} {'x hand':>7} {'CPU s/1k':>9} "
+        f"{'start-up s':>10} {'marginal/s':>10} {'x hand':>7}",
+    ]
+    for workload in ("images", "table"):
+        convert = results["workloads"][workload]["convert"]
+        base = convert["hand_loop"]["examples_per_s"]
+        marginal = convert["hand_loop"]["marginal_per_s"]
+        for variant, row in convert.items():
+            lines.append(
+                f"{workload:<8} {variant:<10} {row['examples_per_s']:>11.0f} "
+                f"{row['examples_per_s'] / base:>6.2f}x {row['cpu_s_per_1k']:>9.2f} "
+                f"{row['startup_s']:>10.1f} " + _marginal(row["marginal_per_s"], marginal)
+            )
+    lines += ["", f"{'workload':<8} {'input':<10} {'examples/s':>11} {'x raw':>7} {'CPU s/1k':>9}"]
+    for workload in ("images", "table"):
+        read = results["workloads"][workload]["read"]
+        base = read["raw_files"]["examples_per_s"]
+        for variant, row in read.items():
+            lines.append(
+                f"{workload:<8} {variant:<10} {row['examples_per_s']:>11.0f} "
+                f"{row['examples_per_s'] / base:>6.2f}x {row['cpu_s_per_1k']:>9.2f}"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _marginal(rate: float | None, hand: float | None) -> str:
+    if rate is None or not hand:
+        return f"{'-':>10} {'-':>7}"
+    return f"{rate:>10.0f} {rate / hand:>6.2f}x"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=2000)
+    parser.add_argument("--rows", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--json", default=None, metavar="OUT.json")
+    parser.add_argument("--render", default=None, metavar="RESULT.json", help="print a result")
+    parser.add_argument("--child", nargs=5, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.render:
+        with open(args.render) as f:
+            sys.stdout.write(render(json.load(f)))
+        return 0
+    if args.child:
+        kind, variant, workload, data, out = args.child
+        fn = child_convert if kind == "convert" else child_read
+        print(json.dumps(fn(variant, workload, data, out)))
+        return 0
+    results = measure(args.images, args.rows, args.repeats)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    sys.stdout.write(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

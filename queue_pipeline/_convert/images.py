@@ -1,0 +1,113 @@
+"""One image file -> a ``tf.train.Example`` in the TPU tools' ImageNet format.
+
+The keys and conventions are those of the TPU repository's
+``tools/datasets/jpeg_to_tf_record.py`` (so its ResNet and AmoebaNet input
+functions read the shards unchanged): ``image/encoded`` (JPEG bytes),
+``image/format`` (``JPEG``), ``image/colorspace`` (``RGB``),
+``image/channels`` (3), ``image/height``, ``image/width``,
+``image/class/label`` (1-based), ``image/class/synset`` (the class name),
+``image/filename`` (the file's base name).
+
+An RGB JPEG is stored byte for byte; any other image (PNG, GIF, BMP, a
+grayscale or CMYK JPEG) is decoded and re-encoded as an RGB JPEG (quality
+95), so every record decodes with ``decode_jpeg(channels=3)``. Decoding uses
+Pillow (a dependency of apache-beam) in the worker: no TensorFlow session per
+image. A file Pillow cannot fully decode is a :class:`RecordError`, never a
+crash of the job.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+from typing import Any
+
+from queue_pipeline._convert.features import serialize_features
+
+__all__ = ["IMAGE_FEATURES", "IMAGE_EXTENSIONS", "RecordError", "image_example", "read_file"]
+
+IMAGE_EXTENSIONS = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+JPEG_QUALITY = 95
+
+IMAGE_FEATURES: dict[str, dict[str, Any]] = {
+    "image/encoded": {"dtype": "string", "shape": []},
+    "image/format": {"dtype": "string", "shape": []},
+    "image/colorspace": {"dtype": "string", "shape": []},
+    "image/channels": {"dtype": "int64", "shape": []},
+    "image/height": {"dtype": "int64", "shape": []},
+    "image/width": {"dtype": "int64", "shape": []},
+    "image/class/label": {"dtype": "int64", "shape": []},
+    "image/class/synset": {"dtype": "string", "shape": []},
+    "image/filename": {"dtype": "string", "shape": []},
+}
+
+
+class RecordError(Exception):
+    """One source record cannot be converted: `file` and `reason` go to errors.jsonl."""
+
+    def __init__(self, file: str, reason: str):
+        super().__init__(f"{file}: {reason}")
+        self.file = file
+        self.reason = reason
+
+
+def read_file(path: str) -> bytes:
+    """The bytes of `path` (local or any filesystem ``tf.io.gfile`` knows, as gs://).
+
+    Raises:
+      RecordError: the file cannot be read.
+    """
+    try:
+        if "://" in path:
+            import tensorflow as tf  # noqa: PLC0415 - remote paths only
+
+            with tf.io.gfile.GFile(path, "rb") as f:
+                return f.read()
+        with open(path, "rb") as f:
+            return f.read()
+    except Exception as e:  # noqa: BLE001 - any read failure is this record's error
+        raise RecordError(path, f"unreadable file: {type(e).__name__}: {e}") from e
+
+
+def _decoded(path: str, data: bytes):
+    from PIL import Image  # noqa: PLC0415 - only in workers
+
+    if not data:
+        raise RecordError(path, "corrupt image: the file is empty")
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()  # a truncated or corrupt file fails here, not at open
+    except Exception as e:  # noqa: BLE001 - Pillow raises several types
+        # Pillow names the in-memory buffer by its address: not the user's file, nor stable
+        message = re.sub(r" <_io\.BytesIO object at 0x[0-9a-f]+>", "", str(e))
+        raise RecordError(path, f"corrupt image: {type(e).__name__}: {message}") from e
+    return image
+
+
+def image_example(path: str, label: int, synset: str) -> bytes:
+    """The serialized Example of the image at `path` with 1-based `label` and class name `synset`.
+
+    Raises:
+      RecordError: the file cannot be read or is not a decodable image.
+    """
+    data = read_file(path)
+    image = _decoded(path, data)
+    if image.format != "JPEG" or image.mode != "RGB":
+        buffer = io.BytesIO()
+        image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
+        data = buffer.getvalue()
+    width, height = image.size
+    return serialize_features(
+        {
+            "image/encoded": data,
+            "image/format": "JPEG",
+            "image/colorspace": "RGB",
+            "image/channels": 3,
+            "image/height": height,
+            "image/width": width,
+            "image/class/label": label,
+            "image/class/synset": synset,
+            "image/filename": os.path.basename(path),
+        }
+    )

@@ -1,0 +1,174 @@
+"""``FILE.py:FUNCTION``: what a legacy input function's reader and decoder produce, as records.
+
+The function is run once, as ``migrate`` runs it (``_migrate/trace.py``: the
+file is imported, not executed as a script, so its ``__main__`` training
+does not run; the function is called with ``--call``'s arguments under
+``queue_pipeline.install()`` in a fresh graph). Its batching call's inputs
+are the per-record region; ``queue_pipeline.to_dataset`` rebuilds them as a
+tf.data pipeline, read here one epoch long. Each element becomes one
+Example: a feature per component, named by the dict key (a dict was
+batched) or the function's local variable that held it, else
+``component_<i>``. Dtype and shape go to the feature spec; ``float64`` and
+``uint64`` values are stored as raw bytes (``encoding: raw``) so they read
+back bit for bit, the rest in their natural lists (``int64_list`` for
+integers and bools, ``float_list`` for float32, ``bytes_list`` for strings).
+
+A record's identity is a hash of its content (and its repeat count): the
+legacy pipeline's order (shuffled files, threads) does not change its shard.
+
+The reading and decoding run in this process (tf.data's own parallelism),
+not on Beam's workers; Beam writes the shards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from queue_pipeline import plan as _plan
+from queue_pipeline._convert.features import serialize_features
+from queue_pipeline._convert.sources import Listing
+
+__all__ = ["RAW_DTYPES", "list_legacy"]
+
+_API = "queue_pipeline.convert"
+RAW_DTYPES = ("float64", "uint64", "complex64", "complex128")
+
+
+def _fail(message: str) -> ValueError:
+    return ValueError(f"{_API}: {message}")
+
+
+def _record_tensors(traced) -> tuple[list[str], list[tf.Tensor], bool]:
+    batches = [n for n in traced.nodes if n.kind in _plan.BATCHING_KINDS]
+    if not batches:
+        raise _fail(
+            f"{traced.function}() in {traced.path} has no batching call; `convert` writes "
+            "what reaches the batching call (shuffle_batch, batch, ...)."
+        )
+    node = batches[-1]
+    if node.args.get("num_lists", 1) != 1 or node.args.get("dynamic_pad"):
+        raise _fail(
+            f"{node.kind}(num_lists={node.args.get('num_lists')}, dynamic_pad="
+            f"{node.args.get('dynamic_pad')}) is not supported yet: convert needs one list of "
+            "tensors of static shape. Fix: convert the function's reader + decoder alone."
+        )
+    tensors = list(node.inputs)
+    return _names(traced, node, tensors), tensors, bool(node.args.get("enqueue_many"))
+
+
+def _names(traced, node, tensors) -> list[str]:
+    outputs = traced.outputs
+    if isinstance(outputs, dict):
+        flat = tf.nest.flatten(outputs)
+        if len(flat) == len(node.outputs) and all(a is b for a, b in zip(flat, node.outputs)):
+            return sorted(str(k) for k in outputs)
+    names = []
+    for i, tensor in enumerate(tensors):
+        found = [
+            name
+            for call in traced.calls.values()
+            for name, value in call.local_values.items()
+            if value is tensor and not name.startswith("_")
+        ]
+        names.append(found[0] if found else f"component_{i}")
+    if len(set(names)) != len(names):
+        names = [f"component_{i}" for i in range(len(tensors))]
+    return names
+
+
+def _elements(tensors: list[tf.Tensor], enqueue_many: bool):
+    """Yields the per-record region's elements as tuples of numpy values (both TF modes)."""
+    from queue_pipeline.rebuild import to_dataset  # noqa: PLC0415 - no cycle at import
+
+    def build():
+        dataset = to_dataset(tuple(tensors))
+        return dataset.unbatch() if enqueue_many else dataset
+
+    if tf.executing_eagerly():
+        yield from build().as_numpy_iterator()
+        return
+    graph = tf.Graph()
+    with graph.as_default():
+        next_element = tf.compat.v1.data.make_one_shot_iterator(build()).get_next()
+    with tf.compat.v1.Session(graph=graph) as sess:
+        try:
+            while True:
+                yield sess.run(next_element)
+        except tf.errors.OutOfRangeError:
+            return
+
+
+def _check_finite(traced) -> None:
+    """Refuses a pipeline whose producer repeats forever: convert writes one epoch."""
+    for node in traced.nodes:
+        producer = node.kind in _plan.PRODUCER_KINDS or node.kind == "slice_input_producer"
+        if producer and node.args.get("num_epochs") is None:
+            raise _fail(
+                f"{node.kind}(num_epochs=None) in {traced.function}() repeats forever; "
+                "convert writes one epoch. Fix: pass num_epochs=1 in `call`."
+            )
+
+
+def _spec(names, tensors, enqueue_many) -> dict[str, dict[str, Any]]:
+    spec = {}
+    for name, tensor in zip(names, tensors):
+        shape = tensor.shape[1:] if enqueue_many else tensor.shape
+        if not shape.is_fully_defined():
+            raise _fail(
+                f"the per-record tensor {name!r} ({tensor.name}) has shape {shape}, not a "
+                "static one; convert writes fixed-shape features. Fix: set_shape or reshape "
+                "it in the input function."
+            )
+        dtype = tensor.dtype.name
+        entry: dict[str, Any] = {"dtype": dtype, "shape": [int(d) for d in shape]}
+        if dtype in RAW_DTYPES:
+            entry["encoding"] = "raw"
+        spec[name] = entry
+    return spec
+
+
+def _value(value: Any, entry: dict[str, Any]) -> Any:
+    if entry.get("encoding") == "raw":
+        return np.ascontiguousarray(value, dtype=entry["dtype"]).tobytes()
+    return value
+
+
+def list_legacy(source: str, path: str, function: str, call: str | None) -> Listing:
+    """Runs `function` of `path` once (with `call`) and lists its per-record region's elements.
+
+    Raises:
+      ValueError: the function cannot be run or traced, has no batching
+        call, or a record tensor has no static shape; the pipeline repeats
+        forever.
+    """
+    from queue_pipeline._migrate import trace as _trace  # noqa: PLC0415 - migrate's loader
+
+    try:
+        module, _ = _trace.load_module(path)
+        args, kwargs = _trace.parse_call(module, call)
+        traced = _trace.trace(path, function, args, kwargs)
+    except _trace.MigrateError as e:
+        raise _fail(str(e).replace("queue-pipeline migrate: ", "", 1)) from e
+    _check_finite(traced)
+    names, tensors, enqueue_many = _record_tensors(traced)
+    spec = _spec(names, tensors, enqueue_many)
+    listing = Listing(source, "example", spec, [])
+    seen: dict[str, int] = {}
+    try:
+        for element in _elements(tensors, enqueue_many):
+            record = serialize_features(
+                {name: _value(v, spec[name]) for name, v in zip(names, element)}
+            )
+            key = hashlib.sha256(record).hexdigest()
+            seen[key] = seen.get(key, 0) + 1
+            listing.records.append((f"{key}#{seen[key]}", record))
+    except tf.errors.OpError as e:
+        raise _fail(
+            f"reading {function}()'s pipeline failed after {len(listing.records)} records: "
+            f"{type(e).__name__}: {e.message}"
+        ) from e
+    return listing

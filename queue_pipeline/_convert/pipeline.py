@@ -1,0 +1,264 @@
+"""The Beam pipeline of a conversion: encode each record, group by shard, write each shard once.
+
+    chunks of records --Reshuffle--> _Encode --(split, shard)--> GroupByKey --> _write_shard
+                                       |--"errors"--> the bad records
+                                       '--"made"--> the source's count and multiset
+
+Each shard is written by one worker, in the order of its records' hashes
+(NOTE [ Stable assignment ] in assign.py), under a temporary directory; the
+launching process renames the shards to their final names only when the
+whole job succeeded (output.py). The three small results (shard infos, bad
+records, the source's multiset) are written by the pipeline as JSON files in
+that directory, so any runner (Dataflow, Flink, Spark: its workers write to
+the same filesystem, gs:// included) hands them back the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+from typing import Any, Iterable, Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from queue_pipeline._convert import assign as _assign
+from queue_pipeline._convert import features as _features
+from queue_pipeline._convert.images import RecordError, image_example
+
+__all__ = ["RESULT_FILES", "JobFailed", "beam_options", "run", "write_shard_file"]
+
+RESULT_FILES = {"shards": "_shards.json", "errors": "_errors.json", "source": "_source.json"}
+
+
+class JobFailed(Exception):
+    """The Beam job failed; `record_error` is the bad record's message under ``on_error='fail'``."""
+
+    def __init__(self, message: str, record_error: str | None):
+        super().__init__(message)
+        self.record_error = record_error
+
+
+def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
+    """The Beam arguments: `args` as given, plus the local defaults of the DirectRunner.
+
+    The DirectRunner (the default) runs ``os.cpu_count()`` workers in
+    separate processes (``--direct_running_mode=multi_processing``) unless
+    `args` already set ``--direct_num_workers`` or ``--direct_running_mode``.
+    """
+    out = list(args)
+    if runner is not None:  # it replaces a --runner among `args`
+        kept: list[str] = []
+        skip = False
+        for a in out:
+            if skip:
+                skip = False
+            elif a == "--runner":
+                skip = True
+            elif not a.startswith("--runner="):
+                kept.append(a)
+        out = [*kept, f"--runner={runner}"]
+    given = _runner_of(out)
+    if given in (None, "DirectRunner", "direct"):
+        cores = os.cpu_count() or 1
+        in_memory = any(a == "--direct_running_mode=in_memory" for a in out)
+        if not in_memory and not any(a.startswith("--direct_num_workers") for a in out):
+            out.append(f"--direct_num_workers={cores}")
+        if not any(a.startswith("--direct_running_mode") for a in out):
+            out.append(
+                "--direct_running_mode=" + ("multi_processing" if cores > 1 else "in_memory")
+            )
+    return out
+
+
+def _runner_of(args: Sequence[str]) -> str | None:
+    for i, a in enumerate(args):
+        if a.startswith("--runner="):
+            return a.partition("=")[2]
+        if a == "--runner" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def encode(kind: str, payload: Any) -> bytes:
+    """The serialized Example of one record's payload (see sources.Listing.kind).
+
+    Raises:
+      RecordError: the record cannot be converted.
+    """
+    if kind == "image":
+        path, label, synset = payload
+        return image_example(path, label, synset)
+    if kind == "table":
+        return _features.serialize_features(payload)
+    return payload  # "example": serialized already
+
+
+# NOTE [ Records travel in chunks ]
+# Beam's per-element cost on the DirectRunner's worker processes (a few
+# hundred microseconds through the runner's channels) dwarfs encoding a CSV
+# row, so the listing is cut into chunks of CHUNK records: each chunk is one
+# element to encode, and leaves as one list per shard it touches plus one
+# (count, multiset) pair. Shard writers receive lists of records. The chunks
+# are pickled to files in the job's temporary directory and the pipeline
+# carries only their paths: values given to ``beam.Create`` are pickled and
+# bz2-compressed into the job's graph (seconds per megabyte, and a size limit
+# on Dataflow), while any worker reads a file of the shared filesystem.
+CHUNK = 256
+
+
+def _save_chunks(records: list, directory: str) -> list[str]:
+    import tensorflow as tf  # noqa: PLC0415 - gs:// and local alike
+
+    tf.io.gfile.makedirs(directory)
+    paths = []
+    for i in range(0, len(records), CHUNK):
+        path = os.path.join(directory, f"{i // CHUNK:07d}.pickle")
+        with tf.io.gfile.GFile(path, "wb") as f:
+            f.write(pickle.dumps(records[i : i + CHUNK], protocol=pickle.HIGHEST_PROTOCOL))
+        paths.append(path)
+    return paths
+
+
+def _load_chunk(path: str) -> list:
+    import tensorflow as tf  # noqa: PLC0415
+
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return pickle.loads(f.read())  # noqa: S301 - written by this job, in its own directory
+
+
+@beam.typehints.with_output_types(Any)
+class _Encode(beam.DoFn):
+    def __init__(self, kind, split, shards, fail):
+        self._kind, self._split, self._shards, self._fail = kind, split, shards, fail
+
+    def process(self, chunk_path):
+        chunk = _load_chunk(chunk_path)
+        groups: dict[tuple[str, int], list] = {}
+        count = total = 0
+        for identity, payload in chunk:
+            try:
+                record = encode(self._kind, payload)
+            except RecordError as e:
+                if self._fail:
+                    raise RecordError(e.file, f"{e.reason} (record {identity!r})") from e
+                yield beam.pvalue.TaggedOutput(
+                    "errors", {"record": identity, "file": e.file, "reason": e.reason}
+                )
+                continue
+            where = _assign.assign(identity, self._split, self._shards)
+            groups.setdefault((where.split, where.shard), []).append(
+                (where.order, identity, record)
+            )
+            count, total = count + 1, (total + _features.digest(record)) % _MODULUS
+        for key, items in groups.items():
+            yield key, items
+        yield beam.pvalue.TaggedOutput("made", (count, total))
+
+
+_MODULUS = _features.MULTISET_MODULUS
+
+
+def write_shard_file(path: str, records: Iterable[bytes], compression: str | None) -> int:
+    """Writes `records` as one TFRecord file at `path`; returns its size in bytes."""
+    import tensorflow as tf  # noqa: PLC0415 - workers only
+
+    options = tf.io.TFRecordOptions(compression_type=compression or "")
+    with tf.io.TFRecordWriter(path, options) as writer:
+        for record in records:
+            writer.write(record)
+    return tf.io.gfile.stat(path).length
+
+
+def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
+    (split, shard), lists = element
+    ordered = sorted((item for items in lists for item in items), key=lambda i: (i[0], i[1]))
+    name = _assign.shard_name(split, shard, shards[split])
+    size = write_shard_file(os.path.join(temp_dir, name), (r for _, _, r in ordered), compression)
+    return {
+        "split": split,
+        "shard": shard,
+        "file": name,
+        "count": len(ordered),
+        "bytes": size,
+        "multiset": str(_features.multiset_add(r for _, _, r in ordered)),
+    }
+
+
+class _CountAndSum(beam.CombineFn):
+    """The (count, multiset sum) pairs of the chunks, added up."""
+
+    def create_accumulator(self):
+        return 0, 0
+
+    def add_input(self, accumulator, pair):
+        return accumulator[0] + pair[0], (accumulator[1] + pair[1]) % _MODULUS
+
+    def merge_accumulators(self, accumulators):
+        counts, sums = zip(*accumulators)
+        return sum(counts), sum(sums) % _MODULUS
+
+    def extract_output(self, accumulator):
+        return {"count": accumulator[0], "multiset": str(accumulator[1])}
+
+
+def _write_json(value, path: str) -> None:
+    import tensorflow as tf  # noqa: PLC0415 - workers only
+
+    with tf.io.gfile.GFile(path, "w") as f:
+        json.dump(value, f, sort_keys=True)
+
+
+def run(
+    kind: str,
+    records: list[tuple[str, Any]],
+    *,
+    split: dict[str, float],
+    shards: dict[str, int],
+    temp_dir: str,
+    compression: str | None,
+    fail: bool,
+    options: Sequence[str],
+) -> None:
+    """Runs the job; its results are the files :data:`RESULT_FILES` in `temp_dir`.
+
+    Raises:
+      JobFailed: the runner reported a failure.
+    """
+    paths = {k: os.path.join(temp_dir, v) for k, v in RESULT_FILES.items()}
+    try:
+        with beam.Pipeline(options=PipelineOptions(list(options))) as p:
+            encoded = (
+                p
+                | "Chunks"
+                >> beam.Create(
+                    _save_chunks(records, os.path.join(temp_dir, "_chunks")), reshuffle=False
+                )
+                | "Spread" >> beam.Reshuffle()
+                | "Encode"
+                >> beam.ParDo(_Encode(kind, split, shards, fail)).with_outputs(
+                    "errors", "made", main="records"
+                )
+            )
+            (
+                encoded.records
+                | "ByShard" >> beam.GroupByKey()
+                | "WriteShards" >> beam.Map(_write_shard, temp_dir, shards, compression)
+                | "ShardInfos" >> beam.combiners.ToList()
+                | "SaveInfos" >> beam.Map(_write_json, paths["shards"])
+            )
+            (
+                encoded.errors
+                | "Errors" >> beam.combiners.ToList()
+                | "SaveErrors" >> beam.Map(_write_json, paths["errors"])
+            )
+            (
+                encoded.made
+                | "Multiset" >> beam.CombineGlobally(_CountAndSum())
+                | "SaveSource" >> beam.Map(_write_json, paths["source"])
+            )
+    except Exception as e:  # noqa: BLE001 - every runner wraps worker errors its own way
+        found = re.search(r"RecordError: ([^\n]*)", f"{type(e).__name__}: {e}")
+        raise JobFailed(f"{type(e).__name__}: {e}", found.group(1) if found else None) from e
