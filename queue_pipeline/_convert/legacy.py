@@ -148,9 +148,9 @@ def list_legacy(source: str, path: str, function: str, call: str | None) -> List
     from queue_pipeline._migrate import trace as _trace  # noqa: PLC0415 - migrate's loader
 
     try:
-        module, _ = _trace.load_module(path)
+        module, _ = _trace.load_module(path, function, (), call)
         args, kwargs = _trace.parse_call(module, call)
-        traced = _trace.trace(path, function, args, kwargs)
+        traced = _trace.trace(path, function, args, kwargs, module=module)
     except _trace.MigrateError as e:
         raise _fail(str(e).replace("queue-pipeline migrate: ", "", 1)) from e
     _check_finite(traced)

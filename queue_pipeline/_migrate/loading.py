@@ -150,8 +150,8 @@ def load(
     Args:
       path: the real path of the file (the module's ``__file__``).
       source: its text.
-      function: the function to be traced; None keeps every definitional
-        statement of the top level (no name is known to be needed).
+      function: the function to be traced; None runs only the definitions
+        and the constants they need (nothing of the program).
       argv: the program's arguments (``sys.argv[1:]`` while it loads).
       code_path: the file name its code objects carry (default `path`): a
         wrapped copy's own name, registered with linecache.

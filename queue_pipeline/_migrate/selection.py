@@ -44,10 +44,8 @@ def select(
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             definitions[stmt.name] = stmt
     body_reads = _global_reads(tree)
-    if function is None or function not in definitions:
-        needed = {n for s in tree.body for n in _reads(s)}
-    else:
-        needed = set(body_reads.get(function, set()))
+    # No function named: only definitions and what they need (never the program).
+    needed = {function} | set(body_reads.get(function, set())) if function else set()
     needed |= set(also)
     variables = _assigned(tree)
     # The names needed grow with what the kept statements read, to a fixed point.
