@@ -136,9 +136,13 @@ def import_tensorflow(*, tf_logs: bool = False) -> None:
     Listing the physical devices is what a script's own
     ``tf.config.list_physical_devices('GPU')`` does first; it leaves device
     configuration (visibility, memory growth) open to the script.
+
+    Raises:
+        TensorFlowRequiredError: no TensorFlow, or one older than supported.
     """
     loud = tf_logs or os.environ.get(TF_LOGS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    with contextlib.nullcontext() if loud else quiet_tf_startup():
-        import tensorflow as tf
+    from queue_pipeline._core.tf_required import require_tensorflow
 
+    with contextlib.nullcontext() if loud else quiet_tf_startup():
+        tf = require_tensorflow()  # TensorFlowRequiredError: none, or too old
         tf.config.list_physical_devices()

@@ -508,5 +508,10 @@ def main(argv=None) -> int:
     status = check(args) if check is not None else 0
     if status:
         return status
-    import_tensorflow(tf_logs=args.tf_logs)
+    from queue_pipeline._core.tf_required import TensorFlowRequiredError
+
+    try:
+        import_tensorflow(tf_logs=args.tf_logs)
+    except TensorFlowRequiredError as err:
+        return report_error(args.command, err, as_json=bool(getattr(args, "json", False)))
     return args.run(args)
