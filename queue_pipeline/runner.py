@@ -539,9 +539,10 @@ def start_queue_runners(
 def _register_proto_functions() -> None:
     """Lets meta graphs carry runners if TF itself no longer registers them.
 
-    TF 2.21 registers its own (duck-typed) exporter for ``"queue_runners"``,
-    which serialises our runners too; registering twice is an error, so ours
-    is only a fallback for TF versions without it.
+    TensorFlow registers its own (duck-typed) exporter for ``"queue_runners"``
+    (every supported version, 2.16 to 2.21), which serialises our runners too;
+    registering twice is an error, so ours is only a fallback for a TF
+    without it.
     """
     from tensorflow.python.framework import ops  # graph machinery, not input layer
 
