@@ -225,7 +225,8 @@ SERVICE_DESCRIPTION = (
     "(the bound port, also with --port 0); the server runs until SIGTERM or SIGINT "
     "(Ctrl-C), then stops and exits 0 (1 if TensorFlow's stop takes over 5 s). Exit 2 "
     "when it cannot start: the port is taken, "
-    "the dispatcher does not answer. tf.data service has no authentication or "
+    "the dispatcher does not answer (a worker waits for it up to --wait seconds "
+    "first). tf.data service has no authentication or "
     "encryption, and TensorFlow listens on every network interface whatever --host "
     "says: run it only on a trusted network."
 )
@@ -257,12 +258,20 @@ def _service_check(args: argparse.Namespace) -> int:
 
     A taken port or a dispatcher that does not answer then fails in a
     fraction of a second instead of after TensorFlow's import; the start
-    functions check again (the state may change in between).
+    functions check again (the state may change in between). A worker first
+    waits for its dispatcher, up to ``--wait`` seconds, saying so once on
+    stderr: a dispatcher started at the same moment is still importing.
     """
     try:
         _addresses.check_port_free(args.port, host=args.host)
         if args.role == "worker":
-            _addresses.probe_dispatcher(args.dispatcher)
+            _addresses.wait_for_dispatcher(
+                args.dispatcher,
+                wait=args.wait,
+                on_wait=lambda message: print(
+                    f"queue-pipeline service worker: {message}", file=sys.stderr, flush=True
+                ),
+            )
     except _addresses.ServerError as e:
         return report_error(f"service {args.role}", e, as_json=False)
     return 0
@@ -333,6 +342,14 @@ def _add_service_parser(commands: Any) -> None:
     )
     worker.add_argument(
         "--host", type=_addresses.host_argument, default=_addresses.LOOPBACK, help=host_help
+    )
+    worker.add_argument(
+        "--wait",
+        type=_addresses.wait_argument,
+        default=_addresses.DEFAULT_WAIT_S,
+        metavar="SECS",
+        help="wait up to SECS seconds for the dispatcher to answer, for servers started "
+        f"together (default: {_addresses.DEFAULT_WAIT_S:g}; 0: fail at once)",
     )
     worker.set_defaults(run=_service_worker, check=_service_check)
 
