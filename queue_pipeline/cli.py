@@ -32,6 +32,7 @@ import sys
 from typing import Any, Callable
 
 from queue_pipeline._cli_support import (
+    hide_tf_runtime_logs,
     DEMO_DESCRIPTION,
     TF_LOGS_ENV,
     add_demo_arguments,
@@ -362,8 +363,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--tf-logs",
         action="store_true",
-        help="show TensorFlow's C++ start-up log lines on stderr (hidden by "
-        f"default; also ${TF_LOGS_ENV}=1)",
+        help="show TensorFlow's own log output on stderr: its C++ start-up and "
+        "runtime lines, its deprecation notices and tf.data's graph-mode warnings "
+        f"(hidden by default; also ${TF_LOGS_ENV}=1, which this flag sets)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     table = commands.add_parser("table", help="print the migration table")
@@ -525,10 +527,19 @@ def main(argv=None) -> int:
     status = check(args) if check is not None else 0
     if status:
         return status
+    from queue_pipeline._core import quiet
     from queue_pipeline._core.tf_required import TensorFlowRequiredError
 
+    if args.tf_logs:  # for the whole process, TF1 switch and subprocesses included
+        os.environ[quiet.TF_LOGS_ENV] = "1"
+    # A command prints its report and its errors, nothing of TensorFlow's own
+    # unless --tf-logs; `run` leaves the script's TensorFlow as it would be.
+    own = args.command != "run" and not quiet.tf_logs_requested()
+    if own:
+        hide_tf_runtime_logs()
     try:
         import_tensorflow(tf_logs=args.tf_logs)
     except TensorFlowRequiredError as err:
         return report_error(args.command, err, as_json=bool(getattr(args, "json", False)))
-    return args.run(args)
+    with quiet.tf_logs_hidden() if own else contextlib.nullcontext():
+        return args.run(args)

@@ -43,6 +43,7 @@ import tensorflow as tf
 import queue_pipeline
 from queue_pipeline import _bundled_data, data
 from queue_pipeline._core import progress as _progress
+from queue_pipeline._core.quiet import tf_logs_hidden
 from queue_pipeline._cli_support import DEMO_DESCRIPTION as DESCRIPTION
 from queue_pipeline._cli_support import add_demo_arguments as add_arguments
 from queue_pipeline._cli_support import report_error
@@ -500,7 +501,8 @@ def run(args: argparse.Namespace) -> int:
     before anything is built.
     """
     if getattr(args, "tf1", False):
-        tf.compat.v1.disable_v2_behavior()
+        with tf_logs_hidden():  # TF's notice that ref variables are deprecated
+            tf.compat.v1.disable_v2_behavior()
     if args.epochs < 1:
         sys.stderr.write(
             f"queue-pipeline demo: error: `--epochs` must be at least 1; got {args.epochs}.\n"
