@@ -23,13 +23,22 @@ setup(
     # py.typed: the package's annotations are meant for type checkers (PEP 561).
     package_data={"queue_pipeline": ["py.typed"]},
     python_requires=">=3.9",
-    # Tested on TensorFlow 2.21; the package uses only TF's stable graph,
-    # queue, variable and raw reader-op layers.
+    # No TensorFlow here: like TensorFlow Probability and TensorFlow Datasets,
+    # the package runs on whichever TensorFlow distribution the user has
+    # (tensorflow, tensorflow-cpu, tf-nightly, a vendor's build), and pip must
+    # never install a second one over it: two distributions write one
+    # tensorflow/ package. The first name that needs TensorFlow checks it is
+    # there and recent enough (queue_pipeline/_core/tf_required.py); the
+    # tensorflow and tensorflow-cpu extras below let pip bring it.
     # libcst: `queue-pipeline migrate` rewrites the user's source as a concrete
     # syntax tree, so the statements it keeps or moves keep their comments and
     # formatting (the standard library's ast drops both).
-    install_requires=["tensorflow>=2.16", "numpy", "libcst>=1.0"],
+    install_requires=["numpy", "libcst>=1.0"],
     extras_require={
+        # The supported TensorFlow range (CI tests its two ends: .ci/run and
+        # .ci/oldest-tf); one extra per distribution.
+        "tensorflow": ["tensorflow>=2.16"],
+        "tensorflow-cpu": ["tensorflow-cpu>=2.16"],
         # pytest-timeout: the suite's global per-test timeout, so that a
         # regression that blocks a queue fails instead of hanging CI.
         # tf-slim: the best-known downstream of TF's queue API; the tests run
@@ -39,6 +48,9 @@ setup(
         # fit CI's 10 minutes.
         # apache-beam: the tests of `convert` run its pipelines on Beam's
         # DirectRunner (the [beam] extra below).
+        # No TensorFlow in this extra or the next: README's commands name
+        # [tensorflow,...] for a fresh venv, and a venv that has its own
+        # TensorFlow installs [test] alone.
         "test": [
             "pytest>=7",
             "pytest-timeout>=2",

@@ -8,6 +8,7 @@ stands in for ``tf.compat.v1.train`` in a legacy script.
 """
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -67,10 +68,27 @@ _LAZY = {
 }
 
 
+# Submodules that import no TensorFlow: reached without the TensorFlow check.
+_TF_FREE = frozenset({"cli", "pytest_plugin"})
+
+
+def _require_tensorflow() -> None:
+    # A missing or too old TensorFlow is one clear error here, at the first
+    # name that needs it (queue_pipeline._core.tf_required).
+    from queue_pipeline._core.tf_required import require_tensorflow
+
+    require_tensorflow()
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        _require_tensorflow()
         value = getattr(importlib.import_module(_LAZY[name]), name)
     elif not name.startswith("__"):
+        if not (name.startswith("_") or name in _TF_FREE) and importlib.util.find_spec(
+            f"{__name__}.{name}"
+        ):
+            _require_tensorflow()
         try:
             value = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as err:

@@ -17,16 +17,17 @@ import sys
 import tempfile
 from typing import Iterator
 
+from queue_pipeline._core.quiet import TF_LOGS_ENV, tf_logs_requested
+
 __all__ = [
     "DEMO_DESCRIPTION",
     "TF_LOGS_ENV",
     "add_demo_arguments",
+    "hide_tf_runtime_logs",
     "import_tensorflow",
     "quiet_tf_startup",
     "report_error",
 ]
-
-TF_LOGS_ENV = "QUEUE_PIPELINE_TF_LOGS"
 
 DEMO_DESCRIPTION = (
     "Trains one small model through a TF 1.x queue pipeline (queue_pipeline) and "
@@ -136,9 +137,26 @@ def import_tensorflow(*, tf_logs: bool = False) -> None:
     Listing the physical devices is what a script's own
     ``tf.config.list_physical_devices('GPU')`` does first; it leaves device
     configuration (visibility, memory growth) open to the script.
-    """
-    loud = tf_logs or os.environ.get(TF_LOGS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    with contextlib.nullcontext() if loud else quiet_tf_startup():
-        import tensorflow as tf
 
+    Raises:
+        TensorFlowRequiredError: no TensorFlow, or one older than supported.
+    """
+    loud = tf_logs_requested(tf_logs)
+    from queue_pipeline._core.tf_required import require_tensorflow
+
+    with contextlib.nullcontext() if loud else quiet_tf_startup():
+        tf = require_tensorflow()  # TensorFlowRequiredError: none, or too old
         tf.config.list_physical_devices()
+
+
+def hide_tf_runtime_logs() -> None:
+    """Hides TensorFlow's C++ INFO and WARNING log lines for the rest of the process.
+
+    Sets ``TF_CPP_MIN_LOG_LEVEL=2`` unless the environment already sets a
+    level; TensorFlow reads it when it is imported, so this acts only before
+    that (the commands call it first; nothing happens once TensorFlow is
+    imported). Errors still show. For a command's own process only: ``run``
+    leaves the script's TensorFlow as the script would have it.
+    """
+    if "tensorflow" not in sys.modules:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

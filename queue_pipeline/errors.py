@@ -7,7 +7,10 @@ on it.
 
 from __future__ import annotations
 
-import tensorflow as tf
+from queue_pipeline._core.tf_required import require_tensorflow
+
+# Every module of the package imports this one: a too old TensorFlow fails here, clearly.
+tf = require_tensorflow()
 
 __all__ = ["GraphModeRequiredError", "NotRebuildableError", "OutOfRangeError", "QueuePipelineError"]
 

@@ -27,6 +27,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from helpers import TF, tf1_mode  # noqa: E402
+from queue_pipeline._core.quiet import tf_logs_hidden  # noqa: E402
 
 TF1_ENV = "QUEUE_PIPELINE_TEST_TF1"
 
@@ -64,7 +65,8 @@ def pytest_configure(config):
     )
     if _tf1_requested(config):
         os.environ[TF1_ENV] = "1"
-        tf.compat.v1.disable_v2_behavior()
+        with tf_logs_hidden():  # TF's notice that ref variables are deprecated
+            tf.compat.v1.disable_v2_behavior()
     else:
         os.environ.pop(TF1_ENV, None)
 

@@ -62,8 +62,8 @@ def test_readme_commands_are_the_demo_and_what_ci_runs():
     readme = (root / "README.rst").read_text()
     commands = [line.strip() for line in readme.splitlines() if line.startswith("    pip install")]
     assert commands[:2] == [
-        "pip install -e '.[examples]' && queue-pipeline demo",
-        "pip install -e '.[test]' && ruff check . && ruff format --check . && mypy"
+        "pip install -e '.[tensorflow,examples]' && queue-pipeline demo",
+        "pip install -e '.[tensorflow,test]' && ruff check . && ruff format --check . && mypy"
         " && python -m pytest -q -p no:cacheprovider -n 2"
         " && python -m pytest -q -p no:cacheprovider -n 2 --tf1",
     ]

@@ -523,6 +523,8 @@ def test_shuffle_buffer_is_capacity_not_min_after_dequeue():
 # --- threads, decode, modes -----------------------------------------------------------
 
 
+# In TF1 mode the test's own options() calls run in graph mode, where tf.data warns.
+@pytest.mark.filterwarnings("ignore:To make it possible to preserve tf.data options")
 @pytest.mark.parametrize("api", ["batch", "shuffle_batch"])
 def test_num_threads_makes_the_pipeline_nondeterministic_like_legacy(api):
     legacy_fn = lambda m: _call(api, m, _legacy_source(m), threads=3)  # noqa: E731

@@ -25,6 +25,7 @@ from queue_pipeline._service import addresses
 from service_cluster import (
     ADDRESS_LINE,
     REPO,
+    ServerProcess,
     cluster,
     read_elements,
     server_env,
@@ -295,22 +296,62 @@ def test_a_worker_on_a_port_another_program_holds_exits_2(shared):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["nothing", "a-worker"])
-def test_a_worker_whose_dispatcher_does_not_answer_exits_2(shared, target):
+@pytest.mark.parametrize("target, wait", [("nothing", "0"), ("nothing", "1"), ("a-worker", "60")])
+def test_a_worker_whose_dispatcher_does_not_answer_exits_2(shared, target, wait):
     port = _free_port() if target == "nothing" else shared.workers[0].port
-    result = _run("worker", "--dispatcher", f"127.0.0.1:{port}")
+    result = _run("worker", "--dispatcher", f"127.0.0.1:{port}", "--wait", wait)
     assert result.returncode == 2, result.stderr
     assert result.stdout == ""
-    error = result.stderr.strip().splitlines()[-1]
+    lines = result.stderr.strip().splitlines()
+    error = lines[-1]
     assert error.startswith(
         f"queue-pipeline service worker: error: DispatcherUnreachableError: `--dispatcher` "
         f"127.0.0.1:{port} "
     )
+    waiting = [line for line in lines if "waiting" in line]
     if target == "nothing":
         assert "is unreachable (connection refused: nothing listens on that port)" in error
-    else:
+    else:  # another server answers there: no dispatcher can come, so no wait
         assert "answers gRPC but is not a tf.data service dispatcher" in error
+    if wait == "1":  # said once, then the error says how long it waited
+        assert waiting == [
+            f"queue-pipeline service worker: waiting up to 1 s for the dispatcher at "
+            f"127.0.0.1:{port} to answer (`--wait SECS`)"
+        ]
+        assert error.endswith("(waited 1 s for it; `--wait SECS` sets how long)")
+    else:
+        assert waiting == [] and "waited" not in error
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_a_worker_started_before_its_dispatcher_waits_for_it_and_serves(tmp_path):
+    # Servers started together (a script, systemd, a pod): the worker comes up first.
+    port = _free_port()
+    servers = []
+    try:
+        worker = ServerProcess(
+            ["worker", "--dispatcher", f"127.0.0.1:{port}", "--wait", "60"], tmp_path, name="w"
+        )
+        servers.append(worker)
+        deadline = time.monotonic() + 30
+        while "waiting up to 60 s" not in worker.output()[1]:
+            assert worker.poll() is None and time.monotonic() < deadline, worker.output()
+            time.sleep(0.05)
+        dispatcher = ServerProcess(["dispatcher", "--port", str(port)], tmp_path, name="d")
+        servers.append(dispatcher)
+        address = dispatcher.wait_for_address()
+        worker.wait_for_address()
+        values = read_elements(_range_through(address, 10))
+        assert sorted(values) == list(range(10))
+        err = worker.output()[1]
+        assert err.count("waiting up to") == 1 and "error" not in err
+        assert f"registered with the dispatcher grpc://127.0.0.1:{port}" in err
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            server.reap()
 
 
 # ------------------------------------------------------------------ own clusters

@@ -23,7 +23,7 @@ logger = logging.getLogger("queue_pipeline")
 
 try:  # The base class every TF session (Session, InteractiveSession) derives from.
     from tensorflow.python.client.session import SessionInterface
-except ImportError:  # pragma: no cover - only if TF moves its private module.
+except ImportError:  # pragma: no cover - a TF that moves it (2.16 to 2.21 all have it).
     SessionInterface = tf.compat.v1.Session.__mro__[-2]
 
 
@@ -190,8 +190,9 @@ def _load_smart_cond():
     """TF's smart_cond: a cond only when the predicate is not statically known.
 
     It folds constant expressions (``tf.less(1, 2)``) as TF 1.x's batching
-    does; the fallback (for a TF without ``tf.__internal__.smart_cond``)
-    folds what ``tf.get_static_value`` can.
+    does; the fallback (for a TF without ``tf.__internal__.smart_cond``: none
+    of the supported 2.16 to 2.21 lacks it) folds what ``tf.get_static_value``
+    can.
     """
     internal = getattr(getattr(tf, "__internal__", None), "smart_cond", None)
     if internal is not None:

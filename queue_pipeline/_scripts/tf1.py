@@ -25,6 +25,7 @@ from typing import Iterator
 
 import tensorflow as tf
 
+from queue_pipeline._core.quiet import tf_logs_hidden
 from queue_pipeline._scripts.removed import (
     KERAS2,
     RemovedAttributeError,
@@ -241,7 +242,8 @@ def tf1_mode() -> Iterator[None]:
     the queue API is ``run_script``'s ``install()``.
     """
     if tf.__internal__.tf2.enabled():
-        _V1.disable_v2_behavior()
+        with tf_logs_hidden():  # TF's notice that ref variables are deprecated: not the script's
+            _V1.disable_v2_behavior()
     saved = os.environ.get(ENV)
     os.environ[ENV] = "1"
     try:

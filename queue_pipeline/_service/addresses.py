@@ -13,9 +13,12 @@ import errno
 import ipaddress
 import os
 import socket
+import time
+from typing import Callable
 
 __all__ = [
     "DEFAULT_DISPATCHER_PORT",
+    "DEFAULT_WAIT_S",
     "LOOPBACK",
     "PROBE_TIMEOUT_S",
     "PROTOCOL",
@@ -32,12 +35,19 @@ __all__ = [
     "port_argument",
     "probe_dispatcher",
     "security_warning",
+    "wait_argument",
+    "wait_for_dispatcher",
 ]
 
 LOOPBACK = "127.0.0.1"
 PROTOCOL = "grpc"
 DEFAULT_DISPATCHER_PORT = 5050
 PROBE_TIMEOUT_S = 3.0
+# How long a worker waits for its dispatcher by default (`--wait`): servers
+# started together (a script, systemd, a pod) give the dispatcher the time its
+# TensorFlow import takes, seconds, on a busy machine tens of seconds.
+DEFAULT_WAIT_S = 60.0
+_RETRY_INTERVAL_S = 0.25
 
 # The dispatcher's own handshake: the first call every tf.data service client
 # (a worker's heartbeat, a trainer's distribute()) makes. Its request is empty.
@@ -53,7 +63,15 @@ class PortInUseError(ServerError):
 
 
 class DispatcherUnreachableError(ServerError):
-    """A worker's ``--dispatcher`` does not answer as a tf.data service dispatcher."""
+    """A worker's ``--dispatcher`` does not answer as a tf.data service dispatcher.
+
+    Attributes:
+      transient: True when a dispatcher starting there could still answer
+        (nothing listens yet, no answer yet, an unknown host whose name may
+        still be registered); False when something else answers there.
+    """
+
+    transient = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -283,7 +301,8 @@ def probe_dispatcher(dispatcher: Address, *, timeout: float = PROBE_TIMEOUT_S) -
                 "Fix: pass the address the dispatcher printed (`dispatcher listening on "
                 "grpc://HOST:PORT`) as `--dispatcher`."
             )
-            if code == grpc.StatusCode.UNIMPLEMENTED:
+            transient = code != grpc.StatusCode.UNIMPLEMENTED
+            if not transient:
                 what = (
                     "answers gRPC but is not a tf.data service dispatcher (is it a "
                     "worker's address?)"
@@ -297,7 +316,70 @@ def probe_dispatcher(dispatcher: Address, *, timeout: float = PROBE_TIMEOUT_S) -
                 what = (
                     f"did not answer as a tf.data service dispatcher ({code.name}: {e.details()})"
                 )
-            raise DispatcherUnreachableError(f"`--dispatcher` {where} {what}. {fix}") from e
+            error = DispatcherUnreachableError(f"`--dispatcher` {where} {what}. {fix}")
+            error.transient = transient
+            raise error from e
+
+
+def wait_argument(text: str) -> float:
+    """``--wait``: seconds, 0 or more (0: do not wait)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds, 0 or more (0: do not wait); got {text!r}"
+        )
+    return seconds
+
+
+def wait_for_dispatcher(
+    dispatcher: Address,
+    *,
+    wait: float = DEFAULT_WAIT_S,
+    on_wait: Callable[[str], None] | None = None,
+    probe_timeout: float = PROBE_TIMEOUT_S,
+) -> None:
+    """Probes `dispatcher` (:func:`probe_dispatcher`) until it answers, for up to `wait` s.
+
+    A worker started at the same moment as its dispatcher finds nothing
+    listening while the dispatcher's TensorFlow still imports; it retries
+    every quarter second. What cannot become a dispatcher (another gRPC
+    server answers there) fails at once.
+
+    Args:
+      dispatcher: the address given as ``--dispatcher``.
+      wait: seconds to keep trying; 0 probes once.
+      on_wait: called once, with a one-line message, when the first probe
+        failed and the worker starts waiting (the command prints it).
+      probe_timeout: seconds for each probe's connection and RPC.
+
+    Raises:
+      DispatcherUnreachableError: the last probe's error, once `wait` has run
+        out (its message then says how long the worker waited), or at once
+        when what answers is not a dispatcher.
+    """
+    deadline = time.monotonic() + wait
+    waited = False
+    while True:
+        try:
+            probe_dispatcher(dispatcher, timeout=probe_timeout)
+            return
+        except DispatcherUnreachableError as e:
+            if not e.transient or time.monotonic() >= deadline:
+                if not waited:
+                    raise
+                raise DispatcherUnreachableError(
+                    f"{e} (waited {wait:g} s for it; `--wait SECS` sets how long)"
+                ) from e
+            if not waited and on_wait is not None:
+                on_wait(
+                    f"waiting up to {wait:g} s for the dispatcher at {dispatcher.hostport} "
+                    "to answer (`--wait SECS`)"
+                )
+            waited = True
+        time.sleep(max(0.0, min(_RETRY_INTERVAL_S, deadline - time.monotonic())))
 
 
 def security_warning(role: str, address: Address) -> list[str]:

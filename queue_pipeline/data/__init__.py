@@ -15,6 +15,11 @@ symbols, twins, argument mappings and semantic differences;
 pipeline rebuilt by ``queue_pipeline.to_dataset``) through tf.data service.
 """
 
+# ruff: noqa: E402 - the TensorFlow check runs before the twins import TensorFlow.
+from queue_pipeline._core.tf_required import require_tensorflow
+
+require_tensorflow()  # no or too old TensorFlow: one clear error
+
 from queue_pipeline.data import batching, migration, producers, readers, service
 from queue_pipeline.data.batching import (
     batch,

@@ -18,7 +18,11 @@ files it reads must be reachable from every worker.
 
 from __future__ import annotations
 
+import warnings
+
 import tensorflow as tf
+
+from queue_pipeline._core.quiet import TF_DATA_OPTIONS_WARNING
 
 __all__ = ["distribute"]
 
@@ -92,8 +96,12 @@ def distribute(
             "('grpc://host:port') or a DispatchServer; got "
             f"{service!r}."
         )
-    return dataset.apply(
-        tf.data.experimental.service.distribute(
-            processing_mode=processing_mode, service=address, job_name=job_name
+    # In graph mode TF's distribute() calls Dataset.options(), which warns about
+    # itself (UserWarning): TensorFlow's internals, not the caller's.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=TF_DATA_OPTIONS_WARNING)
+        return dataset.apply(
+            tf.data.experimental.service.distribute(
+                processing_mode=processing_mode, service=address, job_name=job_name
+            )
         )
-    )

@@ -1,0 +1,1 @@
+"""The demo's parts: its data and input pipelines, its model and training."""
