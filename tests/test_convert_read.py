@@ -19,6 +19,7 @@ from PIL import Image
 
 import queue_pipeline as qp
 from queue_pipeline import _bundled_data, demo
+from queue_pipeline._demo import training as demo_training
 
 DIGITS = 40
 
@@ -140,7 +141,7 @@ def test_demo_model_trains_one_step_from_the_shards(digits_out):
         dataset = module.input_fn("train", 16, seed=1, image_size=(28, 28), drop_remainder=True)
         images, labels = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
         flat = tf.reshape(tf.reduce_mean(images, axis=-1), [-1, demo.IMAGE_PIXELS])
-        model = demo._graph_model(flat, tf.cast(labels, tf.int32), seed=0)  # noqa: SLF001
+        model = demo_training._graph_model(flat, tf.cast(labels, tf.int32), seed=0)  # noqa: SLF001
         init = tf.compat.v1.global_variables_initializer()
     with new_session(graph) as sess:
         sess.run(init)
