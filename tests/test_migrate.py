@@ -88,6 +88,11 @@ PROGRAMS = [
 
 
 def _expected_name(program: str, function: str) -> str:
+    """The checked-in migrated code; a ``.tf1.py`` one where TF1 mode writes other code
+    (preloaded arrays held in variables: tests/test_migrate_preloaded.py)."""
+    tf1 = os.path.join(EXPECTED, f"{program}.{function}.tf1.py")
+    if tf1_mode() and os.path.exists(tf1):
+        return tf1
     return os.path.join(EXPECTED, f"{program}.{function}.py")
 
 
@@ -945,15 +950,21 @@ def _trace_module(path):
 
 def test_arrays_held_as_large_graph_constants_get_a_note_with_the_measured_cost(tmp_path):
     """benchmarks/preloaded_forms.py: read in a Session, a Dataset over 180 MiB of
-    graph constants reads an epoch at 0.64x TF's queue API; from variables, 36x."""
+    graph constants reads an epoch at 0.64x TF's queue API; from variables, 36x.
+    Migrated in TF1 mode the code holds them in variables itself (the note says so;
+    tests/test_migrate_preloaded.py)."""
     from legacy_examples import preloaded_data  # noqa: PLC0415
 
     path = preloaded_data.__file__
     large = "np.zeros((23000, 784), np.float32), np.zeros(23000, np.uint8), shuffle=False"
     result = migrate(path, "preloaded_constant", call=large, verify=False)
-    (note,) = [d for d in result.differences if "graph constants" in d]
-    assert "slice_input_producer: its arrays (69 MiB) are graph constants" in note
-    assert "variables loaded from placeholders" in note
+    if tf1_mode():
+        (note,) = [d for d in result.differences if "held in variables" in d]
+        assert "slice_input_producer: its arrays (69 MiB) are held in variables" in note
+    else:
+        (note,) = [d for d in result.differences if "graph constants" in d]
+        assert "slice_input_producer: its arrays (69 MiB) are graph constants" in note
+        assert "variables loaded from placeholders" in note
     small = "np.zeros((20, 784), np.float32), np.zeros(20, np.uint8), shuffle=False"
     result = migrate(path, "preloaded_constant", call=small, verify=False)
     assert not [d for d in result.differences if "graph constants" in d]

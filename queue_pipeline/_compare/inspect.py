@@ -280,12 +280,35 @@ def _serialized_dataset(dataset) -> bytes:
         return sess.run(serialized)
 
 
+def _needs_a_session_setup(dataset) -> bool:
+    """Whether a graph-mode Dataset reads a feed or a ref variable (a program's loader fills it).
+
+    Serializing such a Dataset in a throwaway Session fails, and TensorFlow
+    logs the failure: it is not tried.
+    """
+    variant = dataset._variant_tensor  # noqa: SLF001 - no public way
+    if not tf.is_symbolic_tensor(variant):
+        return False
+    seen, stack = set(), [variant.op]
+    while stack:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in ("Placeholder", "VariableV2"):
+            return True
+        stack += [t.op for t in op.inputs] + list(op.control_inputs)
+    return False
+
+
 def dataset_nondeterminism(dataset) -> list[Nondeterminism] | None:
     """Shuffles and nondeterministic parallel ops in a Dataset; None if unknown.
 
     Works on an eager Dataset and on one in a graph (TF1 mode), where the
     serialization runs once in a throwaway Session on the Dataset's graph.
     """
+    if _needs_a_session_setup(dataset):
+        return None
     try:
         from tensorflow.core.framework import graph_pb2
 

@@ -258,7 +258,9 @@ def migrate(
         if callers:
             skip = set(rewrite.names) | {function}
             loaders = _trace.loader_count(traced.outputs)
-            source, changed = rewrite_callers(source, function, rewrite.function, skip, loaders)
+            source, changed = rewrite_callers(
+                source, function, rewrite.function, skip, loaders, len(rewrite.loaders)
+            )
             steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
         return _finish(
             path, original, source, target, in_place, rewrite, steps, rewrite.dropped,

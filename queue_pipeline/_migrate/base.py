@@ -175,6 +175,10 @@ class State:
     batch_element: list[str] = dataclasses.field(default_factory=list)
     joined: set = dataclasses.field(default_factory=set)  # names of joined reader lists
     direct: tuple = (None, "")  # (helper statement, helper version to map directly)
+    # loaders the function's version returns after its Dataset (``load(sess)``)
+    loaders: list[str] = dataclasses.field(default_factory=list)
+    # names of ``tf.constant(x)`` whose `x` the variables are fed (their lines go)
+    unwrapped: list[str] = dataclasses.field(default_factory=list)
 
 
 def tensor_names(fn: Function) -> set[str]:
@@ -237,6 +241,23 @@ class RewriterBase:
         self.kept_params: dict[str, list[str]] = {}
         self.batch_helpers: dict[str, str] = {}  # <name>_record -> <name>_batch
         self._pending_batch_code: dict[str, tuple[str, str]] = {}  # written when used
+        self.preloaded = ""  # the name of the preloaded-variables helper, once one is used
+        self.loaders: dict[str, list[str]] = {}  # pipeline version -> the loaders it returns
+
+    def preloaded_helper(self) -> str:
+        """The name of the module helper that holds arrays in variables (written once).
+
+        NOTE [ Preloaded arrays in a migrated TF1-mode program ].
+        """
+        if not self.preloaded:
+            taken = {n for n in vars(self.trace.module)} | set(self.functions)
+            self.preloaded = next(
+                n
+                for n in ("_in_variables", "_arrays_in_variables", "_preloaded_in_variables")
+                + tuple(f"_in_variables_{i}" for i in range(2, 100))
+                if n not in taken
+            )
+        return self.preloaded
 
     # ------------------------------------------------------------------ helpers
 

@@ -62,8 +62,13 @@ def _method_of(node: cst.CSTNode, names: set[str], method: str) -> bool:
 
 
 class _Caller(cst.CSTTransformer):
-    def __init__(self, function: str, new: str, loaders: int = 0):
+    def __init__(self, function: str, new: str, loaders: int = 0, added: int = 0):
         self.function, self.new, self.loaders = function, new, loaders
+        # loaders the new function returns that the legacy one did not: the
+        # caller gets them with the Dataset and runs them where its runners started
+        self.added = added
+        self.loads: list[str] = []  # the names the caller gives the added loaders
+        self.placed = False  # whether the loads went where start_queue_runners was
         self.iterator = "iterator"  # the initializable iterator, for a function with loaders
         self.loader_names: set[str] = set()
         self.unsupported = ""  # why this caller cannot be rewritten, if it cannot
@@ -83,7 +88,7 @@ class _Caller(cst.CSTTransformer):
         if isinstance(updated.func, cst.Name) and updated.func.value == self.function:
             self.replaced += 1
             self.datasets.append(updated.with_changes(func=cst.Name(self.new)))
-            if self.loaders:
+            if self.loaders or self.added:
                 return cst.parse_expression(f"{self.iterator}.get_next()")
             expression = cst.parse_expression(
                 f"tf.compat.v1.data.make_one_shot_iterator({self.name}).get_next()"
@@ -164,9 +169,56 @@ class _Caller(cst.CSTTransformer):
             return updated.with_changes(test=cst.Name("True"))
         return updated
 
+    def _with_added_loaders(self, updated: cst.SimpleStatementLine) -> list[cst.BaseStatement]:
+        """``a, b = f(...)`` as ``dataset, load = f_dataset(...)`` and an initializable iterator.
+
+        The caller's ``start_queue_runners`` becomes ``load(sess)`` and the
+        iterator's initializer (NOTE [ Preloaded arrays in a migrated TF1-mode
+        program ]).
+        """
+        if len(self.datasets) != 1:
+            self.unsupported = (
+                f"{self.function}(...) is called more than once in one statement; its "
+                "version returns (dataset, load)"
+            )
+            return [updated]
+        code = cst.Module([]).code_for_node
+        call = code(self.datasets[0])
+        self.datasets = []
+        loads = ", ".join(self.loads)
+        self.initializer = f"{self.iterator}.initializer"
+        return [
+            cst.parse_statement(f"{self.name}, {loads} = {call}\n").with_changes(
+                leading_lines=updated.leading_lines
+            ),
+            cst.parse_statement(
+                f"{self.iterator} = tf.compat.v1.data.make_initializable_iterator({self.name})\n"
+            ),
+            updated.with_changes(leading_lines=[]),
+        ]
+
+    def _loads_then_initializer(self, updated, value: cst.Call) -> list[cst.BaseStatement]:
+        """Each ``load(sess)``, then ``sess.run(initializer)``, where the runners started."""
+        sess = next(
+            (a.value for a in value.args if a.keyword is None or a.keyword.value == "sess"),
+            None,
+        )
+        runner = (
+            cst.Module([]).code_for_node(sess)
+            if sess is not None
+            else "tf.compat.v1.get_default_session()"
+        )
+        lines = [f"{load}({runner})" for load in self.loads] + [f"{runner}.run({self.initializer})"]
+        self.removed.append(f"{_statement_text(updated)} -> {'; '.join(lines)}")
+        self.placed = True
+        first, *rest = [cst.parse_statement(line + "\n") for line in lines]
+        return [first.with_changes(leading_lines=updated.leading_lines), *rest]
+
     def leave_SimpleStatementLine(self, original, updated):
         if self.datasets and self.loaders:
             return cst.FlattenSentinel(self._with_loaders(updated))
+        if self.datasets and self.added:
+            return cst.FlattenSentinel(self._with_added_loaders(updated))
         if self.loader_names and len(updated.body) == 1:
             after = self._after_load(updated)
             if after is not None:
@@ -181,27 +233,20 @@ class _Caller(cst.CSTTransformer):
             ]
             self.datasets = []
             return cst.FlattenSentinel([*assigns, updated.with_changes(leading_lines=[])])
-        if self.keep_queues or len(updated.body) != 1:
+        if len(updated.body) != 1:
             return updated
         small = updated.body[0]
         value = small.value if isinstance(small, (cst.Assign, cst.Expr)) else None
-        if self.initializer and isinstance(value, cst.Call):
-            if callee(value) == "start_queue_runners":
-                # where the inputs were ready: the iterator starts there instead
-                sess = next(
-                    (a.value for a in value.args if a.keyword is None or a.keyword.value == "sess"),
-                    None,
-                )
-                runner = (
-                    cst.Module([]).code_for_node(sess)
-                    if sess is not None
-                    else "tf.compat.v1.get_default_session()"
-                )
-                line = f"{runner}.run({self.initializer})"
-                self.removed.append(f"{_statement_text(updated)} -> {line}")
-                return cst.parse_statement(line + "\n").with_changes(
-                    leading_lines=updated.leading_lines
-                )
+        starts = isinstance(value, cst.Call) and callee(value) == "start_queue_runners"
+        if self.initializer and starts and (self.loads or not self.keep_queues):
+            # where the inputs were ready: the iterator starts there instead
+            assert isinstance(value, cst.Call)
+            lines = self._loads_then_initializer(updated, value)
+            if self.keep_queues:  # the other pipeline's runners still start here
+                return cst.FlattenSentinel([*lines, updated.with_changes(leading_lines=[])])
+            return cst.FlattenSentinel(lines)
+        if self.keep_queues:
+            return updated
         if isinstance(small, cst.Assign) and isinstance(value, cst.Call):
             if callee(value) in ("Coordinator", "start_queue_runners"):
                 self.removed.append(_statement_text(updated))
@@ -252,7 +297,7 @@ def _statement_text(stmt: cst.CSTNode) -> str:
 
 
 def rewrite_callers(
-    source: str, function: str, new: str, skip: set[str], loaders: int = 0
+    source: str, function: str, new: str, skip: set[str], loaders: int = 0, added: int = 0
 ) -> tuple[str, list[tuple[str, str]]]:
     """`source` with the callers of `function` rewritten; see NOTE [ Rewriting the callers ... ].
 
@@ -265,6 +310,10 @@ def rewrite_callers(
       loaders: how many loaders (``load(sess)``) the function returns after
         its batches; its callers then read an initializable iterator,
         initialized after each loader runs.
+      added: how many loaders the new function returns after its Dataset that
+        the legacy one did not (NOTE [ Preloaded arrays in a migrated TF1-mode
+        program ]): each caller gets them from the call and runs them, then the
+        iterator's initializer, where it called ``start_queue_runners``.
 
     Returns:
       The new source and, per caller rewritten, ``(its name, what changed)``.
@@ -289,7 +338,7 @@ def rewrite_callers(
         ):
             calls = [c for c in m.findall(stmt, m.Call()) if isinstance(c, cst.Call)]
             remaining = {callee(c) for c in calls} - {function}
-            transformer = _Caller(function, new, loaders)
+            transformer = _Caller(function, new, loaders, added)
             used = {n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)}
             transformer.name = next(
                 n for n in ("dataset", "input_dataset", "migrated_dataset") if n not in used
@@ -297,18 +346,30 @@ def rewrite_callers(
             transformer.iterator = next(
                 n for n in ("iterator", "input_iterator", "dataset_iterator") if n not in used
             )
+            free = (n for n in ("load", "load_inputs", "load_arrays") + tuple(
+                f"load_{i}" for i in range(2, 100)) if n not in used)  # fmt: skip
+            transformer.loads = [next(free) for _ in range(added)]
             transformer.keep_queues = bool(remaining & (_QUEUE_NAMES | pipelines))
             for c in calls:
                 if callee(c) == "Coordinator":
                     transformer.coords |= _assigned_to(stmt, c)
             new_stmt = stmt.visit(transformer)
             assert isinstance(new_stmt, cst.FunctionDef)
+            if added and not transformer.placed and not transformer.unsupported:
+                transformer.unsupported = (
+                    f"{new}(...) returns (dataset, {', '.join(transformer.loads)}) and this "
+                    "function starts no queue runners to put the loaders in place of: run "
+                    f"{', '.join(transformer.loads)}(sess) after the variables initializers, then "
+                    "the initializer of its tf.compat.v1.data.make_initializable_iterator(dataset)"
+                )
             if transformer.unsupported:
                 notes.append((stmt.name.value, f"not rewritten: {transformer.unsupported}"))
                 body.append(stmt)
                 continue
             stmt = new_stmt
-            iterator = "make_initializable_iterator" if loaders else "make_one_shot_iterator"
+            iterator = (
+                "make_initializable_iterator" if loaders or added else "make_one_shot_iterator"
+            )
             what = [f"{function}(...) -> {iterator}({new}(...)).get_next()"]
             if transformer.keep_queues:
                 what.append("Coordinator kept: another queue pipeline remains")
@@ -318,7 +379,11 @@ def rewrite_callers(
 
 
 def drop_queue_runners(
-    source: str, scope: str | None, initializer: str = "", datasets: frozenset[str] = frozenset()
+    source: str,
+    scope: str | None,
+    initializer: str = "",
+    datasets: frozenset[str] = frozenset(),
+    loads: list[str] | None = None,
 ) -> tuple[str, list[str]]:
     """`source` with the Coordinator lines of one scope removed, when it builds no queue.
 
@@ -336,6 +401,7 @@ def drop_queue_runners(
         place where the program's inputs are ready, e.g. its variables loaded).
       datasets: the names of the migrated code's Datasets (their ``batch``
         and ``shuffle`` calls build no queue).
+      loads: loaders (``load(sess)``) to run before `initializer`.
 
     Returns:
       The new source and what changed.
@@ -362,6 +428,7 @@ def drop_queue_runners(
         return source, ["Coordinator kept: another queue pipeline remains"]
     transformer = _Caller("", "")
     transformer.initializer = initializer
+    transformer.loads = list(loads or [])
     for c in calls:
         if callee(c) == "Coordinator":
             transformer.coords |= {n for t in targets for n in _assigned_to(t, c)}

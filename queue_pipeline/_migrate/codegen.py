@@ -48,8 +48,9 @@ from typing import cast
 
 import libcst as cst
 import libcst.matchers as m
+import numpy as np
 
-from queue_pipeline._migrate import chains
+from queue_pipeline._migrate import chains, preloaded
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
@@ -71,6 +72,7 @@ from queue_pipeline._migrate.base import (
     Function,
     State,
     Step,
+    fresh,
 )
 from queue_pipeline._migrate.returns import Returns
 
@@ -89,6 +91,8 @@ class Rewrite:
       dropped: statements left out, with why (file:line).
       differences: where the migrated code differs on purpose.
       batched: the functions that decode whole batches (batch-then-decode).
+      loaders: the loaders the new function returns after its Dataset that the
+        legacy one did not (NOTE [ Preloaded arrays in a migrated TF1-mode program ]).
       names: the functions migrated (originals and their new versions).
     """
 
@@ -99,6 +103,7 @@ class Rewrite:
     dropped: list[str]
     differences: list[str]
     batched: list[str] = dataclasses.field(default_factory=list)
+    loaders: list[str] = dataclasses.field(default_factory=list)
     names: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -125,11 +130,14 @@ class _Rewriter(Returns):
             params.insert(at, "dataset")
         stmts = list(fn.node.body.body)
         lines = dead_code(self._block(fn, stmts, state, depth=1))
+        lines = preloaded.drop_constant_lines(lines, state.unwrapped)
         used = "".join(lines)
         if fn.name != self.trace.function:  # a helper: keep only what its version uses
             params = [p for p in params if p == "dataset" or re.search(rf"\b{p}\b", used)]
         header = self._header(fn, name, params)
         text = header + "".join(lines)
+        if state.loaders:
+            self.loaders[name] = list(state.loaders)
         self.generated.setdefault(fn.name, "")
         self.generated[fn.name] += "\n\n" + text
         return name
@@ -363,6 +371,7 @@ class _Rewriter(Returns):
         self.steps.append(Step(fn.line(stmt), f"{helper.name}(...)", new_call))
         replacements: list[tuple[cst.CSTNode, str]] = []
         target = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        loaders = self.loaders.get(new, [])  # the helper's version returns (dataset, load)
         if isinstance(target, cst.Assign):
             t = target.targets[0].target
             state.batch_element = (
@@ -370,7 +379,11 @@ class _Rewriter(Returns):
                 if isinstance(t, (cst.Tuple, cst.List))
                 else ["*" + self.code(t)]
             )
-            replacements.append((t, "dataset"))
+            own = [fresh(fn, *(f"{n}{s}" for s in ("", "_inputs", "_arrays"))) for n in loaders]
+            state.loaders += own
+            replacements.append((t, ", ".join(["dataset", *own])))
+        elif loaders and isinstance(target, cst.Return):
+            self.loaders[f"{fn.name}_dataset"] = list(loaders)  # returned with the Dataset
         replacements.append((call, new_call))
         out.append(self.text(stmt, depth, replacements))
         return out
@@ -422,6 +435,11 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
         )
     name = rw.pipeline(fn)
     _drop_unused_record_helpers(rw)
+    if rw.preloaded:  # NOTE [ Preloaded arrays in a migrated TF1-mode program ]
+        alias = next((k for k, v in vars(trace.module).items() if v is np), "")
+        rw.generated[fn.name] = (
+            "\n\n" + preloaded.helper_source(rw.preloaded, alias) + rw.generated[fn.name]
+        )
     return Rewrite(
         source=_insert(rw, source),
         added="\n\n".join(
@@ -433,6 +451,7 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
         dropped=rw.dropped,
         differences=rw.differences,
         batched=rw.batched,
+        loaders=rw.loaders.get(name, []),
         names=sorted(
             set(rw.generated)
             | set(re.findall(r"^def (\w+)\(", "".join(rw.generated.values()), re.M))

@@ -156,6 +156,13 @@ class Returns(Stages):
         return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {loaders}\n"]
 
     def _return(self, fn, stmt, state: State, depth: int) -> list[str]:
+        lines = self._return_lines(fn, stmt, state, depth)
+        if state.loaders and lines and lines[-1].lstrip().startswith("return "):
+            # NOTE [ Preloaded arrays in a migrated TF1-mode program ]
+            lines[-1] = lines[-1].rstrip("\n") + f", {', '.join(state.loaders)}\n"
+        return lines
+
+    def _return_lines(self, fn, stmt, state: State, depth: int) -> list[str]:
         pad = "    " * depth
         ret = stmt.body[0]
         value = self.code(ret.value) if ret.value is not None else ""

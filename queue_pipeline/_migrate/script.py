@@ -376,7 +376,16 @@ def unwrap(
         if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], cst.Return)
         else None
     )
+    loads: list[str] = []
     if isinstance(returned, cst.Tuple):  # (dataset, _load_variables): the loads stay put
+        # (dataset, load): arrays held in variables, NOTE [ Preloaded arrays in a
+        # migrated TF1-mode program ]: `load(sess)` runs where the runners started
+        loads = [
+            e.value.value
+            for e in returned.elements[1:]
+            if isinstance(e.value, cst.Name) and e.value.value != LOADER
+        ]
+        initializable = initializable or bool(loads)
         returned = returned.elements[0].value
         statements = [
             st
@@ -385,8 +394,16 @@ def unwrap(
         ]
     assert returned is not None
     # The copy's text before the wrapper is the file's first `prologue_lines`
-    # lines with the helpers' versions inserted.
+    # lines with the helpers' versions inserted; module helpers written with
+    # the wrapper's version (the preloaded arrays' one) go with them.
     helpers = migrated_source[: migrated_source.index(f"def {WRAPPER}(")]
+    helpers += "".join(
+        cst.Module([]).code_for_node(st.with_changes(leading_lines=())) + "\n\n"
+        for st in module.body
+        if isinstance(st, cst.FunctionDef)
+        and st.name.value not in (WRAPPER, new_function)
+        and f"def {st.name.value}(" not in helpers
+    )
     code = cst.Module([], default_indent=wrapped.unit).code_for_node
     copied = {_bare(code(s)) for s in wrapped.before}
     kept = [st for st in statements[:-1] if _bare(code(st)) not in copied]
@@ -421,7 +438,7 @@ def unwrap(
         + "".join(lines[last_line:])
     )
     datasets = frozenset(n for st in kept for n in assigned_names(st)) | {var}
-    return drop_queue_runners(new, wrapped.scope, initializer, datasets)
+    return drop_queue_runners(new, wrapped.scope, initializer, datasets, loads)
 
 
 def _bare(code: str) -> str:

@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import numpy as np
 import tensorflow as tf
 
 import queue_pipeline
-from queue_pipeline._migrate import chains, vectorize
+from queue_pipeline._migrate import chains, preloaded, vectorize
 from queue_pipeline._migrate.syntax import (
     assigned_names,
     bare,
@@ -33,6 +32,7 @@ from queue_pipeline._migrate.base import (
     tensor_names,
 )
 from queue_pipeline._migrate.record_helpers import RecordHelpers
+from queue_pipeline._migrate.trace import loader_count
 
 __all__ = ["Stages"]
 
@@ -120,14 +120,19 @@ class Stages(RecordHelpers):
             )  # fmt: skip
 
     def _slice(self, fn, stmt, call, state: State, depth: int) -> list[str]:
-        self._note_large_constants(fn, stmt)
         self._second_source(fn, stmt, state)
         pad = "    " * depth
+        held = self._held_in_variables(fn, stmt, call, state, depth)
+        if not held:
+            self._note_large_constants(fn, stmt)
         try:
             args = bind_arguments(queue_pipeline.slice_input_producer, call, self.module)
             chain = chains.slice_lines(args, "records")
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e
+        if held:
+            chain.lines[0] = held[-1]
+            chain.lines[:0] = held[:-1]
         assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
         if not isinstance(assign, cst.Assign):
             raise self.fail(fn, stmt, "assign the slices to variables")
@@ -141,15 +146,8 @@ class Stages(RecordHelpers):
         )
         return [f"{pad}{line}\n" for line in chain.lines]
 
-    def _note_large_constants(self, fn, stmt) -> None:
-        """Arrays held as graph constants: a Session reads a Dataset over them slowly.
-
-        Measured (benchmarks/preloaded_forms.py, 60,000 x 784 float32, either
-        TF mode): a one-shot iterator over the constants reads an epoch at 0.64x
-        TF's queue API (the constants are copied into the iterator's function);
-        from variables loaded from placeholders, through an initializable
-        iterator, at 36x. Eager iteration is not affected.
-        """
+    def _sliced_here(self, fn, stmt) -> list:
+        """The tensors the traced ``slice_input_producer`` calls of `stmt` sliced."""
         span = self.positions[stmt]
 
         def built_here(node) -> bool:  # one of its frames is a line of `stmt`
@@ -159,14 +157,80 @@ class Stages(RecordHelpers):
                 for name, line in frames
             )
 
-        sizes = [
-            int(np.prod(t.shape.as_list())) * t.dtype.size
+        return [
+            t
             for node in self.trace.nodes
             if node.kind == "slice_input_producer" and built_here(node)
             for t in node.inputs
-            if isinstance(t, tf.Tensor) and t.op.type == "Const" and t.shape.is_fully_defined()
         ]
-        total = sum(sizes)
+
+    def _held_in_variables(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+        """The lines that hold the sliced arrays in variables, or [] to slice them as they are.
+
+        See NOTE [ Preloaded arrays in a migrated TF1-mode program ]: only in
+        TF1 mode, and only for graph constants of VARIABLES_FROM_BYTES or more.
+        The last line is the ``from_tensor_slices`` over the variables.
+        """
+        inputs = self._sliced_here(fn, stmt)
+        if (
+            not preloaded.in_tf1_mode()
+            or not inputs
+            or not all(isinstance(t, tf.Tensor) and t.op.type == "Const" for t in inputs)
+            or preloaded.constant_bytes(inputs) < preloaded.VARIABLES_FROM_BYTES
+            or loader_count(self.trace.outputs)  # its own loaders already: keep one contract
+        ):
+            return []
+        tensor_list = next(
+            (a.value for a in call.args if a.keyword is None or a.keyword.value == "tensor_list"),
+            None,
+        )
+        constants = preloaded.constants_named(fn.node)
+        arguments = (
+            preloaded.arrays_and_dtypes(tensor_list, inputs, self.code, constants)
+            if tensor_list is not None
+            else None
+        )
+        if arguments is None:
+            return []
+        if isinstance(tensor_list, (cst.List, cst.Tuple)):
+            state.unwrapped += [
+                e.value.value
+                for e in tensor_list.elements
+                if isinstance(e.value, cst.Name) and e.value.value in constants
+            ]
+        helper = self.preloaded_helper()
+        variables = fresh(fn, "variables", "held_variables", "input_variables")
+        load = fresh(fn, "load", "load_arrays", "load_inputs")
+        state.loaders.append(load)
+        sliced = f"{variables}[0]" if len(inputs) == 1 else f"tuple({variables})"
+        total = preloaded.constant_bytes(inputs)
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: slice_input_producer: its arrays "
+            f"({total / 2**20:.0f} MiB) are held in variables that {load}(sess) loads once "
+            f"from placeholders, so {fn.name}_dataset (and each function returning what it "
+            f"returns) gives (dataset, {load}) in TF1 mode: "
+            f"run {load}(sess) after the variables initializers, then the initializer of "
+            "tf.compat.v1.data.make_initializable_iterator(dataset) (graph constants would "
+            "make each iterator start wait for Grappler: about 10 s for 188 MB)"
+        )
+        call = f"{variables}, {load} = {helper}({arguments[0]}, {arguments[1]})"
+        if 4 * depth + len(call) > 100:  # wrapped as ruff format would
+            lines = [f"{variables}, {load} = {helper}(", f"    {arguments[0]}, {arguments[1]}"]
+            lines.append(")")
+        else:
+            lines = [call]
+        return lines + [f"records = tf.data.Dataset.from_tensor_slices({sliced})"]
+
+    def _note_large_constants(self, fn, stmt) -> None:
+        """Arrays held as graph constants: a Session reads a Dataset over them slowly.
+
+        Measured (benchmarks/preloaded_forms.py, 60,000 x 784 float32, either
+        TF mode): a one-shot iterator over the constants reads an epoch at 0.64x
+        TF's queue API (the constants are copied into the iterator's function);
+        from variables loaded from placeholders, through an initializable
+        iterator, at 36x. Eager iteration is not affected.
+        """
+        total = preloaded.constant_bytes(self._sliced_here(fn, stmt))
         if total >= _LARGE_CONSTANT_BYTES:
             self.differences.append(
                 f"{self.where(fn.line(stmt))}: slice_input_producer: its arrays "
@@ -174,7 +238,8 @@ class Stages(RecordHelpers):
                 "one-shot iterator copies them into its function, and an epoch reads "
                 "slower than TF's queue API did (0.64x measured for 180 MiB). Hold them in "
                 "variables loaded from placeholders (the preloaded variable program, "
-                "through an initializable iterator: 36x), or iterate the Dataset eagerly"
+                "through an initializable iterator: 36x; migrated in TF1 mode, with --tf1, "
+                "the code does that itself), or iterate the Dataset eagerly"
             )
 
     def _direct_helper(self, state: State, returns: str) -> str:
@@ -348,7 +413,8 @@ class Stages(RecordHelpers):
             )
         target = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
         if isinstance(target, cst.Return):
-            out.append(f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n")
+            loaders = "".join(f", {n}" for n in state.loaders)  # NOTE [ Preloaded arrays ... ]
+            out.append(f"{pad}return dataset.prefetch({chains.AUTOTUNE}){loaders}\n")
         elif isinstance(target, cst.Assign):
             t = target.targets[0].target
             if isinstance(t, (cst.Tuple, cst.List)):
