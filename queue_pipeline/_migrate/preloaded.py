@@ -118,7 +118,13 @@ def drop_constant_lines(lines: list[str], names: list[str]) -> list[str]:
         for i, line in enumerate(out):
             later = "".join(out[i + 1 :])
             if binding.match(line) and not re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", later):
-                del out[i]
+                indent = line[: len(line) - len(line.lstrip())]
+                opened = i > 0 and out[i - 1].rstrip().endswith(":")
+                following = next((x for x in out[i + 1 :] if x.strip()), "")
+                if opened and not following.startswith(indent):  # the block's only line
+                    out[i] = f"{indent}pass\n"  # (``with tf.device("/cpu:0"):`` stays)
+                else:
+                    del out[i]
                 break
     return out
 

@@ -2,7 +2,8 @@
 
 The public program loads MNIST into NumPy (``input_data.read_data_sets``),
 then, inside ``run_training``'s own graph, holds the arrays as graph
-constants (``input_images = tf.constant(data_sets.train.images)``), slices
+constants pinned to the CPU (``with tf.device("/cpu:0"): input_images =
+tf.constant(data_sets.train.images)``), slices
 them with ``slice_input_producer`` (shuffled, ``num_epochs``), casts the
 label, batches, trains a model and runs the Coordinator loop; nothing returns
 the batches, so ``queue-pipeline migrate FILE.py:run_training`` migrates the
@@ -35,9 +36,10 @@ def run_training(data_sets, num_epochs=2):
     """Trains a softmax layer on the preloaded train set; returns (steps, labels seen)."""
     with tf.Graph().as_default():
         with tf.name_scope("input"):
-            # Input data
-            input_images = tf.constant(data_sets.train.images)
-            input_labels = tf.constant(data_sets.train.labels)
+            # Input data, pin to CPU because rest of pipeline is CPU-only
+            with tf.device("/cpu:0"):
+                input_images = tf.constant(data_sets.train.images)
+                input_labels = tf.constant(data_sets.train.labels)
 
             image, label = tf.compat.v1.train.slice_input_producer(
                 [input_images, input_labels], num_epochs=num_epochs
