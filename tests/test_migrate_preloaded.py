@@ -107,7 +107,7 @@ def test_tf1_mode_holds_large_arrays_in_variables_and_its_caller_loads_them(tmp_
         assert line in caller, caller
     assert "start_queue_runners" not in caller and "Coordinator" not in caller
     (note,) = [d for d in result.differences if "held in variables" in d]
-    assert "returns) gives (dataset, load) in TF1 mode" in note
+    assert "in TF1 mode the migrated function returns (dataset, load)" in note
     migrated = result.load()
     with tf.Graph().as_default() as graph:
         dataset, load = migrated.inputs_dataset(*_arrays())

@@ -30,6 +30,7 @@ from typing import Sequence
 
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate.callers import rewrite_callers
+from queue_pipeline._migrate import preloaded as _preloaded
 from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate import verify as _verify
@@ -313,7 +314,13 @@ def _migrate_inline(
         for step in rewrite.steps
         if not step.legacy.startswith(f"return {', '.join(wrapped.names)}")
     ]
-    differences = [d for d in rewrite.differences if _script.LOADER not in d]
+    differences = [
+        d.replace(_preloaded.returns_loader("load"), _preloaded.INLINE_LOADER).replace(
+            f"{_script.WRAPPER}'s ", "the pipeline's "
+        )
+        for d in rewrite.differences
+        if _script.LOADER not in d
+    ]
     if _script.LOADER in rewrite.source:
         differences.append(
             "the pipeline reads variables: it is read through "

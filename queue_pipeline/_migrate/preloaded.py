@@ -59,6 +59,21 @@ def in_tf1_mode() -> bool:
     return not tf.__internal__.tf2.enabled()
 
 
+def returns_loader(load: str) -> str:
+    """The end of the report's note: what the function's callers do with `load`."""
+    return (
+        f"in TF1 mode the migrated function returns (dataset, {load}): run {load}(sess) "
+        "after the variables initializers, then the initializer of "
+        "tf.compat.v1.data.make_initializable_iterator(dataset)"
+    )
+
+
+INLINE_LOADER = (
+    "the session code runs load(sess), then the initializer of an initializable "
+    "iterator, where start_queue_runners was"
+)
+
+
 def constant_bytes(inputs) -> int:
     """The bytes of the fully known graph constants among `inputs` (the sliced tensors)."""
     return sum(

@@ -207,11 +207,8 @@ class Stages(RecordHelpers):
         self.differences.append(
             f"{self.where(fn.line(stmt))}: slice_input_producer: its arrays "
             f"({total / 2**20:.0f} MiB) are held in variables that {load}(sess) loads once "
-            f"from placeholders, so {fn.name}_dataset (and each function returning what it "
-            f"returns) gives (dataset, {load}) in TF1 mode: "
-            f"run {load}(sess) after the variables initializers, then the initializer of "
-            "tf.compat.v1.data.make_initializable_iterator(dataset) (graph constants would "
-            "make each iterator start wait for Grappler: about 10 s for 188 MB)"
+            f"from placeholders (graph constants would make each iterator start wait for "
+            f"Grappler: about 10 s for 188 MB); {preloaded.returns_loader(load)}"
         )
         call = f"{variables}, {load} = {helper}({arguments[0]}, {arguments[1]})"
         if 4 * depth + len(call) > 100:  # wrapped as ruff format would
