@@ -199,7 +199,10 @@ def migrate(
         (session loops): the call reads the tf.data version through a one-shot
         iterator, and the Coordinator / start_queue_runners lines go when no
         other queue remains (NOTE [ Rewriting the callers of a migrated
-        function ]).
+        function ]).  In TF1 mode a function over large preloaded arrays
+        returns ``(dataset, load)``; its callers then run ``load(sess)`` and an
+        initializable iterator's initializer where their runners started
+        (NOTE [ Preloaded arrays in a migrated TF1-mode program ]).
       tf1: the file is written for TensorFlow 1.x itself (``import tensorflow
         as tf`` meaning ``tf.compat.v1``): everything runs as under
         ``queue-pipeline run --tf1``, which disables v2 behaviour for the rest
