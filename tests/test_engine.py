@@ -558,14 +558,12 @@ def test_vectorized_decoding_shuffles_raw_records_then_decodes_batches(csv_files
     ops = result["dataset graph"].get_operations()
     shuffle = next(op for op in ops if op.type.startswith("ShuffleDataset"))
     batch = next(op for op in ops if op.type.startswith("BatchDataset"))
-    decode = next(
-        op
-        for op in ops
-        if op.type.startswith("ParallelMapDataset") and op.inputs[0].op.type.startswith("Prefetch")
-    )
+    decode = next(op for op in ops if op.type.startswith("ParallelMapDataset"))
     assert shuffle.get_attr("output_types") == [tf.string]  # the raw lines are shuffled,
     assert batch.get_attr("output_types") == [tf.string]  # batched,
-    assert decode.get_attr("output_types") == [tf.int32, tf.int32]  # then decoded
+    assert decode.get_attr("output_types") == [tf.int32, tf.int32]  # then decoded,
+    assert decode.inputs[0].op is batch  # straight from the batch (no buffer between),
+    assert [op.inputs[0].op for op in ops if op.type == "PrefetchDataset"] == [decode]  # once
 
 
 def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, caplog, monkeypatch):
