@@ -347,6 +347,7 @@ def _summarize(samples):
         "min": min(rates),
         "max": max(rates),
         "peak_rss_mb": max(peaks) if peaks else None,
+        "load_1min": [s["load_1min"] for s in samples if "load_1min" in s],
     }
 
 
@@ -385,6 +386,7 @@ def run_benchmarks(args) -> dict:
                     sample = {"examples": examples, "seconds": seconds, "peak_rss_mb": None}
                 else:
                     sample = _run_child(tmp, workload, variant)
+                sample["load_1min"] = os.getloadavg()[0]  # the machine is shared: say how busy
                 samples[(workload, variant)].append(sample)
                 progress.step(f"{workload} {variant} repeat {repeat + 1}/{args.repeats}", sample)
         for (workload, variant), values in samples.items():

@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import drain, new_session
+from helpers import drain, id_label_csv, new_session
 from queue_pipeline._core import step_cache
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 
@@ -29,13 +29,7 @@ from queue_pipeline._engine import rebuilder as engine_rebuilder
 @pytest.fixture(scope="module")
 def csv_files(tmp_path_factory):
     """Three CSV files of 25 rows ``id,label`` with distinct ids."""
-    d = tmp_path_factory.mktemp("engine_speed")
-    paths = []
-    for i in range(3):
-        path = d / f"part{i}.csv"
-        path.write_text("".join(f"{i * 100 + j},{j % 4}\n" for j in range(25)))
-        paths.append(str(path))
-    return paths
+    return id_label_csv(tmp_path_factory.mktemp("engine_speed"), rows=25)
 
 
 def _run(engine, fn, *, seed=None):
