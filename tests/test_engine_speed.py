@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -232,3 +233,28 @@ def test_queue_engine_steps_are_not_cached(csv_files):
     with _running(graph) as sess:
         assert len(sess.run([ident, label])[0]) == 5
         assert sess not in step_cache._CACHE
+
+
+def test_a_cached_step_raises_the_error_session_run_raises(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("1,2\n3,x\n5,6\n7,8\n9,0\n1,1\n")  # line 2 does not decode
+    graph = tf.Graph()
+    with graph.as_default(), qp.engine("dataset"):
+        batch = _served_csv([str(bad)])
+    errors = []
+    for feed in (None, {}):  # a plain step (cached), then one with a feed (Session.run)
+        with _running(graph) as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError) as info:
+                sess.run(batch, feed_dict=feed)
+            errors.append(info.value)
+            assert len(step_cache._CACHE[sess]) == (2 if feed is None else 1)
+    cached, uncached = errors
+    assert type(cached) is type(uncached)
+    assert getattr(cached.op, "name", None) == getattr(uncached.op, "name", None)
+    # The same interpolation and naming (the ids tf.data numbers each iterator's Dataset by aside).
+    assert _without_ids(cached.message) == _without_ids(uncached.message)
+    assert "[[batch]]" in cached.message and "bad.csv, line 2" in cached.message  # interpolated
+
+
+def _without_ids(message: str) -> str:
+    return re.sub(r"DatasetV2:\d+", "DatasetV2:<id>", message)

@@ -18,7 +18,8 @@ fetch signature.
 What it returns and raises is what ``Session.run`` would: a callable builds its
 results with the same fetch handler (lists stay lists, dicts dicts, an
 Operation gives None), runs under the session's own options
-(``operation_timeout_in_ms`` included) and raises the same op errors. The
+(``operation_timeout_in_ms`` included), and its op errors pass through the
+session's own error handling (the failing ``op`` set, node names interpolated). The
 signature is the fetches' structure and the identity of each fetched
 Tensor or Operation; only flat structures are cached (one Tensor or
 Operation, or a list, tuple or ``str``-keyed dict of them), and the entry
@@ -98,8 +99,21 @@ def cached_callable(
         if len(entries) >= MAX_ENTRIES:
             return None
         try:
-            call = make_callable(sess, fetches)
+            call = _with_session_errors(sess, make_callable(sess, fetches))
         except Exception:  # noqa: BLE001 - Session.run raises TF's own error for these fetches
             return None
         entries[key] = (leaves, call)
         return call
+
+
+def _with_session_errors(sess, call: Callable[[], Any]) -> Callable[[], Any]:
+    """`call`, raising op errors as ``Session.run`` does.
+
+    A callable raises TF's error as the C++ session made it: no ``op`` and
+    the message's ``{{node X}}`` not interpolated. ``Session.run`` passes its
+    call through the session's ``_do_call``, which sets both; so does this.
+    """
+    do_call = getattr(sess, "_do_call", None)
+    if do_call is None:
+        return call
+    return lambda: do_call(call)
