@@ -20,7 +20,9 @@ for per-record variants, ``tfdata_batch_decode`` for the ``*_batch_decode``
 variants and for ``qp_dataset_engine``, whose reference the README states;
 W4 has no decoder, so ``tfdata``). With exactly one run per mode, a last column
 gives TF1's median over TF 2.x's: a ratio across two runs, so it carries both
-runs' noise.
+runs' noise. Each workload ends with the engine's line per run:
+``qp_dataset_engine`` over its hand-written reference and over ``raw_read``
+(the raw-read floor: records only, no decoding), inside that run.
 
 Needs no TensorFlow: it only reads JSON.
 """
@@ -32,6 +34,8 @@ import json
 import sys
 
 BASELINE = "tf_queue_1"
+ENGINE = "qp_dataset_engine"
+FLOOR = "raw_read"
 MODE_NAMES = {"tf2": "TF 2.x defaults", "tf1": "TF1 mode (disable_v2_behavior)"}
 SHORT_MODE_NAMES = {"tf2": "TF 2.x", "tf1": "TF1"}
 DATASET_LOOPS = {
@@ -66,6 +70,25 @@ def ratio(row: dict | None, reference: dict | None) -> float | None:
     return row["median"] / reference["median"]
 
 
+def engine_ratios(table: dict) -> str | None:
+    """The engine's line of a workload: its median over hand-written tf.data and over the floor.
+
+    ``-> qp_dataset_engine / tfdata_batch_decode = 1.04x, / raw_read = 0.45x``
+    (W4: over ``tfdata``); None when the run has no engine or no floor row.
+    """
+    row = table.get(ENGINE)
+    if row is None or FLOOR not in table:  # runs from before the floor render as committed
+        return None
+    parts = []
+    for reference in (handwritten_reference(ENGINE, table), FLOOR):
+        value = ratio(row, table.get(reference)) if reference else None
+        if value is not None:
+            parts.append(f"{reference} = {value:.2f}x")
+    if not parts:
+        return None
+    return f"  -> {ENGINE} / " + ", / ".join(parts)
+
+
 def format_table(result: dict) -> str:
     """run.py's report of one run (its stdout; the committed ``results/*.txt``)."""
     mode = "" if tf_mode(result) == "tf2" else f" in {MODE_NAMES[tf_mode(result)]}"
@@ -89,6 +112,9 @@ def format_table(result: dict) -> str:
                 f"  {variant:{width}s} {row['median']:11,.0f} {row['min']:10,.0f} "
                 f"{row['max']:10,.0f} {ratio_:>7s} {peak:>8s}"
             )
+        engine = engine_ratios(table)
+        if engine:
+            lines.append(engine)
     for section, table in result.get("scaling", {}).items():
         lines.append(f"\nscaling by {section}")
         for name, row in table.items():
@@ -158,6 +184,10 @@ def format_modes(results: list[dict]) -> str:
                     ratio(by_mode["tf1"].get(variant), by_mode["tf2"].get(variant)), ".2f", 8
                 )
             lines.append(line)
+        for label, table in zip(labels, tables):
+            engine = engine_ratios(table)
+            if engine:
+                lines.append(f"{engine} ({label})")
     return "\n".join(lines)
 
 

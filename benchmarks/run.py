@@ -43,7 +43,11 @@ Variants: tf_queue_1/4 (tf.compat.v1.train at 1 and 4 threads), qp_queue_1/4
 built under ``queue_pipeline.engine("dataset")``: the same Session loop, fed
 by a tf.data iterator), twin (queue_pipeline.data, per-record decode),
 twin_batch_decode (the twin's batch-then-decode path), tfdata and
-tfdata_batch_decode (idiomatic hand-written tf.data of the same meaning).
+tfdata_batch_decode (idiomatic hand-written tf.data of the same meaning),
+migrated (``queue-pipeline migrate``'s code), raw_read (the floor: the records
+read and batched with no decoding; W4's rows in ready-made batches). The
+report gives qp_dataset_engine / hand-written (tfdata_batch_decode; W4:
+tfdata) and qp_dataset_engine / raw_read per workload.
 The diagnostics' cost, switch by switch: qp_queue_1_off / qp_queue_4_off
 (every diagnostic off, ``tf_faithful()``) and qp_queue_N_only_<switch> (only
 that switch on), e.g. ``--variants tf_queue_1 qp_queue_1 qp_queue_1_off
@@ -84,6 +88,7 @@ VARIANTS = [
     "tfdata",
     "tfdata_batch_decode",
     "migrated",
+    "raw_read",
 ]
 # The diagnostics' cost, switch by switch (not in the default run; pass them to
 # --variants): qp_queue_N with every diagnostic off, and with only one on.
@@ -151,6 +156,8 @@ def measure(variant: str, workload: str, data) -> tuple[int, float]:
 
 
 def _dataset(variant, workload, data) -> tf.data.Dataset:
+    if variant == "raw_read":
+        return workloads.raw_read(workload, data)
     if variant == "migrated":
         return _migrated(workload, data)
     if variant.startswith("twin"):
@@ -352,6 +359,7 @@ def _summarize(samples):
         "min": min(rates),
         "max": max(rates),
         "peak_rss_mb": max(peaks) if peaks else None,
+        "load_1min": [s["load_1min"] for s in samples if "load_1min" in s],
     }
 
 
@@ -390,6 +398,7 @@ def run_benchmarks(args) -> dict:
                     sample = {"examples": examples, "seconds": seconds, "peak_rss_mb": None}
                 else:
                     sample = _run_child(tmp, workload, variant)
+                sample["load_1min"] = os.getloadavg()[0]  # the machine is shared: say how busy
                 samples[(workload, variant)].append(sample)
                 progress.step(f"{workload} {variant} repeat {repeat + 1}/{args.repeats}", sample)
         for (workload, variant), values in samples.items():

@@ -31,6 +31,7 @@ __all__ = [
     "drain",
     "drain_dataset",
     "graph_nodes",
+    "id_label_csv",
     "new_session",
     "py",
     "python_argv",
@@ -40,6 +41,17 @@ __all__ = [
 ]
 
 OP_TIMEOUT_MS = 20_000
+
+
+def id_label_csv(directory, *, files: int = 3, rows: int = 20) -> list[str]:
+    """Writes `files` CSV files of `rows` lines ``id,label`` (ids ``file * 100 + row``,
+    distinct; labels ``row % 4``) to `directory`; returns their paths, in order."""
+    paths = []
+    for i in range(files):
+        path = directory / f"part{i}.csv"
+        path.write_text("".join(f"{i * 100 + j},{j % 4}\n" for j in range(rows)))
+        paths.append(str(path))
+    return paths
 
 
 def tf1_mode() -> bool:

@@ -69,6 +69,19 @@ def _check_progress(run, stderr, stdout, repeats=1):
     assert not PROGRESS_LINE.search(stdout) and "[bench]" not in stdout
 
 
+def _check_engine_lines(result, stdout):
+    """Each workload's table ends with the engine over hand-written tf.data and over the floor."""
+    for workload, table in result["workloads"].items():
+        block = stdout.split(f"\n{workload}  (", 1)[1].split("\n\n", 1)[0]
+        reference = "tfdata" if workload == "W4" else "tfdata_batch_decode"
+        engine = table["qp_dataset_engine"]["median"]
+        assert block.splitlines()[-1] == (
+            f"  -> qp_dataset_engine / {reference} = "
+            f"{engine / table[reference]['median']:.2f}x, / raw_read = "
+            f"{engine / table['raw_read']['median']:.2f}x"
+        )
+
+
 @pytest.mark.slow
 def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
     """The quick mode (the one the README documents) runs end to end, in the suite's mode."""
@@ -81,6 +94,7 @@ def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "ratio vs tf_queue_1" in captured.out
     assert ("TF1 mode" in captured.out.splitlines()[0]) == tf1_mode()
+    _check_engine_lines(result, captured.out)
     assert captured.out.rstrip("\n") == report.format_table(report.load(str(out)))
     _check_progress(run, captured.err, captured.out)
 
@@ -112,6 +126,7 @@ def test_harness_tf1_quick_run_every_variant_with_mode_recorded(tf1_quick_run):
     assert "TF1 mode (disable_v2_behavior)" in header and "ratio vs tf_queue_1" in header
     _check_progress(run, stderr, stdout)
     assert "TF1 mode" in stderr.split("[bench]", 1)[1].splitlines()[0]
+    _check_engine_lines(result, stdout)
 
 
 @pytest.mark.slow
@@ -146,8 +161,19 @@ def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys)
     assert "TF1 mode (disable_v2_behavior), tf.data through a one-shot iterator" in text
     for workload, table in tf1["workloads"].items():
         block = text.split(f"\n{workload}  (", 1)[1].split("\n\n", 1)[0]
-        rows = {line.split()[0]: line.split()[1:] for line in block.splitlines()[3:]}
+        lines = [line.split() for line in block.splitlines()[3:]]
+        rows = {cells[0]: cells[1:] for cells in lines if cells[0] != "->"}
         assert set(rows) == set(table)
+        engine = [" ".join(cells) for cells in lines if cells[0] == "->"]
+        reference = report.handwritten_reference("qp_dataset_engine", table)
+        ratios = [
+            f"{table['qp_dataset_engine']['median'] / table[name]['median']:.2f}x"
+            for name in (reference, "raw_read")
+        ]
+        assert engine == [  # the engine over hand-written tf.data and over the floor, per run
+            f"-> qp_dataset_engine / {reference} = {ratios[0]}, / raw_read = {ratios[1]} ({label})"
+            for label in ("TF 2.x", "TF1")
+        ]
         for variant in table:
             cells = rows[variant]
             assert len(cells) == 7  # (median, x tfq1, x hand) per mode, then tf1/tf2

@@ -20,7 +20,7 @@ import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import TF, dataset_values, drain, new_session, session_config
+from helpers import TF, dataset_values, drain, id_label_csv, new_session, session_config
 from queue_pipeline import plan
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._engine import serving as _engine
@@ -34,13 +34,7 @@ ENGINES = ("queue", "dataset")
 @pytest.fixture(scope="module")
 def csv_files(tmp_path_factory):
     """Three CSV files of 20 rows ``id,label`` with distinct ids."""
-    d = tmp_path_factory.mktemp("engine")
-    paths = []
-    for i in range(3):
-        path = d / f"part{i}.csv"
-        path.write_text("".join(f"{i * 100 + j},{j % 4}\n" for j in range(20)))
-        paths.append(str(path))
-    return paths
+    return id_label_csv(tmp_path_factory.mktemp("engine"), rows=20)
 
 
 def build(engine, fn, *, seed=None):
@@ -558,14 +552,12 @@ def test_vectorized_decoding_shuffles_raw_records_then_decodes_batches(csv_files
     ops = result["dataset graph"].get_operations()
     shuffle = next(op for op in ops if op.type.startswith("ShuffleDataset"))
     batch = next(op for op in ops if op.type.startswith("BatchDataset"))
-    decode = next(
-        op
-        for op in ops
-        if op.type.startswith("ParallelMapDataset") and op.inputs[0].op.type.startswith("Prefetch")
-    )
+    decode = next(op for op in ops if op.type.startswith("ParallelMapDataset"))
     assert shuffle.get_attr("output_types") == [tf.string]  # the raw lines are shuffled,
     assert batch.get_attr("output_types") == [tf.string]  # batched,
-    assert decode.get_attr("output_types") == [tf.int32, tf.int32]  # then decoded
+    assert decode.get_attr("output_types") == [tf.int32, tf.int32]  # then decoded,
+    assert decode.inputs[0].op is batch  # straight from the batch (no buffer between),
+    assert [op.inputs[0].op for op in ops if op.type == "PrefetchDataset"] == [decode]  # once
 
 
 def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, caplog, monkeypatch):

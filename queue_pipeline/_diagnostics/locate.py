@@ -152,10 +152,16 @@ _LIFTED_SCOPES = ("lifted/", "vectorized/", "per_record/")
 
 
 def _failing_op(error, text, graph) -> tf.Operation | None:
-    """The legacy op an error names: its ``op``, else the first ``{{node X}}`` found."""
+    """The legacy op an error names: its ``op``, else the first ``{{node X}}`` found.
+
+    An iterator's ``IteratorGetNext`` counts only when nothing else is named
+    (an error raised by a callable, as cached steps run, has no ``op``: its
+    ``{{node X}}`` names it).
+    """
     op = getattr(error, "op", None)
     if isinstance(op, tf.Operation) and op.type != "IteratorGetNext":
         return op
+    fallback = op if isinstance(op, tf.Operation) else None
     for pattern in _NODE_PATTERNS:
         for name in pattern.findall(text):
             for candidate in [name] + [
@@ -167,7 +173,8 @@ def _failing_op(error, text, graph) -> tf.Operation | None:
                     continue
                 if found.type != "IteratorGetNext":
                     return found
-    return op if isinstance(op, tf.Operation) else None
+                fallback = fallback or found
+    return fallback
 
 
 def _named_path(text: str) -> str | None:

@@ -26,6 +26,9 @@ For a graph with state, per step:
   runner feeding that queue (directly or through upstream queues), once: the
   error is delivered, then forgotten. Other pipelines of the session, and
   other ends (a tf.data iterator's), are untouched.
+* **Cached steps**: a graph the dataset engine serves runs plain steps
+  (no feeds or options) through callables made once per fetch signature
+  (NOTE [ Cached step callables ] in ``_core/step_cache.py``).
 * **Errors named** (``runner_errors``): a read or decode error raised in the
   step itself (a reader's value decoded in the main thread, a batch of raw
   records decoded after the dequeue) is re-raised with its original type and
@@ -44,9 +47,11 @@ from typing import Callable
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core import step_cache
 from queue_pipeline._core.compat import logger, readable_error
 
 __all__ = [
+    "cache_steps",
     "failure_for_end",
     "forget_failures",
     "mark_started",
@@ -81,6 +86,7 @@ class _GraphState:
         self.version = 0
         self.names_errors = False
         self.times_steps = False  # set for a graph served by tf.data service: see waiting_since
+        self.caches_steps = False  # set for a graph the dataset engine serves: see cache_steps
         self._consumed: dict[tuple, frozenset] = {}
         self._upstream: dict[str, frozenset] = {}
         self._upstream_version = -1
@@ -310,6 +316,10 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     state = _GRAPHS.get(self._graph)  # noqa: SLF001 - the hook's one lookup
     if state is None:
         return _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata)
+    if state.caches_steps and feed_dict is None and options is None and run_metadata is None:
+        call = step_cache.cached_callable(self, fetches, _ORIGINAL["make_callable"])
+        if call is not None:
+            return _step(self, state, fetches, None, call)
     return _step(
         self,
         state,
@@ -335,6 +345,15 @@ def _make_callable(self, fetches, feed_list=None, accept_options=False):
 
     hooked.__wrapped__ = call
     return hooked
+
+
+def cache_steps(graph: tf.Graph) -> None:
+    """From now on, plain steps of `graph` run through cached callables.
+
+    See NOTE [ Cached step callables ] in ``_core/step_cache.py``. Side
+    effect: installs the session hook (once per process).
+    """
+    register(graph).caches_steps = True
 
 
 def time_steps(graph: tf.Graph) -> None:

@@ -10,6 +10,7 @@ embedded (NOTE [ Large preloaded arrays ] in ``_engine/serving.py``).
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from typing import Any, Callable
 
 import numpy as np
@@ -20,6 +21,7 @@ from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import QUEUE_RUNNERS
 from queue_pipeline._rebuild.rebuilder import Rebuilder
 from queue_pipeline._rebuild.stream import Stream
+from queue_pipeline.data import batching as data_batching
 from queue_pipeline.data import producers as data_producers
 
 __all__ = ["LARGE_ROWS_BYTES", "EngineRebuilder"]
@@ -27,6 +29,15 @@ __all__ = ["LARGE_ROWS_BYTES", "EngineRebuilder"]
 # See NOTE [ Large preloaded arrays ] in _engine/serving.py.
 LARGE_ROWS_BYTES = 16 << 20
 _GATHER_ROWS = 1024
+# The batching twin's arguments a batching call over preloaded rows passes on.
+_TWIN_ARGS = (
+    "batch_size",
+    "num_threads",
+    "capacity",
+    "min_after_dequeue",
+    "seed",
+    "allow_smaller_final_batch",
+)
 
 
 @dataclasses.dataclass
@@ -93,14 +104,24 @@ class EngineRebuilder(Rebuilder):
         super().restrict_to(leaves)
 
     def batching_stream(self, node: plan.PlanNode) -> Stream:
+        preloaded = self._preloaded_batches(node)
+        if preloaded is not None:
+            return preloaded
         self._batching.append(node)
         try:
-            stream = super().batching_stream(node)
+            return super().batching_stream(node)
         finally:
             self._batching.pop()
+
+    def batch_decoder(self, node: plan.PlanNode) -> Callable | None:
+        """The vectorized region left out of `node`'s inputs, as the twin's `decode`.
+
+        The twin maps it over each batch in parallel (order kept) before its
+        one ``prefetch``.
+        """
         pending = self._pending.pop(node.index, None)
         if pending is None:
-            return stream
+            return None
         leaves = list(node.outputs)
 
         def decode(*args):
@@ -108,10 +129,7 @@ class EngineRebuilder(Rebuilder):
             outputs = [_at_least(value, leaf.shape) for value, leaf in zip(outputs, leaves)]
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-        dataset = stream.dataset.map(
-            tf.autograph.experimental.do_not_convert(decode), num_parallel_calls=tf.data.AUTOTUNE
-        )
-        return Stream(dataset.prefetch(tf.data.AUTOTUNE), leaves, stream.form)
+        return tf.autograph.experimental.do_not_convert(decode)
 
     def apply_region(
         self,
@@ -149,6 +167,82 @@ class EngineRebuilder(Rebuilder):
         See NOTE [ Large preloaded arrays ]. Smaller or computed rows take
         the rebuilder's own path (``from_tensor_slices`` of the values).
         """
+        arrays = self._large_arrays(node)
+        if arrays is None:
+            return super().slice_stream(node)
+        leaves = list(node.outputs)
+        rows_of = _gatherer(arrays, list(range(len(arrays))), [leaf.dtype for leaf in leaves])
+        dataset = (
+            self._indices(node, arrays)
+            .batch(_GATHER_ROWS)
+            .map(rows_of, num_parallel_calls=tf.data.AUTOTUNE)
+            .unbatch()
+        )
+        self.paths.append(
+            f"slice_input_producer: {sum(a.nbytes for a in arrays):,} bytes "
+            "of preloaded rows gathered in memory, not embedded in the graph"
+        )
+        return Stream(dataset, leaves, "tuple")
+
+    def _preloaded_batches(self, node: plan.PlanNode) -> Stream | None:
+        """A batching call over large preloaded rows: batches of row indices, gathered whole.
+
+        See NOTE [ Large preloaded arrays ]: when `node` (``batch`` or
+        ``shuffle_batch``, with no per-example option) batches exactly rows of
+        one ``slice_input_producer`` over large arrays, the twin shuffles and
+        batches the row *indices* (the same order as the rows: a shuffle
+        buffer and a batch do not look at what they move) and each batch of
+        rows is gathered once, instead of gathering 1,024 rows, splitting
+        them into single rows and batching those again. None when it does
+        not apply.
+        """
+        args = node.args
+        if (
+            node.kind not in ("batch", "shuffle_batch")
+            or args.get("num_lists", 1) != 1
+            or args.get("enqueue_many")
+            or args.get("dynamic_pad")
+            or args.get("shapes") is not None
+            or not node.inputs
+            or not all(isinstance(t, tf.Tensor) for t in node.inputs)
+        ):
+            return None
+        slices = {self._by_output.get(t.name) for t in node.inputs}
+        if len(slices) != 1:
+            return None
+        (source,) = slices
+        if source is None or source.kind != "slice_input_producer":
+            return None
+        names = [t.name for t in source.outputs]
+        if any(t.name not in names for t in node.inputs):
+            return None
+        arrays = self._large_arrays(source)
+        if arrays is None:
+            return None
+        leaves = list(node.outputs)
+        picks = [names.index(t.name) for t in node.inputs]
+        indices = self._indices(source, arrays)
+        twin = getattr(data_batching, node.kind)
+        params = inspect.signature(twin).parameters
+        kwargs = {name: args[name] for name in _TWIN_ARGS if name in params and name in args}
+        kwargs["batch_size"] = self._value(args["batch_size"], "batch_size")
+        gather = _gatherer(arrays, picks, [leaf.dtype for leaf in leaves])
+
+        def rows_of(index):
+            values = gather(index)
+            for value in values:
+                value.set_shape(index.shape[:1].concatenate(value.shape[1:]))
+            return values[0] if len(values) == 1 else values
+
+        dataset = twin(indices, decode=rows_of, **kwargs)
+        self.paths.append(
+            f"{node.kind}: {sum(arrays[k].nbytes for k in set(picks)):,} bytes of preloaded "
+            "rows gathered in memory a batch at a time, not embedded in the graph"
+        )
+        return Stream(dataset, leaves, "bare" if len(leaves) == 1 else "tuple")
+
+    def _large_arrays(self, node: plan.PlanNode) -> list[np.ndarray] | None:
+        """The rows of a ``slice_input_producer`` `node` if they are large arrays, else None."""
         rows = [self._rows(t) for t in node.inputs]
         arrays = [r for r in rows if isinstance(r, np.ndarray)]
         if (
@@ -158,37 +252,20 @@ class EngineRebuilder(Rebuilder):
             or arrays[0].ndim == 0
             or arrays[0].shape[0] == 0
         ):
-            return super().slice_stream(node)
+            return None
+        return arrays
+
+    @staticmethod
+    def _indices(node: plan.PlanNode, arrays: list[np.ndarray]) -> tf.data.Dataset:
+        """The row indices of ``slice_input_producer`` `node`, in its order (the range twin)."""
         args = node.args
-        indices = data_producers.range_input_producer(
+        return data_producers.range_input_producer(
             arrays[0].shape[0],
             num_epochs=args["num_epochs"],
             shuffle=args["shuffle"],
             seed=args["seed"],
             capacity=args["capacity"],
         )
-        leaves = list(node.outputs)
-        dtypes = [leaf.dtype for leaf in leaves]
-
-        def gather(index):
-            return [np.asarray(a[index]) for a in arrays]
-
-        def rows_of(index):
-            values = tf.numpy_function(
-                gather, [index], dtypes, stateful=False, name="preloaded_rows"
-            )
-            for value, array in zip(values, arrays):
-                value.set_shape((None,) + array.shape[1:])
-            return tuple(values)
-
-        dataset = (
-            indices.batch(_GATHER_ROWS).map(rows_of, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
-        )
-        self.paths.append(
-            f"slice_input_producer: {sum(a.nbytes for a in arrays):,} bytes "
-            "of preloaded rows gathered in memory, not embedded in the graph"
-        )
-        return Stream(dataset, leaves, "tuple")
 
     def _fixed_lengths(self, region) -> dict[str, int]:
         """Sources that are a FixedLengthRecordReader's value: name -> record bytes."""
@@ -239,6 +316,26 @@ def _vectorize(module, region, fixed_lengths: dict[str, int]):
     ):
         return None, str(result)
     return result, None
+
+
+def _gatherer(arrays: list[np.ndarray], picks: list[int], dtypes: list) -> Callable:
+    """A graph function: int row indices -> the rows ``arrays[k][indices]`` for k in `picks`.
+
+    The rows are gathered in memory by a stateless ``tf.numpy_function`` (the
+    iterator's state still checkpoints); each value's static shape is
+    ``[None] + row shape``.
+    """
+
+    def gather(index):
+        return [np.take(arrays[k], index, axis=0) for k in picks]
+
+    def rows_of(index):
+        values = tf.numpy_function(gather, [index], dtypes, stateful=False, name="preloaded_rows")
+        for value, k in zip(values, picks):
+            value.set_shape((None,) + arrays[k].shape[1:])
+        return tuple(values)
+
+    return rows_of
 
 
 def _at_least(value: tf.Tensor, shape: tf.TensorShape) -> tf.Tensor:

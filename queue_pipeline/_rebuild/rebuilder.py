@@ -35,7 +35,8 @@ Producers, readers and the values they read are in :mod:`queue_pipeline._rebuild
 Extension points for other engines: :class:`Rebuilder` records every
 :class:`~queue_pipeline._rebuild.lift.LiftedRegion` it maps in :attr:`Rebuilder.regions`,
 and a subclass can override :meth:`Rebuilder.apply_region` (e.g. to run a
-region on whole batches; it gets the region's role), :meth:`Rebuilder.batching_stream`
+region on whole batches; it gets the region's role), :meth:`Rebuilder.batch_decoder`,
+:meth:`Rebuilder.batching_stream`
 and :meth:`Rebuilder.slice_stream`, as the dataset engine (``_engine/serving.py``) does.
 """
 
@@ -338,10 +339,22 @@ class Rebuilder(Sources):
             kwargs["shapes"] = [shapes[k] for k in sorted(shapes, key=str)]
         if "keep_input" in params:
             kwargs["keep_input"] = size if static_keep is None else static_keep
+        decode = self.batch_decoder(node)
+        if decode is not None:
+            kwargs["decode"] = decode
         first = datasets if node.kind.endswith("_join") else datasets[0]
         dataset = twin(first, **kwargs)
         outputs = list(node.outputs)
         return Stream(dataset, outputs, "bare" if len(outputs) == 1 else "tuple")
+
+    def batch_decoder(self, node: plan.PlanNode) -> Callable | None:
+        """A function the twin of `node` maps over each batch (its `decode`), or None.
+
+        An extension point, called by :meth:`batching_stream` once the inputs
+        of `node` are rebuilt: the dataset engine returns the batch form of a
+        per-record region it left out of the inputs.
+        """
+        return None
 
     # ---------------------------------------------------------------- producers
 
