@@ -19,16 +19,19 @@ import json
 import os
 import pickle
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import features as _features
 from queue_pipeline._convert.images import RecordError, image_example
+from queue_pipeline._convert.tfrecords import write_shard_file
 
-__all__ = ["RESULT_FILES", "JobFailed", "beam_options", "run", "write_shard_file"]
+__all__ = ["RESULT_FILES", "JobFailed", "beam_options", "run"]
 
 RESULT_FILES = {"shards": "_shards.json", "errors": "_errors.json", "source": "_source.json"}
 
@@ -109,23 +112,24 @@ def encode(kind: str, payload: Any) -> bytes:
 CHUNK = 256
 
 
-def _save_chunks(records: list, directory: str) -> list[str]:
-    import tensorflow as tf  # noqa: PLC0415 - gs:// and local alike
+def _create(path: str):
+    # Beam's filesystems (local, gs://, ...): no TensorFlow in the workers.
+    # See NOTE [ Examples without TensorFlow ] in features.py.
+    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
-    tf.io.gfile.makedirs(directory)
+
+def _save_chunks(records: list, directory: str) -> list[str]:
     paths = []
     for i in range(0, len(records), CHUNK):
-        path = os.path.join(directory, f"{i // CHUNK:07d}.pickle")
-        with tf.io.gfile.GFile(path, "wb") as f:
+        path = FileSystems.join(directory, f"{i // CHUNK:07d}.pickle")
+        with _create(path) as f:
             f.write(pickle.dumps(records[i : i + CHUNK], protocol=pickle.HIGHEST_PROTOCOL))
         paths.append(path)
     return paths
 
 
 def _load_chunk(path: str) -> list:
-    import tensorflow as tf  # noqa: PLC0415
-
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         return pickle.loads(f.read())  # noqa: S301 - written by this job, in its own directory
 
 
@@ -149,10 +153,11 @@ class _Encode(beam.DoFn):
                 )
                 continue
             where = _assign.assign(identity, self._split, self._shards)
+            digest = _features.digest(record)
             groups.setdefault((where.split, where.shard), []).append(
-                (where.order, identity, record)
+                (where.order, identity, record, digest)
             )
-            count, total = count + 1, (total + _features.digest(record)) % _MODULUS
+            count, total = count + 1, (total + digest) % _MODULUS
         for key, items in groups.items():
             yield key, items
         yield beam.pvalue.TaggedOutput("made", (count, total))
@@ -161,29 +166,20 @@ class _Encode(beam.DoFn):
 _MODULUS = _features.MULTISET_MODULUS
 
 
-def write_shard_file(path: str, records: Iterable[bytes], compression: str | None) -> int:
-    """Writes `records` as one TFRecord file at `path`; returns its size in bytes."""
-    import tensorflow as tf  # noqa: PLC0415 - workers only
-
-    options = tf.io.TFRecordOptions(compression_type=compression or "")
-    with tf.io.TFRecordWriter(path, options) as writer:
-        for record in records:
-            writer.write(record)
-    return tf.io.gfile.stat(path).length
-
-
 def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
     (split, shard), lists = element
     ordered = sorted((item for items in lists for item in items), key=lambda i: (i[0], i[1]))
     name = _assign.shard_name(split, shard, shards[split])
-    size = write_shard_file(os.path.join(temp_dir, name), (r for _, _, r in ordered), compression)
+    path = FileSystems.join(temp_dir, name)
+    size = write_shard_file(path, (r for _, _, r, _ in ordered), compression)
+    # the encoder's digests of these records: verify reads the file back against them
     return {
         "split": split,
         "shard": shard,
         "file": name,
         "count": len(ordered),
         "bytes": size,
-        "multiset": str(_features.multiset_add(r for _, _, r in ordered)),
+        "multiset": str(sum(d for _, _, _, d in ordered) % _MODULUS),
     }
 
 
@@ -205,10 +201,8 @@ class _CountAndSum(beam.CombineFn):
 
 
 def _write_json(value, path: str) -> None:
-    import tensorflow as tf  # noqa: PLC0415 - workers only
-
-    with tf.io.gfile.GFile(path, "w") as f:
-        json.dump(value, f, sort_keys=True)
+    with _create(path) as f:
+        f.write(json.dumps(value, sort_keys=True).encode("utf-8"))
 
 
 def run(
@@ -227,14 +221,14 @@ def run(
     Raises:
       JobFailed: the runner reported a failure.
     """
-    paths = {k: os.path.join(temp_dir, v) for k, v in RESULT_FILES.items()}
+    paths = {k: FileSystems.join(temp_dir, v) for k, v in RESULT_FILES.items()}
     try:
         with beam.Pipeline(options=PipelineOptions(list(options))) as p:
             encoded = (
                 p
                 | "Chunks"
                 >> beam.Create(
-                    _save_chunks(records, os.path.join(temp_dir, "_chunks")), reshuffle=False
+                    _save_chunks(records, FileSystems.join(temp_dir, "_chunks")), reshuffle=False
                 )
                 | "Spread" >> beam.Reshuffle()
                 | "Encode"
