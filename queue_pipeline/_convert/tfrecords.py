@@ -16,9 +16,9 @@ TensorFlow's zlib stream), the shard goes through ``tf.io.TFRecordWriter``.
 from __future__ import annotations
 
 import struct
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
-__all__ = ["crc32c_function", "frame", "write_shard_file"]
+__all__ = ["crc32c_function", "frame", "unframe", "write_shard_file"]
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -44,6 +44,26 @@ def frame(record: bytes, crc32c: Callable[[bytes], int]) -> bytes:
     """One record with its TFRecord framing (NOTE [ TFRecord framing ])."""
     length = _LENGTH.pack(len(record))
     return length + _CRC.pack(_masked(crc32c(length))) + record + _CRC.pack(_masked(crc32c(record)))
+
+
+def unframe(data: bytes) -> Iterator[bytes]:
+    """The records of an uncompressed TFRecord file's bytes (this job's own pieces).
+
+    The checksums are not checked: `verify` checks every record's digest.
+
+    Raises:
+      ValueError: `data` ends inside a record.
+    """
+    at, end = 0, len(data)
+    while at < end:
+        if at + 12 > end:
+            raise ValueError(f"a TFRecord piece ends inside a record header at byte {at}")
+        (length,) = _LENGTH.unpack_from(data, at)
+        start = at + 12
+        at = start + length + 4
+        if at > end:
+            raise ValueError(f"a TFRecord piece ends inside a record at byte {start}")
+        yield data[start : start + length]
 
 
 def write_shard_file(path: str, records: Iterable[bytes], compression: str | None) -> int:
