@@ -96,7 +96,9 @@ def _feature(value: Any) -> bytes:
     if isinstance(value, (bytes, str)):
         return _bytes((value,))
     if isinstance(value, (bool, int, np.integer, np.bool_)):
-        return _ints((int(value),))
+        number = int(value)
+        packed = _varint(number if number >= 0 else number + 2**64)  # 1 to 10 bytes
+        return b"\x1a" + _SMALL[len(packed) + 2] + b"\x0a" + _SMALL[len(packed)] + packed
     if isinstance(value, (float, np.floating)):
         try:
             return b"\x12\x06\x0a\x04" + _FLOAT32.pack(value)
@@ -120,11 +122,25 @@ def serialize_features(values: Mapping[str, Any]) -> bytes:
     """
     if not values:
         return b""
-    entries = sorted((name.encode("utf-8"), _feature(value)) for name, value in values.items())
-    features = b"".join(
-        _field(b"\x0a", _field(b"\x0a", key) + _field(b"\x12", feature)) for key, feature in entries
+    # str order is code-point order, which is the UTF-8 bytes' order
+    entries = b"".join(
+        _field(b"\x0a", _key(name) + _field(b"\x12", _feature(values[name])))
+        for name in sorted(values)
     )
-    return _field(b"\x0a", features)
+    return _field(b"\x0a", entries)
+
+
+def _key(name: str) -> bytes:
+    """The ``key`` field of a map entry named `name` (a table's few names, cached)."""
+    field = _KEYS.get(name)
+    if field is None:
+        field = _field(b"\x0a", name.encode("utf-8"))
+        if len(_KEYS) < 10_000:
+            _KEYS[name] = field
+    return field
+
+
+_KEYS: dict[str, bytes] = {}
 
 
 def digest(record: bytes) -> int:

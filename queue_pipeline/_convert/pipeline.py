@@ -48,9 +48,14 @@ class JobFailed(Exception):
 def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
     """The Beam arguments: `args` as given, plus the local defaults of the DirectRunner.
 
-    The DirectRunner (the default) runs ``os.cpu_count()`` workers in
-    separate processes (``--direct_running_mode=multi_processing``) unless
-    `args` already set ``--direct_num_workers`` or ``--direct_running_mode``.
+    The DirectRunner (the default) runs ``os.cpu_count()`` workers as
+    threads of the launching process (``--direct_running_mode=
+    multi_threading``) unless `args` already set ``--direct_num_workers`` or
+    ``--direct_running_mode``: the image work (file reads, Pillow's decode,
+    hashing, CRCs) runs outside Python's lock, and threads start in a
+    fraction of a second where each worker process costs more than one
+    (``benchmarks/convert_profile.md``). ``multi_processing`` pays off for
+    Python-bound sources (tables, legacy records) on many cores.
     """
     out = list(args)
     if runner is not None:  # it replaces a --runner among `args`
@@ -71,9 +76,7 @@ def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
         if not in_memory and not any(a.startswith("--direct_num_workers") for a in out):
             out.append(f"--direct_num_workers={cores}")
         if not any(a.startswith("--direct_running_mode") for a in out):
-            out.append(
-                "--direct_running_mode=" + ("multi_processing" if cores > 1 else "in_memory")
-            )
+            out.append("--direct_running_mode=" + ("multi_threading" if cores > 1 else "in_memory"))
     return out
 
 
