@@ -46,9 +46,9 @@ as a user runs it:
 * table ``raw_files``: ``TextLineDataset`` -> ``decode_csv`` on batches;
   ``shards``: the emitted reader.
 
-Usage (the whole run, ~15 minutes on 2 cores):
+Usage (the whole run, ~9 minutes on 2 shared cores):
   python benchmarks/convert.py --repeats 2 --json OUT.json
-  python benchmarks/convert.py --quick              # a smoke run, ~2 minutes
+  python benchmarks/convert.py --quick              # a smoke run, ~3 minutes
   python benchmarks/convert.py --render OUT.json    # print a result
 
 Results kept in ``results/convert/`` (this report's own format).
