@@ -46,8 +46,8 @@ setup(
         # ruff and mypy: the lint, format and type checks CI runs with the tests.
         # pytest-xdist: the suite on both cores (-n 2), so that both TF modes
         # fit CI's 10 minutes.
-        # apache-beam: the tests of `convert` run its pipelines on Beam's
-        # DirectRunner (the [beam] extra below).
+        # apache-beam, google-crc32c: the tests of `convert` run its pipelines
+        # on Beam's DirectRunner (the [beam] extra below).
         # No TensorFlow in this extra or the next: README's commands name
         # [tensorflow,...] for a fresh venv, and a venv that has its own
         # TensorFlow installs [test] alone.
@@ -60,13 +60,19 @@ setup(
             "mypy>=1.10",
             "pytest-xdist>=3",
             "apache-beam>=2.60",
+            "google-crc32c>=1.5",
         ],
         # apache-beam: `queue-pipeline convert` runs on Beam (DirectRunner on
         # every local core; Dataflow, Flink or Spark by option) instead of a
         # home-made process pool; its dependency Pillow decodes the images.
         # Tested with apache-beam 2.77.0, which declares protobuf<7: beside
         # protobuf 7 install it with --no-deps (README: Converting to TFRecords).
-        "beam": ["apache-beam>=2.60"],
+        # google-crc32c (the CRC-32C that Beam's own GCS and TFRecord I/O use):
+        # Beam's workers frame the shards' records themselves and import no
+        # TensorFlow, seconds less start-up per worker process (NOTE [ TFRecord
+        # framing ] in queue_pipeline/_convert/tfrecords.py); without it they
+        # fall back to TensorFlow's writer.
+        "beam": ["apache-beam>=2.60", "google-crc32c>=1.5"],
         # scikit-learn ships real handwritten digits inside its wheel (no
         # download): the demo and legacy_examples write them in the classic
         # formats; without it they use a synthetic stand-in.

@@ -1,8 +1,8 @@
 """queue_pipeline.convert on images:DIR and csv:FILE: the TPU format, exactly once, bad input.
 
 The conversions run on Beam's DirectRunner in one in-process worker
-(convert_helpers.IN_MEMORY) except the slow tests, which run the default: a
-worker process per core.
+(convert_helpers.IN_MEMORY) except the slow tests, which run the default (a
+worker thread per core) and a worker process per core.
 """
 
 from __future__ import annotations
@@ -117,11 +117,17 @@ def test_reruns_are_byte_identical(tree, tmp_path):
 
 
 @pytest.mark.slow
-def test_default_runner_on_every_core_writes_the_same_bytes(tree, tmp_path):
-    """A process per core (the default) and one in-process worker write identical shards."""
+@pytest.mark.parametrize(
+    "options",
+    [[], ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]],
+    ids=["default-threads", "processes"],
+)
+def test_default_runner_on_every_core_writes_the_same_bytes(tree, tmp_path, options):
+    """A thread per core (the default), two processes and one in-process worker write
+    identical shards."""
     root, _ = tree
     _convert(f"images:{root}", tmp_path / "one", shards=2)
-    result = qp.convert(f"images:{root}", str(tmp_path / "all"), shards=2)
+    result = qp.convert(f"images:{root}", str(tmp_path / "all"), shards=2, beam_options=options)
     assert result.verified and result.manifest["runner"] == "DirectRunner"
     for name in result.shards["train"]:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "all" / name).read_bytes()
@@ -257,7 +263,7 @@ def test_beam_options_default_to_every_local_core_and_pass_the_rest_through():
     from queue_pipeline._convert.pipeline import beam_options
 
     cores = os.cpu_count() or 1
-    mode = "multi_processing" if cores > 1 else "in_memory"
+    mode = "multi_threading" if cores > 1 else "in_memory"
     assert beam_options(None, []) == [
         f"--direct_num_workers={cores}",
         f"--direct_running_mode={mode}",

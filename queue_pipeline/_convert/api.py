@@ -183,7 +183,7 @@ def convert(
                 raise ConvertError(f"{_API}: {e.record_error} (on_error='fail').") from e
             raise ConvertError(f"{_API}: the Beam job failed: {e}") from e
         infos, job_errors, made = _results(temp)
-        infos = _with_empty_shards(infos, counts, temp, compression, _pipeline)
+        infos = _with_empty_shards(infos, counts, temp, compression)
         errors = sorted(listing.errors + job_errors, key=lambda e: (e["record"], e["file"]))
         if verify:
             from queue_pipeline._convert.verify import VerifyError, verify as check  # noqa: PLC0415
@@ -237,15 +237,17 @@ def _results(temp: str):
     return load("shards", []), load("errors", []), load("source", {"count": 0, "multiset": "0"})
 
 
-def _with_empty_shards(infos, counts, temp, compression, pipeline) -> list[dict[str, Any]]:
+def _with_empty_shards(infos, counts, temp, compression) -> list[dict[str, Any]]:
     """The writers' reports plus an empty file for each shard no record went to."""
+    from queue_pipeline._convert.tfrecords import write_shard_file  # noqa: PLC0415 - Beam on use
+
     have = {(i["split"], i["shard"]) for i in infos}
     out = list(infos)
     for split, count in counts.items():
         for shard in range(count):
             if (split, shard) not in have:
                 name = _assign.shard_name(split, shard, count)
-                size = pipeline.write_shard_file(os.path.join(temp, name), [], compression)
+                size = write_shard_file(os.path.join(temp, name), [], compression)
                 out.append(
                     {
                         "split": split,

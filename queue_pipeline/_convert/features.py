@@ -10,6 +10,7 @@ order), so the same values give the same bytes.
 from __future__ import annotations
 
 import hashlib
+import struct
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -37,36 +38,109 @@ def feature_kind(dtype: str) -> str:
     return "int64_list"
 
 
-def _example_module():
-    from tensorflow.core.example import example_pb2  # noqa: PLC0415 - only in workers
+# NOTE [ Examples without TensorFlow ]
+# Beam's workers encode every record, and importing TensorFlow (for its
+# ``example_pb2``) costs each worker process seconds of start-up. So an
+# Example is written here straight in the protobuf wire format, which is
+# small and fixed: ``Example.features`` (field 1) holds ``Features.feature``
+# (field 1), a map whose entries are ``key`` (1) and a ``Feature`` (2), and a
+# Feature is one of ``bytes_list`` (1), ``float_list`` (2) or ``int64_list``
+# (3), each a ``value`` field 1 (bytes one by one; floats as packed
+# little-endian float32; ints as packed varints, negatives in two's
+# complement). Entries go in the order of their keys' UTF-8 bytes, so the
+# bytes depend only on the values, not on the protobuf library's version or
+# backend (its own "deterministic" map order is its own business). The tests
+# parse every form back with TensorFlow's ``tf.train.Example``.
 
-    return example_pb2
+
+def _varint(value: int) -> bytes:
+    if value < 0x80:
+        return _SMALL[value]
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+_SMALL = [bytes([i]) for i in range(0x80)]
+
+
+def _field(tag: bytes, payload: bytes) -> bytes:
+    return tag + _varint(len(payload)) + payload
+
+
+_FLOAT32 = struct.Struct("<f")
+
+
+def _ints(values) -> bytes:
+    packed = b"".join(_varint(v if v >= 0 else v + 2**64) for v in values)
+    return _field(b"\x1a", _field(b"\x0a", packed) if packed else b"")
+
+
+def _floats(array: np.ndarray) -> bytes:
+    with np.errstate(over="ignore"):
+        packed = array.astype("<f4").tobytes()
+    return _field(b"\x12", _field(b"\x0a", packed) if packed else b"")
+
+
+def _bytes(values) -> bytes:
+    items = b"".join(
+        _field(b"\x0a", v.encode("utf-8") if isinstance(v, str) else bytes(v)) for v in values
+    )
+    return _field(b"\x0a", items)
+
+
+def _feature(value: Any) -> bytes:
+    if isinstance(value, (bytes, str)):
+        return _bytes((value,))
+    if isinstance(value, (bool, int, np.integer, np.bool_)):
+        number = int(value)
+        packed = _varint(number if number >= 0 else number + 2**64)  # 1 to 10 bytes
+        return b"\x1a" + _SMALL[len(packed) + 2] + b"\x0a" + _SMALL[len(packed)] + packed
+    if isinstance(value, (float, np.floating)):
+        try:
+            return b"\x12\x06\x0a\x04" + _FLOAT32.pack(value)
+        except OverflowError:  # beyond float32: numpy's cast gives the infinity protobuf stores
+            return _floats(np.asarray([value], dtype=np.float64))
+    array = np.asarray(value)
+    if array.dtype.kind in "SUO":
+        return _bytes(array.reshape(-1).tolist())
+    if array.dtype.kind == "f":
+        return _floats(array.reshape(-1).astype(np.float64))
+    return _ints(array.reshape(-1).astype(np.int64).tolist())
 
 
 def serialize_features(values: Mapping[str, Any]) -> bytes:
     """A serialized ``tf.train.Example`` of `values` (name -> bytes/str/int/float/array/list).
 
     Strings are UTF-8 encoded; ints and bools go to ``int64_list``; floats to
-    ``float_list``; NumPy arrays by their dtype, flattened in C order.
+    ``float_list`` (as float32); NumPy arrays by their dtype, flattened in C
+    order. No TensorFlow is imported (NOTE [ Examples without TensorFlow ]);
+    the same values give the same bytes.
     """
-    example_pb2 = _example_module()
-    example = example_pb2.Example()
-    for name in sorted(values):
-        _fill(example.features.feature[name], values[name])
-    return example.SerializeToString(deterministic=True)
+    if not values:
+        return b""
+    # str order is code-point order, which is the UTF-8 bytes' order
+    entries = b"".join(
+        _field(b"\x0a", _key(name) + _field(b"\x12", _feature(values[name])))
+        for name in sorted(values)
+    )
+    return _field(b"\x0a", entries)
 
 
-def _fill(feature, value: Any) -> None:
-    array = np.asarray(value) if not isinstance(value, (bytes, str)) else None
-    if array is None or array.dtype.kind in "SUO":
-        items = [value] if array is None else list(array.reshape(-1))
-        feature.bytes_list.value.extend(
-            v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in items
-        )
-    elif array.dtype.kind == "f":
-        feature.float_list.value.extend(array.reshape(-1).astype(np.float64).tolist())
-    else:
-        feature.int64_list.value.extend(array.reshape(-1).astype(np.int64).tolist())
+def _key(name: str) -> bytes:
+    """The ``key`` field of a map entry named `name` (a table's few names, cached)."""
+    field = _KEYS.get(name)
+    if field is None:
+        field = _field(b"\x0a", name.encode("utf-8"))
+        if len(_KEYS) < 10_000:
+            _KEYS[name] = field
+    return field
+
+
+_KEYS: dict[str, bytes] = {}
 
 
 def digest(record: bytes) -> int:

@@ -17,18 +17,22 @@ from __future__ import annotations
 
 import json
 import os
+import itertools
 import pickle
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterator, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import features as _features
 from queue_pipeline._convert.images import RecordError, image_example
+from queue_pipeline._convert.tfrecords import unframe, write_shard_file
 
-__all__ = ["RESULT_FILES", "JobFailed", "beam_options", "run", "write_shard_file"]
+__all__ = ["RESULT_FILES", "JobFailed", "beam_options", "run"]
 
 RESULT_FILES = {"shards": "_shards.json", "errors": "_errors.json", "source": "_source.json"}
 
@@ -44,9 +48,14 @@ class JobFailed(Exception):
 def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
     """The Beam arguments: `args` as given, plus the local defaults of the DirectRunner.
 
-    The DirectRunner (the default) runs ``os.cpu_count()`` workers in
-    separate processes (``--direct_running_mode=multi_processing``) unless
-    `args` already set ``--direct_num_workers`` or ``--direct_running_mode``.
+    The DirectRunner (the default) runs ``os.cpu_count()`` workers as
+    threads of the launching process (``--direct_running_mode=
+    multi_threading``) unless `args` already set ``--direct_num_workers`` or
+    ``--direct_running_mode``: the image work (file reads, Pillow's decode,
+    hashing, CRCs) runs outside Python's lock, and threads start in a
+    fraction of a second where each worker process costs more than one
+    (``benchmarks/convert_profile.md``). ``multi_processing`` pays off for
+    Python-bound sources (tables, legacy records) on many cores.
     """
     out = list(args)
     if runner is not None:  # it replaces a --runner among `args`
@@ -67,9 +76,7 @@ def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
         if not in_memory and not any(a.startswith("--direct_num_workers") for a in out):
             out.append(f"--direct_num_workers={cores}")
         if not any(a.startswith("--direct_running_mode") for a in out):
-            out.append(
-                "--direct_running_mode=" + ("multi_processing" if cores > 1 else "in_memory")
-            )
+            out.append("--direct_running_mode=" + ("multi_threading" if cores > 1 else "in_memory"))
     return out
 
 
@@ -80,6 +87,36 @@ def _runner_of(args: Sequence[str]) -> str | None:
         if a == "--runner" and i + 1 < len(args):
             return args[i + 1]
     return None
+
+
+# NOTE [ The DirectRunner without Prism ]
+# Beam's DirectRunner (2.6x on) first tries to run a batch job on Prism, a
+# Go binary it downloads from the project's release page on first use; it
+# falls back to its FnApiRunner when the download or the job fails. Prism
+# does not honour ``--direct_num_workers`` / ``--direct_running_mode``, and a
+# conversion must not depend on whether the machine can reach a download
+# server at that moment (nor fetch a binary unasked). So for the DirectRunner
+# the job goes straight to the FnApiRunner, built as the DirectRunner builds
+# it (the pipeline options handed to its workers): the engine every test and
+# benchmark here measures. ``--runner PrismRunner`` still picks Prism.
+def _local_runner(args: Sequence[str], options: PipelineOptions):
+    """The FnApiRunner for the DirectRunner (NOTE [ The DirectRunner without Prism ]), else None."""
+    if _runner_of(args) not in (None, "DirectRunner", "direct"):
+        return None
+    try:
+        from apache_beam.runners.portability.fn_api_runner import fn_runner  # noqa: PLC0415
+        from apache_beam.runners.portability.portable_runner import (  # noqa: PLC0415
+            JobServiceHandle,
+        )
+        from apache_beam.portability.api import beam_provision_api_pb2  # noqa: PLC0415
+
+        encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
+        info = fn_runner.ExtendedProvisionInfo(
+            beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded)
+        )
+        return fn_runner.FnApiRunner(provision_info=info)
+    except (ImportError, AttributeError, TypeError):  # another Beam: its own DirectRunner
+        return None
 
 
 def encode(kind: str, payload: Any) -> bytes:
@@ -99,46 +136,68 @@ def encode(kind: str, payload: Any) -> bytes:
 # NOTE [ Records travel in chunks ]
 # Beam's per-element cost on the DirectRunner's worker processes (a few
 # hundred microseconds through the runner's channels) dwarfs encoding a CSV
-# row, so the listing is cut into chunks of CHUNK records: each chunk is one
-# element to encode, and leaves as one list per shard it touches plus one
-# (count, multiset) pair. Shard writers receive lists of records. The chunks
-# are pickled to files in the job's temporary directory and the pipeline
-# carries only their paths: values given to ``beam.Create`` are pickled and
-# bz2-compressed into the job's graph (seconds per megabyte, and a size limit
-# on Dataflow), while any worker reads a file of the shared filesystem.
+# row, and sending every encoded record through the shuffle to its shard's
+# writer costs each record its bytes pickled and copied twice more (for
+# images, most of a worker's time beyond the decode). So the launching
+# process places every record first (NOTE [ Stable assignment ]: the place
+# depends on the identity alone), sorts each shard's records into their
+# final order and cuts them into chunks of up to CHUNK records of one shard.
+# A chunk is one element: its worker encodes it and writes its records,
+# framed, as a TFRecord *piece* file beside it; what goes through GroupByKey
+# is one small line per piece (its place in the shard, path, count, digest
+# sum). A shard's writer then copies its pieces in order into the shard: the
+# same bytes as writing the sorted records one by one, whatever the runner
+# and the number of workers. The chunks are pickled to files in the job's
+# temporary directory and the pipeline carries only their paths: values
+# given to ``beam.Create`` are pickled and bz2-compressed into the job's
+# graph (seconds per megabyte, and a size limit on Dataflow), while any
+# worker reads a file of the shared filesystem.
 CHUNK = 256
 
 
-def _save_chunks(records: list, directory: str) -> list[str]:
-    import tensorflow as tf  # noqa: PLC0415 - gs:// and local alike
+def _create(path: str):
+    # Beam's filesystems (local, gs://, ...): no TensorFlow in the workers.
+    # See NOTE [ Examples without TensorFlow ] in features.py.
+    return FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED)
 
-    tf.io.gfile.makedirs(directory)
-    paths = []
-    for i in range(0, len(records), CHUNK):
-        path = os.path.join(directory, f"{i // CHUNK:07d}.pickle")
-        with tf.io.gfile.GFile(path, "wb") as f:
-            f.write(pickle.dumps(records[i : i + CHUNK], protocol=pickle.HIGHEST_PROTOCOL))
-        paths.append(path)
-    return paths
+
+def _open(path: str):
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
+def _save_chunks(
+    records: list, directory: str, split: dict[str, float], shards: dict[str, int]
+) -> list[tuple[str, int, int, str]]:
+    """``(split, shard, index in the shard, path)`` of each chunk file written."""
+    placed = sorted(
+        (_assign.assign(identity, split, shards), identity, payload)
+        for identity, payload in records
+    )
+    out: list[tuple[str, int, int, str]] = []
+    for (name, shard), group in itertools.groupby(placed, key=lambda p: p[0][:2]):
+        mine = [(identity, payload) for _, identity, payload in group]
+        for index, start in enumerate(range(0, len(mine), CHUNK)):
+            path = FileSystems.join(directory, f"{name}-{shard:05d}-{index:07d}.pickle")
+            with _create(path) as f:
+                f.write(pickle.dumps(mine[start : start + CHUNK], pickle.HIGHEST_PROTOCOL))
+            out.append((name, shard, index, path))
+    return out
 
 
 def _load_chunk(path: str) -> list:
-    import tensorflow as tf  # noqa: PLC0415
-
-    with tf.io.gfile.GFile(path, "rb") as f:
+    with _open(path) as f:
         return pickle.loads(f.read())  # noqa: S301 - written by this job, in its own directory
 
 
 @beam.typehints.with_output_types(Any)
 class _Encode(beam.DoFn):
-    def __init__(self, kind, split, shards, fail):
-        self._kind, self._split, self._shards, self._fail = kind, split, shards, fail
+    def __init__(self, kind, fail):
+        self._kind, self._fail = kind, fail
 
-    def process(self, chunk_path):
-        chunk = _load_chunk(chunk_path)
-        groups: dict[tuple[str, int], list] = {}
-        count = total = 0
-        for identity, payload in chunk:
+    def process(self, chunk):
+        split, shard, index, path = chunk
+        records, count, total = [], 0, 0
+        for identity, payload in _load_chunk(path):
             try:
                 record = encode(self._kind, payload)
             except RecordError as e:
@@ -148,43 +207,47 @@ class _Encode(beam.DoFn):
                     "errors", {"record": identity, "file": e.file, "reason": e.reason}
                 )
                 continue
-            where = _assign.assign(identity, self._split, self._shards)
-            groups.setdefault((where.split, where.shard), []).append(
-                (where.order, identity, record)
-            )
+            records.append(record)
             count, total = count + 1, (total + _features.digest(record)) % _MODULUS
-        for key, items in groups.items():
-            yield key, items
+        piece = path[: -len(".pickle")] + ".tfrecord"
+        write_shard_file(piece, records, None)
+        yield (split, shard), (index, piece, count, total)
         yield beam.pvalue.TaggedOutput("made", (count, total))
 
 
 _MODULUS = _features.MULTISET_MODULUS
 
 
-def write_shard_file(path: str, records: Iterable[bytes], compression: str | None) -> int:
-    """Writes `records` as one TFRecord file at `path`; returns its size in bytes."""
-    import tensorflow as tf  # noqa: PLC0415 - workers only
-
-    options = tf.io.TFRecordOptions(compression_type=compression or "")
-    with tf.io.TFRecordWriter(path, options) as writer:
-        for record in records:
-            writer.write(record)
-    return tf.io.gfile.stat(path).length
-
-
 def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
-    (split, shard), lists = element
-    ordered = sorted((item for items in lists for item in items), key=lambda i: (i[0], i[1]))
+    (split, shard), pieces = element
+    pieces = sorted(pieces)
     name = _assign.shard_name(split, shard, shards[split])
-    size = write_shard_file(os.path.join(temp_dir, name), (r for _, _, r in ordered), compression)
+    path = FileSystems.join(temp_dir, name)
+    if compression:
+        size = write_shard_file(path, _piece_records(pieces), compression)
+    else:  # framed pieces, one after another, are the shard (NOTE [ TFRecord framing ])
+        size = 0
+        with _create(path) as out:
+            for _, piece, _, _ in pieces:
+                with _open(piece) as f:
+                    data = f.read()
+                out.write(data)
+                size += len(data)
+    # the encoder's digests of these records: verify reads the file back against them
     return {
         "split": split,
         "shard": shard,
         "file": name,
-        "count": len(ordered),
+        "count": sum(p[2] for p in pieces),
         "bytes": size,
-        "multiset": str(_features.multiset_add(r for _, _, r in ordered)),
+        "multiset": str(sum(p[3] for p in pieces) % _MODULUS),
     }
+
+
+def _piece_records(pieces) -> Iterator[bytes]:
+    for _, piece, _, _ in pieces:
+        with _open(piece) as f:
+            yield from unframe(f.read())
 
 
 class _CountAndSum(beam.CombineFn):
@@ -205,10 +268,8 @@ class _CountAndSum(beam.CombineFn):
 
 
 def _write_json(value, path: str) -> None:
-    import tensorflow as tf  # noqa: PLC0415 - workers only
-
-    with tf.io.gfile.GFile(path, "w") as f:
-        json.dump(value, f, sort_keys=True)
+    with _create(path) as f:
+        f.write(json.dumps(value, sort_keys=True).encode("utf-8"))
 
 
 def run(
@@ -227,20 +288,21 @@ def run(
     Raises:
       JobFailed: the runner reported a failure.
     """
-    paths = {k: os.path.join(temp_dir, v) for k, v in RESULT_FILES.items()}
+    paths = {k: FileSystems.join(temp_dir, v) for k, v in RESULT_FILES.items()}
     try:
-        with beam.Pipeline(options=PipelineOptions(list(options))) as p:
+        pipeline_options = PipelineOptions(list(options))
+        runner = _local_runner(options, pipeline_options)
+        with beam.Pipeline(runner=runner, options=pipeline_options) as p:
             encoded = (
                 p
                 | "Chunks"
                 >> beam.Create(
-                    _save_chunks(records, os.path.join(temp_dir, "_chunks")), reshuffle=False
+                    _save_chunks(records, FileSystems.join(temp_dir, "_chunks"), split, shards),
+                    reshuffle=False,
                 )
                 | "Spread" >> beam.Reshuffle()
                 | "Encode"
-                >> beam.ParDo(_Encode(kind, split, shards, fail)).with_outputs(
-                    "errors", "made", main="records"
-                )
+                >> beam.ParDo(_Encode(kind, fail)).with_outputs("errors", "made", main="records")
             )
             (
                 encoded.records

@@ -39,11 +39,13 @@ FEATURES = {{
 _INPUT_FN = '''
 
 def input_fn(split="train", batch_size=32, *, directory=DIRECTORY, shuffle=True, seed=None,
-             num_epochs=1, drop_remainder=False{extra_args}):
+             num_epochs=1, drop_remainder=False, shuffle_buffer=1024{extra_args}):
     """The `split` shards as a Dataset of {returns}.
 
-    `num_epochs` None repeats forever. With `shuffle` False the order is the
-    shards' own order, file by file.
+    `num_epochs` None repeats forever. With `shuffle` the files are read in a
+    random order, four at a time, through a buffer of `shuffle_buffer`
+    records (the records of a shard are already in a random order: their
+    hash's); with `shuffle` False the order is the shards' own, file by file.
     """
     pattern = os.path.join(directory, split + "-*-of-*")
     files = tf.data.Dataset.list_files(pattern, shuffle=shuffle, seed=seed)
@@ -54,7 +56,7 @@ def input_fn(split="train", batch_size=32, *, directory=DIRECTORY, shuffle=True,
         deterministic=not shuffle,
     )
     if shuffle:
-        records = records.shuffle(10_000, seed=seed)
+        records = records.shuffle(shuffle_buffer, seed=seed)
     records = records.repeat(num_epochs)
     batches = records.batch(batch_size, drop_remainder=drop_remainder)
     return batches.map({parse_call}, num_parallel_calls=tf.data.AUTOTUNE).prefetch(

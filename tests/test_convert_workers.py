@@ -1,0 +1,233 @@
+"""What convert's Beam workers do, without TensorFlow: Examples, TFRecord framing, JPEG checks.
+
+TensorFlow is the oracle here: every Example the workers serialize parses
+back with ``tf.train.Example`` to the message TensorFlow's own protobuf API
+builds, and every shard they frame equals ``tf.io.TFRecordWriter``'s bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from convert_helpers import IN_MEMORY, image_bytes
+from PIL import Image
+
+from queue_pipeline._convert import features, images, tfrecords, verify
+
+VALUES = {
+    "scalars": {"b": b"\x00x", "s": "é", "i": -3, "big": 2**63 - 1, "small": -(2**63)},
+    "floats": {"f": 1.5, "f32": np.float32(0.1), "huge": 1e39, "nan": float("nan")},
+    "flags": {"t": True, "n": np.bool_(False), "u8": np.arange(256, dtype=np.uint8)},
+    "arrays": {
+        "image": np.random.default_rng(0).random((4, 5, 3)).astype(np.float32),
+        "h16": np.array([1.5, -2.0], np.float16),
+        "ints": np.arange(-300, 300).reshape(2, 300),
+        "words": np.array([b"a", b"bc", b""]),
+    },
+    "empty": {"": 1, "none": [], "nofloat": np.zeros((0, 3), np.float32), "z": np.array([b""])},
+}
+
+
+def _tf_example(values) -> tf.train.Example:
+    """The same values through TensorFlow's protobuf API (the oracle)."""
+    example = tf.train.Example()
+    for name, value in values.items():
+        feature = example.features.feature[name]
+        array = None if isinstance(value, (bytes, str)) else np.asarray(value)
+        if array is None or array.dtype.kind in "SUO":
+            items = [value] if array is None else list(array.reshape(-1))
+            feature.bytes_list.SetInParent()
+            feature.bytes_list.value.extend(v.encode() if isinstance(v, str) else v for v in items)
+        elif array.dtype.kind == "f":
+            feature.float_list.SetInParent()
+            feature.float_list.value.extend(array.reshape(-1).astype(np.float64).tolist())
+        else:
+            feature.int64_list.SetInParent()
+            feature.int64_list.value.extend(array.reshape(-1).astype(np.int64).tolist())
+    return example
+
+
+@pytest.mark.parametrize("case", sorted(VALUES))
+def test_examples_parse_back_as_tensorflow_builds_them(case):
+    values = VALUES[case]
+    record = features.serialize_features(values)
+    assert tf.train.Example.FromString(record) == _tf_example(values)
+    assert record == features.serialize_features(dict(reversed(list(values.items()))))
+    # the same size as protobuf's own encoding: nothing extra, nothing left out
+    assert len(record) == _tf_example(values).ByteSize()
+
+
+def test_example_entries_are_in_key_order():
+    record = features.serialize_features({"b": 1, "a": 2, "ab": 3, "": 4, "é": 5})
+    keys = ["", "a", "ab", "b", "é"]
+    at = [record.index(b"\x0a" + bytes([len(k.encode())]) + k.encode() + b"\x12") for k in keys]
+    assert at == sorted(at)
+
+
+def test_empty_values_make_an_empty_example():
+    assert features.serialize_features({}) == tf.train.Example().SerializeToString() == b""
+
+
+RECORDS = [b"", b"x", os.urandom(300), features.serialize_features(VALUES["arrays"])]
+
+
+def test_framing_is_tensorflows_tfrecord_format(tmp_path):
+    crc32c = tfrecords.crc32c_function()
+    if crc32c is None:
+        pytest.skip("google-crc32c (the [beam] extra) is not installed")
+    with tf.io.TFRecordWriter(str(tmp_path / "tf")) as writer:
+        for record in RECORDS:
+            writer.write(record)
+    framed = b"".join(tfrecords.frame(r, crc32c) for r in RECORDS)
+    assert framed == (tmp_path / "tf").read_bytes()
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP"])
+def test_shard_files_are_the_same_with_or_without_tensorflows_writer(
+    tmp_path, monkeypatch, compression
+):
+    path = str(tmp_path / "ours")
+    size = tfrecords.write_shard_file(path, RECORDS, compression)
+    monkeypatch.setattr(tfrecords, "crc32c_function", lambda: None)
+    fallback = str(tmp_path / "tensorflow")
+    assert tfrecords.write_shard_file(fallback, RECORDS, compression) == size
+    assert size == os.path.getsize(path)
+    with open(path, "rb") as a, open(fallback, "rb") as b:
+        assert a.read() == b.read()
+    assert list(verify.read_records(path, compression)) == RECORDS
+
+
+def _full_decode_fails(data: bytes) -> bool:
+    try:
+        Image.open(io.BytesIO(data)).load()
+    except Exception:  # noqa: BLE001 - any Pillow error
+        return True
+    return False
+
+
+def test_jpeg_checked_at_reduced_scale_fails_exactly_where_a_full_decode_fails(tmp_path):
+    data = image_bytes(3, height=120, width=90)
+    rng = np.random.default_rng(1)
+    variants = [data[: int(len(data) * q)] for q in (0.05, 0.3, 0.6, 0.95)] + [data[:-2]]
+    for _ in range(12):
+        broken = np.frombuffer(data, np.uint8).copy()
+        broken[rng.integers(0, len(data), 20)] = rng.integers(0, 256, 20)
+        variants.append(broken.tobytes())
+    failures = 0
+    for i, variant in enumerate(variants):
+        path = tmp_path / f"{i}.jpg"
+        path.write_bytes(variant)
+        expected = _full_decode_fails(variant)
+        failures += expected
+        if expected:
+            with pytest.raises(images.RecordError, match="corrupt image"):
+                images.image_example(str(path), 1, "cat")
+        else:
+            example = tf.train.Example.FromString(images.image_example(str(path), 1, "cat"))
+            feature = example.features.feature
+            assert feature["image/encoded"].bytes_list.value == [variant]
+            assert feature["image/height"].int64_list.value == [120]
+            assert feature["image/width"].int64_list.value == [90]
+    assert 0 < failures < len(variants)  # the matrix holds both kinds
+
+
+@pytest.mark.slow
+def test_workers_encode_and_write_without_importing_tensorflow(tmp_path):
+    """A fresh process runs a worker's two steps (encode a chunk, write its shard)."""
+    if tfrecords.crc32c_function() is None:
+        pytest.skip("google-crc32c (the [beam] extra) is not installed: TensorFlow writes")
+    image = tmp_path / "cat.jpg"
+    image.write_bytes(image_bytes(5))
+    chunk = tmp_path / "chunk.pickle"
+    chunk.write_bytes(pickle.dumps([("cat.jpg", (str(image), 1, "cat"))]))
+    code = textwrap.dedent(
+        f"""
+        import sys
+        from queue_pipeline._convert import pipeline
+        encode = pipeline._Encode("image", False)
+        chunk = ("train", 0, 0, {str(chunk)!r})
+        out = [x for x in encode.process(chunk) if isinstance(x, tuple)]
+        key, piece = out[0]  # what GroupByKey hands the writer: every piece of its shard
+        info = pipeline._write_shard((key, [piece]), {str(tmp_path)!r}, {{"train": 1}}, None)
+        print(info["count"], "tensorflow" in sys.modules)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["1", "False"]
+    (written,) = verify.read_records(str(tmp_path / "train-00000-of-00001"), None)
+    assert tf.train.Example.FromString(written).features.feature[
+        "image/filename"
+    ].bytes_list.value == [b"cat.jpg"]
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP"])
+def test_shards_of_many_pieces_hold_their_records_in_hash_order(tmp_path, compression):
+    """More records than a chunk per shard: the pieces are copied in order, so a shard
+    is exactly its records sorted by (hash, identity) (NOTE [ Records travel in chunks ])."""
+    import queue_pipeline as qp
+    from queue_pipeline._convert import assign
+    from queue_pipeline._convert.pipeline import CHUNK
+
+    rows = 2 * CHUNK + 100
+    table = tmp_path / "t.csv"
+    table.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(rows)))
+    out = tmp_path / "out"
+    qp.convert(
+        f"csv-table:{table}", str(out), shards=2, compression=compression, beam_options=IN_MEMORY
+    )
+    expected: dict[int, list] = {0: [], 1: []}
+    for i in range(rows):
+        identity = f"{table}:{i + 2}"
+        where = assign.assign(identity, {"train": 1.0}, {"train": 2})
+        record = features.serialize_features({"id": i, "name": f"n{i}"})
+        expected[where.shard].append((where.order, identity, record))
+    assert all(len(e) > CHUNK for e in expected.values())
+    for shard, items in expected.items():
+        path = str(out / f"train-0000{shard}-of-00002")
+        assert list(verify.read_records(path, compression)) == [r for _, _, r in sorted(items)]
+
+
+def test_unframe_reads_back_what_frame_wrote_and_refuses_a_cut_piece():
+    crc32c = tfrecords.crc32c_function()
+    if crc32c is None:
+        pytest.skip("google-crc32c (the [beam] extra) is not installed")
+    data = b"".join(tfrecords.frame(r, crc32c) for r in RECORDS)
+    assert list(tfrecords.unframe(data)) == RECORDS
+    with pytest.raises(ValueError, match="ends inside a record"):
+        list(tfrecords.unframe(data[:-3]))
+    with pytest.raises(ValueError, match="record header"):
+        list(tfrecords.unframe(data[:5]))
+
+
+def test_the_direct_runner_runs_on_its_fnapi_runner_never_trying_prism(tmp_path, monkeypatch):
+    """NOTE [ The DirectRunner without Prism ]: no download attempt, the workers asked for."""
+    import queue_pipeline as qp
+    from apache_beam.runners.portability import prism_runner
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+
+    from queue_pipeline._convert import pipeline
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("convert tried Prism")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", refuse)
+    (tmp_path / "t.csv").write_text("a\n1\n2\n")
+    result = qp.convert(
+        f"csv-table:{tmp_path / 't.csv'}", str(tmp_path / "out"), beam_options=IN_MEMORY
+    )
+    assert result.written == 2 and result.verified
+    options = pipeline.beam_options(None, IN_MEMORY)
+    runner = pipeline._local_runner(options, pipeline.PipelineOptions(options))
+    assert isinstance(runner, fn_runner.FnApiRunner)
+    other = ["--runner=PrismRunner"]
+    assert pipeline._local_runner(other, pipeline.PipelineOptions(other)) is None
