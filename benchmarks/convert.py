@@ -20,8 +20,8 @@ Conversion variants, each a fresh process, interleaved ``--repeats`` times:
   One shard, no verification, no error handling.
 * ``beam_1w``: ``queue_pipeline.convert`` on the DirectRunner with one
   in-process worker (``--direct_running_mode=in_memory``);
-* ``beam_2t`` / ``beam_2p``: 2 workers as threads (``multi_threading``) /
-  as processes (``multi_processing``, the default on a 2-core machine).
+* ``beam_2t`` / ``beam_2p``: 2 workers as threads (``multi_threading``, the
+  default on a 2-core machine) / as processes (``multi_processing``).
   All 8 shards, ``verify`` on (the default).
 
 Reported: examples/s (median) and the CPU seconds of the process and its
