@@ -123,16 +123,22 @@ class _Caller(cst.CSTTransformer):
         code = cst.Module([]).code_for_node
         batches = ", ".join(code(e.value) for e in kept)
         loaders = ", ".join(code(n) for n in names)
-        call = code(self.datasets[0])
+        return [
+            *self._dataset_and_iterator(loaders, updated.leading_lines),
+            cst.parse_statement(f"{batches} = {self.iterator}.get_next()\n"),
+        ]
+
+    def _dataset_and_iterator(self, loaders: str, leading_lines) -> list[cst.BaseStatement]:
+        """``dataset, <loaders> = f_dataset(...)``, then its initializable iterator."""
+        call = cst.Module([]).code_for_node(self.datasets[0])
         self.datasets = []
         return [
             cst.parse_statement(f"{self.name}, {loaders} = {call}\n").with_changes(
-                leading_lines=updated.leading_lines
+                leading_lines=leading_lines
             ),
             cst.parse_statement(
                 f"{self.iterator} = tf.compat.v1.data.make_initializable_iterator({self.name})\n"
             ),
-            cst.parse_statement(f"{batches} = {self.iterator}.get_next()\n"),
         ]
 
     def _after_load(self, updated: cst.SimpleStatementLine):
@@ -182,18 +188,9 @@ class _Caller(cst.CSTTransformer):
                 "version returns (dataset, load)"
             )
             return [updated]
-        code = cst.Module([]).code_for_node
-        call = code(self.datasets[0])
-        self.datasets = []
-        loads = ", ".join(self.loads)
         self.initializer = f"{self.iterator}.initializer"
         return [
-            cst.parse_statement(f"{self.name}, {loads} = {call}\n").with_changes(
-                leading_lines=updated.leading_lines
-            ),
-            cst.parse_statement(
-                f"{self.iterator} = tf.compat.v1.data.make_initializable_iterator({self.name})\n"
-            ),
+            *self._dataset_and_iterator(", ".join(self.loads), updated.leading_lines),
             updated.with_changes(leading_lines=[]),
         ]
 

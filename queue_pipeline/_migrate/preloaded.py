@@ -37,6 +37,8 @@ import libcst.matchers as m
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._migrate.syntax import callee
+
 __all__ = [
     "VARIABLES_FROM_BYTES",
     "arrays_and_dtypes",
@@ -87,7 +89,7 @@ def _wrapped_array(value: cst.BaseExpression) -> cst.BaseExpression | None:
     """`x` of ``tf.constant(x)`` / ``tf.convert_to_tensor(x[, dtype=...])``, else None."""
     if (
         isinstance(value, cst.Call)
-        and _callee_name(value.func) in _WRAPPERS
+        and callee(value) in _WRAPPERS
         and len(value.args) >= 1
         and value.args[0].keyword is None
         and all(a.keyword is not None and a.keyword.value == "dtype" for a in value.args[1:])
@@ -175,12 +177,6 @@ def arrays_and_dtypes(
         items.append(code(_wrapped_array(value) or value))
     dtypes = [f"tf.{t.dtype.base_dtype.name}" for t in inputs]
     return f"[{', '.join(items)}]", f"[{', '.join(dtypes)}]"
-
-
-def _callee_name(func: cst.BaseExpression) -> str:
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    return func.value if isinstance(func, cst.Name) else ""
 
 
 def helper_source(name: str, np_alias: str) -> str:
