@@ -89,6 +89,35 @@ def engine_ratios(table: dict) -> str | None:
     return f"  -> {ENGINE} / " + ", / ".join(parts)
 
 
+def engine_steady(table: dict) -> str | None:
+    """The engine's steady line of a workload: the same ratios after each epoch's first step.
+
+    ``-> steady after the first step: qp_dataset_engine / tfdata_batch_decode
+    = 1.08x, / raw_read = 0.61x; first step 41 ms (tfdata_batch_decode 18 ms)``:
+    medians of ``(examples - first batch) / (seconds - first step)``, where the
+    first step is the clock's start to the first batch (set-up, iterator
+    start, first batch). None for runs that did not time the first step.
+    """
+    row = table.get(ENGINE)
+    reference = handwritten_reference(ENGINE, table)
+    if not row or not row.get("steady_median") or reference is None:
+        return None
+    parts = []
+    for name in (reference, FLOOR):
+        other = table.get(name) or {}
+        if other.get("steady_median"):
+            parts.append(f"{name} = {row['steady_median'] / other['steady_median']:.2f}x")
+    first = f"; first step {row['first_step_ms']:.0f} ms"
+    if (table.get(reference) or {}).get("first_step_ms"):
+        first += f" ({reference} {table[reference]['first_step_ms']:.0f} ms)"
+    return f"  -> steady after the first step: {ENGINE} / " + ", / ".join(parts) + first
+
+
+def _engine_lines(table: dict, suffix: str = "") -> list[str]:
+    """The engine's lines of a workload (ratios, then steady ratios), each with `suffix`."""
+    return [line + suffix for line in (engine_ratios(table), engine_steady(table)) if line]
+
+
 def format_table(result: dict) -> str:
     """run.py's report of one run (its stdout; the committed ``results/*.txt``)."""
     mode = "" if tf_mode(result) == "tf2" else f" in {MODE_NAMES[tf_mode(result)]}"
@@ -112,9 +141,7 @@ def format_table(result: dict) -> str:
                 f"  {variant:{width}s} {row['median']:11,.0f} {row['min']:10,.0f} "
                 f"{row['max']:10,.0f} {ratio_:>7s} {peak:>8s}"
             )
-        engine = engine_ratios(table)
-        if engine:
-            lines.append(engine)
+        lines.extend(_engine_lines(table))
     for section, table in result.get("scaling", {}).items():
         lines.append(f"\nscaling by {section}")
         for name, row in table.items():
@@ -185,9 +212,7 @@ def format_modes(results: list[dict]) -> str:
                 )
             lines.append(line)
         for label, table in zip(labels, tables):
-            engine = engine_ratios(table)
-            if engine:
-                lines.append(f"{engine} ({label})")
+            lines.extend(_engine_lines(table, f" ({label})"))
     return "\n".join(lines)
 
 

@@ -66,6 +66,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -136,8 +137,8 @@ def _session_config() -> tf.compat.v1.ConfigProto:
     return tf.compat.v1.ConfigProto(operation_timeout_in_ms=SESSION_TIMEOUT_MS)
 
 
-def measure(variant: str, workload: str, data) -> tuple[int, float]:
-    """Runs one epoch of `variant` on `workload`; returns (examples, seconds)."""
+def measure(variant: str, workload: str, data) -> dict:
+    """Runs one epoch of `variant` on `workload`; returns its :func:`timed_epoch` sample."""
     if variant.startswith(("tf_queue", "qp_queue")):
         return _measure_session(variant, workload, data)
     if variant == "qp_dataset_engine":
@@ -148,11 +149,44 @@ def measure(variant: str, workload: str, data) -> tuple[int, float]:
     if not tf.executing_eagerly():  # TF1 mode: no eager iteration
         return _measure_dataset_session(variant, workload, data)
     dataset = _dataset(variant, workload, data)
-    examples = 0
     start = time.perf_counter()
-    for batch in dataset:
-        examples += _count(batch)
-    return examples, time.perf_counter() - start
+    batches = iter(dataset)  # the iterator is made inside the clock, as a Session's first step
+    return timed_epoch(lambda: next(batches), StopIteration, start)
+
+
+def timed_epoch(step: Callable[[], object], end: type, start: float) -> dict:
+    """Calls `step` until it raises `end`; the epoch's sample, its first step apart.
+
+    Args:
+      step: fetches one batch (a ``sess.run`` or an eager ``next``).
+      end: the exception that ends the epoch (``OutOfRangeError``,
+        ``StopIteration``).
+      start: the ``time.perf_counter()`` when the clock started (set-up done
+        before the first step, such as starting runners, is inside it).
+
+    Returns:
+      ``{"examples", "seconds", "first_examples", "first_seconds"}``: the
+      whole epoch, and its first step (from `start`: set-up, the iterator's
+      start, the first batch). The steady rate after it is
+      ``(examples - first_examples) / (seconds - first_seconds)``.
+    """
+    examples = first_examples = 0
+    first_seconds = None
+    try:
+        while True:
+            examples += _count(step())
+            if first_seconds is None:
+                first_seconds = time.perf_counter() - start
+                first_examples = examples
+    except end:
+        pass
+    seconds = time.perf_counter() - start
+    return {
+        "examples": examples,
+        "seconds": seconds,
+        "first_examples": first_examples,
+        "first_seconds": seconds if first_seconds is None else first_seconds,
+    }
 
 
 def _dataset(variant, workload, data) -> tf.data.Dataset:
@@ -228,19 +262,12 @@ def _measure_dataset_session(variant, workload, data):
             iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
         next_batch = iterator.get_next()
         with tf.compat.v1.Session(config=_session_config()) as sess:
-            examples = 0
             start = time.perf_counter()
             for load in loaders:
                 load(sess)
             if loaders:
                 sess.run(iterator.initializer)
-            try:
-                while True:
-                    examples += _count(sess.run(next_batch))
-            except tf.errors.OutOfRangeError:
-                pass
-            elapsed = time.perf_counter() - start
-    return examples, elapsed
+            return timed_epoch(lambda: sess.run(next_batch), tf.errors.OutOfRangeError, start)
 
 
 def _diagnostics(variant):
@@ -267,18 +294,13 @@ def _measure_session(variant, workload, data):
         with tf.compat.v1.Session(config=_session_config()) as sess:
             sess.run(init)
             coord = api.Coordinator()
-            examples = 0
             start = time.perf_counter()
             threads_ = api.start_queue_runners(sess, coord)
             try:
-                while True:
-                    examples += _count(sess.run(fetches))
-            except tf.errors.OutOfRangeError:
-                pass
-            elapsed = time.perf_counter() - start
-            coord.request_stop()
-            coord.join(threads_, stop_grace_period_secs=30)
-    return examples, elapsed
+                return timed_epoch(lambda: sess.run(fetches), tf.errors.OutOfRangeError, start)
+            finally:
+                coord.request_stop()
+                coord.join(threads_, stop_grace_period_secs=30)
 
 
 def load_data(
@@ -314,13 +336,9 @@ def _child(args) -> int:
     data = load_data(args.data, workload=args.one[0])
     if args.files:
         data["W1"] = sorted(os.path.join(args.files, f) for f in os.listdir(args.files))
-    examples, seconds = measure(args.one[1], args.one[0], data[args.one[0]])
+    sample = measure(args.one[1], args.one[0], data[args.one[0]])
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        json.dumps(
-            {"examples": examples, "seconds": seconds, "peak_rss_mb": peak_mb, "tf_mode": tf_mode()}
-        )
-    )
+    print(json.dumps(dict(sample, peak_rss_mb=peak_mb, tf_mode=tf_mode())))
     return 0
 
 
@@ -350,14 +368,28 @@ def _run_child(data_dir, workload, variant, files=None) -> dict:
     return sample
 
 
+def _steady_rate(sample: dict) -> float | None:
+    """Examples/s after the epoch's first step, or None (one step, or a sample without it)."""
+    if "first_seconds" not in sample:
+        return None
+    seconds = sample["seconds"] - sample["first_seconds"]
+    examples = sample["examples"] - sample["first_examples"]
+    return examples / seconds if examples > 0 and seconds > 0 else None
+
+
 def _summarize(samples):
     rates = [s["examples"] / s["seconds"] for s in samples]
     peaks = [s["peak_rss_mb"] for s in samples if s.get("peak_rss_mb") is not None]
+    steady = [r for r in map(_steady_rate, samples) if r is not None]
+    firsts = [s["first_seconds"] for s in samples if "first_seconds" in s]
     return {
         "examples": samples[0]["examples"],
         "median": statistics.median(rates),
         "min": min(rates),
         "max": max(rates),
+        # the epoch apart from its first step (set-up, iterator start, first batch)
+        "steady_median": statistics.median(steady) if steady else None,
+        "first_step_ms": statistics.median(firsts) * 1e3 if firsts else None,
         "peak_rss_mb": max(peaks) if peaks else None,
         "load_1min": [s["load_1min"] for s in samples if "load_1min" in s],
     }
@@ -394,8 +426,7 @@ def run_benchmarks(args) -> dict:
         for repeat in range(args.repeats):  # interleaved repetitions
             for workload, variant in samples:
                 if args.quick:
-                    examples, seconds = measure(variant, workload, data[workload])
-                    sample = {"examples": examples, "seconds": seconds, "peak_rss_mb": None}
+                    sample = dict(measure(variant, workload, data[workload]), peak_rss_mb=None)
                 else:
                     sample = _run_child(tmp, workload, variant)
                 sample["load_1min"] = os.getloadavg()[0]  # the machine is shared: say how busy

@@ -75,10 +75,21 @@ def _check_engine_lines(result, stdout):
         block = stdout.split(f"\n{workload}  (", 1)[1].split("\n\n", 1)[0]
         reference = "tfdata" if workload == "W4" else "tfdata_batch_decode"
         engine = table["qp_dataset_engine"]["median"]
-        assert block.splitlines()[-1] == (
+        ratios, steady = block.splitlines()[-2:]
+        assert ratios == (
             f"  -> qp_dataset_engine / {reference} = "
             f"{engine / table[reference]['median']:.2f}x, / raw_read = "
             f"{engine / table['raw_read']['median']:.2f}x"
+        )
+        # the same after each epoch's first step, which is timed apart
+        rows = [table[v] for v in ("qp_dataset_engine", reference, "raw_read")]
+        for row in rows:
+            assert 0 < row["first_step_ms"] and row["steady_median"] > 0
+        assert steady == (
+            f"  -> steady after the first step: qp_dataset_engine / {reference} = "
+            f"{rows[0]['steady_median'] / rows[1]['steady_median']:.2f}x, / raw_read = "
+            f"{rows[0]['steady_median'] / rows[2]['steady_median']:.2f}x; first step "
+            f"{rows[0]['first_step_ms']:.0f} ms ({reference} {rows[1]['first_step_ms']:.0f} ms)"
         )
 
 
@@ -164,7 +175,8 @@ def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys)
         lines = [line.split() for line in block.splitlines()[3:]]
         rows = {cells[0]: cells[1:] for cells in lines if cells[0] != "->"}
         assert set(rows) == set(table)
-        engine = [" ".join(cells) for cells in lines if cells[0] == "->"]
+        engine = [" ".join(cells) for cells in lines if cells[0] == "->" and cells[1] != "steady"]
+        steady = [" ".join(cells) for cells in lines if cells[:2] == ["->", "steady"]]
         reference = report.handwritten_reference("qp_dataset_engine", table)
         ratios = [
             f"{table['qp_dataset_engine']['median'] / table[name]['median']:.2f}x"
@@ -174,6 +186,11 @@ def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys)
             f"-> qp_dataset_engine / {reference} = {ratios[0]}, / raw_read = {ratios[1]} ({label})"
             for label in ("TF 2.x", "TF1")
         ]
+        engine_row, hand_row = table["qp_dataset_engine"], table[reference]
+        steady_ratio = engine_row["steady_median"] / hand_row["steady_median"]
+        assert [line.split(" = ")[1].split(",")[0] for line in steady] == [
+            f"{steady_ratio:.2f}x"  # the same ratio after each epoch's first step, per run
+        ] * 2
         for variant in table:
             cells = rows[variant]
             assert len(cells) == 7  # (median, x tfq1, x hand) per mode, then tf1/tf2
