@@ -42,7 +42,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Callable
+from typing import Callable, Iterable
 
 import tensorflow as tf
 
@@ -87,6 +87,7 @@ class _GraphState:
         self.names_errors = False
         self.times_steps = False  # set for a graph served by tf.data service: see waiting_since
         self.caches_steps = False  # set for a graph the dataset engine serves: see cache_steps
+        self.served_ops: set[str] = set()  # its served get_next ops: see cache_steps
         self._consumed: dict[tuple, frozenset] = {}
         self._upstream: dict[str, frozenset] = {}
         self._upstream_version = -1
@@ -317,7 +318,9 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     if state is None:
         return _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata)
     if state.caches_steps and feed_dict is None and options is None and run_metadata is None:
-        call = step_cache.cached_callable(self, fetches, _ORIGINAL["make_callable"])
+        call = step_cache.cached_callable(
+            self, fetches, _ORIGINAL["make_callable"], state.served_ops
+        )
         if call is not None:
             return _step(self, state, fetches, None, call)
     return _step(
@@ -347,13 +350,22 @@ def _make_callable(self, fetches, feed_list=None, accept_options=False):
     return hooked
 
 
-def cache_steps(graph: tf.Graph) -> None:
+def cache_steps(graph: tf.Graph, served: Iterable[tf.Operation] = ()) -> None:
     """From now on, plain steps of `graph` run through cached callables.
 
     See NOTE [ Cached step callables ] in ``_core/step_cache.py``. Side
     effect: installs the session hook (once per process).
+
+    Args:
+      graph: the served graph.
+      served: the ops whose outputs are a served call's batch (its
+        ``IteratorGetNext``): a step fetching only such outputs runs in the
+        calling thread (NOTE [ Served batches fetched in the caller's thread ]
+        in ``_core/step_cache.py``).
     """
-    register(graph).caches_steps = True
+    state = register(graph)
+    state.caches_steps = True
+    state.served_ops.update(op.name for op in served)
 
 
 def time_steps(graph: tf.Graph) -> None:

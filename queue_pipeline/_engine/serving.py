@@ -212,7 +212,8 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str, tf_name: str | None
         graph_edits.add_saveable(iterator, _input_position.fingerprint(built, functions))
     else:  # a served iterator has no state to save; a lost dispatcher is raised in steps
         session_hook.time_steps(graph)
-    session_hook.cache_steps(graph)  # NOTE [ Cached step callables ] in _core/step_cache.py
+    # NOTE [ Cached step callables ] in _core/step_cache.py
+    session_hook.cache_steps(graph, {v.op for v in values if isinstance(v, tf.Tensor)})
     out = tf.nest.pack_sequence_as(result, values)
     plan.record(
         api, dict(node.args, engine="dataset"), node.inputs, tf.nest.flatten(out), graph=graph
