@@ -269,10 +269,6 @@ def test_beam_options_default_to_every_local_core_and_pass_the_rest_through():
         f"--direct_running_mode={mode}",
     ]
     assert beam_options(None, ["--direct_num_workers=1"])[0] == "--direct_num_workers=1"
-    # a table's rows are Python-bound: one in-process worker unless the user chose
-    assert beam_options(None, [], python_bound=True) == ["--direct_running_mode=in_memory"]
-    two = ["--direct_num_workers=2"]
-    assert beam_options(None, two, python_bound=True) == beam_options(None, two)
     dataflow = ["--project", "p", "--temp_location=gs://b/t"]
     assert beam_options("DataflowRunner", dataflow) == [*dataflow, "--runner=DataflowRunner"]
     flink = ["--runner", "FlinkRunner", "--flink_master=h:8081"]

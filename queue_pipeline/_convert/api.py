@@ -162,7 +162,6 @@ def convert(
         verify = runner_name in ("DirectRunner", "direct")
     _output.check_out(out, overwrite)
     listing = _listing(source, labels=labels, schema=schema, call=call)
-    options = _pipeline.beam_options(runner, beam_options, python_bound=listing.kind == "table")
     if on_error == "fail" and listing.errors:
         first = listing.errors[0]
         raise ConvertError(f"{_API}: {first['file']}: {first['reason']} (on_error='fail').")

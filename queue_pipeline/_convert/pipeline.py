@@ -47,9 +47,7 @@ class JobFailed(Exception):
         self.record_error = record_error
 
 
-def beam_options(
-    runner: str | None, args: Sequence[str], *, python_bound: bool = False
-) -> list[str]:
+def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
     """The Beam arguments: `args` as given, plus the local defaults of the DirectRunner.
 
     The DirectRunner (the default) runs ``os.cpu_count()`` workers as
@@ -58,11 +56,8 @@ def beam_options(
     ``--direct_running_mode``: the image work (file reads, Pillow's decode,
     hashing, CRCs) runs outside Python's lock, and threads start in a
     fraction of a second where each worker process costs more than one
-    (``benchmarks/convert_profile.md``). A `python_bound` job (a table's
-    rows: parsing, slicing, hashing small strings, all under Python's lock)
-    runs on one in-process worker (``in_memory``) instead unless `args`
-    chose: threads would only take the lock from each other. ``multi_processing`` pays off for
-    Python-bound sources on many free cores.
+    (``benchmarks/convert_profile.md``). ``multi_processing`` pays off for
+    Python-bound sources (tables, legacy records) on many free cores.
     """
     out = list(args)
     if runner is not None:  # it replaces a --runner among `args`
@@ -79,9 +74,6 @@ def beam_options(
     given = _runner_of(out)
     if given in (None, "DirectRunner", "direct"):
         cores = os.cpu_count() or 1
-        chosen = any(a.startswith(("--direct_running_mode", "--direct_num_workers")) for a in out)
-        if python_bound and not chosen:
-            return [*out, "--direct_running_mode=in_memory"]
         in_memory = any(a == "--direct_running_mode=in_memory" for a in out)
         if not in_memory and not any(a.startswith("--direct_num_workers") for a in out):
             out.append(f"--direct_num_workers={cores}")
