@@ -49,6 +49,7 @@ as a user runs it:
 Usage (the whole run, ~9 minutes on 2 shared cores):
   python benchmarks/convert.py --repeats 2 --json OUT.json
   python benchmarks/convert.py --quick              # a smoke run, ~3 minutes
+  python benchmarks/convert.py --workloads table --variants hand_loop,beam_2t --no-read
   python benchmarks/convert.py --render OUT.json    # print a result
 
 Results kept in ``results/convert/`` (this report's own format).
@@ -386,7 +387,14 @@ def _convert_legacy(tmp: str, images: str) -> tuple[str, float]:
     return out, time.perf_counter() - start
 
 
-def measure(images: int, rows: int, repeats: int) -> dict:
+def measure(
+    images: int,
+    rows: int,
+    repeats: int,
+    workloads: tuple[str, ...] = ("images", "table"),
+    variants: tuple[str, ...] = CONVERT_VARIANTS,
+    read: bool = True,
+) -> dict:
     results: dict = {
         "images": images,
         "rows": rows,
@@ -400,16 +408,17 @@ def measure(images: int, rows: int, repeats: int) -> dict:
         data = {"images": os.path.join(tmp, "images"), "table": os.path.join(tmp, "table.csv")}
         tiny = {"images": os.path.join(tmp, "tiny"), "table": os.path.join(tmp, "tiny.csv")}
         _progress(f"generating {images} JPEGs and a {rows}-row table")
-        make_images(data["images"], images)
+        if "images" in workloads or read:
+            make_images(data["images"], images)
+            make_images(tiny["images"], TINY)
         make_table(data["table"], rows)
-        make_images(tiny["images"], TINY)
         make_table(tiny["table"], TINY)
         shards = {}
-        for workload in ("images", "table"):
-            runs: dict = {v: [] for v in CONVERT_VARIANTS}
-            starts: dict = {v: [] for v in CONVERT_VARIANTS}
+        for workload in workloads:
+            runs: dict = {v: [] for v in variants}
+            starts: dict = {v: [] for v in variants}
             for r in range(repeats):
-                for variant in CONVERT_VARIANTS:
+                for variant in variants:
                     _progress(f"{workload} {variant} repeat {r + 1}/{repeats}")
                     out = os.path.join(tmp, f"{workload}-{variant}-{r}")
                     runs[variant].append(
@@ -419,10 +428,12 @@ def measure(images: int, rows: int, repeats: int) -> dict:
                     starts[variant].append(
                         _run_child("convert", variant, workload, tiny[workload], out)
                     )
-            shards[workload] = os.path.join(tmp, f"{workload}-beam_2p-0")
+            shards[workload] = os.path.join(tmp, f"{workload}-{variants[-1]}-0")
             results["workloads"][workload] = {
                 "convert": {v: _summary(x, starts[v]) for v, x in runs.items()}
             }
+        if not read:
+            return results
         _progress("converting the legacy function (in this process)")
         shards["legacy"], seconds = _convert_legacy(tmp, data["images"])
         results["legacy_convert_s"] = seconds
@@ -453,6 +464,8 @@ def render(results: dict) -> str:
         f"{'start-up s':>10} {'marginal/s':>10} {'x hand':>7} {'load':>5}",
     ]
     for workload in ("images", "table"):
+        if workload not in results["workloads"]:
+            continue
         convert = results["workloads"][workload]["convert"]
         base = convert["hand_loop"]["examples_per_s"]
         marginal = convert["hand_loop"]["marginal_per_s"]
@@ -464,6 +477,8 @@ def render(results: dict) -> str:
                 + _marginal(row["marginal_per_s"], marginal)
                 + f" {row['load']:>5.1f}"
             )
+    if "legacy_convert_s" not in results:  # --no-read
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         f"{'workload':<8} {'input':<12} {'examples/s':>11} {'x raw':>7} {'CPU s/1k':>9} "
@@ -500,6 +515,17 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run: 200 JPEGs, 5,000 rows, one repeat"
     )
+    parser.add_argument(
+        "--workloads", default="images,table", help="conversions to run: images, table or both"
+    )
+    parser.add_argument(
+        "--variants",
+        default=",".join(CONVERT_VARIANTS),
+        help=f"conversion variants, in run order (hand_loop first): {','.join(CONVERT_VARIANTS)}",
+    )
+    parser.add_argument(
+        "--no-read", action="store_true", help="skip the legacy conversion and the read-back"
+    )
     parser.add_argument("--json", default=None, metavar="OUT.json")
     parser.add_argument("--render", default=None, metavar="RESULT.json", help="print a result")
     parser.add_argument("--child", nargs=5, default=None, help=argparse.SUPPRESS)
@@ -515,7 +541,15 @@ def main(argv=None) -> int:
         return 0
     if args.quick:
         args.images, args.rows, args.repeats = 200, 5000, 1
-    results = measure(args.images, args.rows, args.repeats)
+    workloads = tuple(w for w in args.workloads.split(",") if w)
+    variants = tuple(v for v in args.variants.split(",") if v)
+    unknown = sorted(set(workloads) - {"images", "table"}) + sorted(
+        set(variants) - set(CONVERT_VARIANTS)
+    )
+    if unknown or "hand_loop" not in variants:
+        parser.error(f"unknown workloads or variants {unknown}, or no hand_loop in --variants")
+    read = not args.no_read and set(workloads) == {"images", "table"}
+    results = measure(args.images, args.rows, args.repeats, workloads, variants, read)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

@@ -176,26 +176,28 @@ def test_workers_encode_and_write_without_importing_tensorflow(tmp_path):
 def test_shards_of_many_pieces_hold_their_records_in_hash_order(tmp_path, compression):
     """More records than a chunk per shard: the pieces are copied in order, so a shard
     is exactly its records sorted by (hash, identity) (NOTE [ Records travel in chunks ])."""
-    import queue_pipeline as qp
-    from queue_pipeline._convert import assign
-    from queue_pipeline._convert.pipeline import CHUNK
+    from queue_pipeline._convert import assign, pipeline
 
-    rows = 2 * CHUNK + 100
-    table = tmp_path / "t.csv"
-    table.write_text("id,name\n" + "".join(f"{i},n{i}\n" for i in range(rows)))
-    out = tmp_path / "out"
-    qp.convert(
-        f"csv-table:{table}", str(out), shards=2, compression=compression, beam_options=IN_MEMORY
+    count = 2 * pipeline.CHUNK + 100
+    records = [(f"r{i}", features.serialize_features({"i": i})) for i in range(count)]
+    temp = tmp_path / "temp"
+    pipeline.run(
+        "example",
+        records,
+        split={"train": 1.0},
+        shards={"train": 2},
+        temp_dir=str(temp),
+        compression=compression,
+        fail=False,
+        options=pipeline.beam_options(None, IN_MEMORY),
     )
     expected: dict[int, list] = {0: [], 1: []}
-    for i in range(rows):
-        identity = f"{table}:{i + 2}"
+    for identity, record in records:
         where = assign.assign(identity, {"train": 1.0}, {"train": 2})
-        record = features.serialize_features({"id": i, "name": f"n{i}"})
         expected[where.shard].append((where.order, identity, record))
-    assert all(len(e) > CHUNK for e in expected.values())
+    assert all(len(e) > pipeline.CHUNK for e in expected.values())
     for shard, items in expected.items():
-        path = str(out / f"train-0000{shard}-of-00002")
+        path = str(temp / f"train-0000{shard}-of-00002")
         assert list(verify.read_records(path, compression)) == [r for _, _, r in sorted(items)]
 
 

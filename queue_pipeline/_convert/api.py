@@ -171,6 +171,8 @@ def convert(
             _pipeline.run(
                 listing.kind,
                 listing.records,
+                table=_table_spec(listing, fractions, counts),
+                spans=listing.spans,
                 split=fractions,
                 shards=counts,
                 temp_dir=temp,
@@ -185,6 +187,10 @@ def convert(
         infos, job_errors, made = _results(temp)
         infos = _with_empty_shards(infos, counts, temp, compression)
         errors = sorted(listing.errors + job_errors, key=lambda e: (e["record"], e["file"]))
+        # a table's rows are counted by the workers that read them
+        listed = len(listing.errors) + (
+            made.get("listed", 0) if listing.kind == "table" else len(listing.records)
+        )
         if verify:
             from queue_pipeline._convert.verify import VerifyError, verify as check  # noqa: PLC0415
 
@@ -193,13 +199,15 @@ def convert(
                     temp,
                     infos,
                     made,
-                    listed=len(listing.records) + len(listing.errors),
+                    listed=listed,
                     errors=len(errors),
                     compression=compression,
                 )
             except VerifyError as e:
                 raise ConvertError(str(e)) from e
-        manifest = _manifest(listing, fractions, infos, errors, compression, runner_name, verify)
+        manifest = _manifest(
+            listing, listed, fractions, infos, errors, compression, runner_name, verify
+        )
         _output.finish(out, temp, manifest, errors)
     finally:
         _output.remove_temp(temp)
@@ -234,7 +242,8 @@ def _results(temp: str):
         path = os.path.join(temp, RESULT_FILES[key])
         return _load_json(path) if tf.io.gfile.exists(path) else empty
 
-    return load("shards", []), load("errors", []), load("source", {"count": 0, "multiset": "0"})
+    empty = {"listed": 0, "count": 0, "multiset": "0"}
+    return load("shards", []), load("errors", []), load("source", empty)
 
 
 def _with_empty_shards(infos, counts, temp, compression) -> list[dict[str, Any]]:
@@ -261,7 +270,20 @@ def _with_empty_shards(infos, counts, temp, compression) -> list[dict[str, Any]]
     return sorted(out, key=lambda i: (i["split"], i["shard"]))
 
 
-def _manifest(listing, fractions, infos, errors, compression, runner, verified) -> dict[str, Any]:
+def _table_spec(listing: Listing, fractions, counts):
+    """What the workers need to convert a table's spans (rows.py), or None for other kinds."""
+    if listing.kind != "table":
+        return None
+    from queue_pipeline._convert.rows import TableSpec  # noqa: PLC0415 - Beam on use
+
+    header = tuple(listing.features)
+    types = tuple(listing.features[name]["dtype"] for name in header)
+    return TableSpec(header, types, dict(fractions), dict(counts))
+
+
+def _manifest(
+    listing, listed, fractions, infos, errors, compression, runner, verified
+) -> dict[str, Any]:
     import queue_pipeline  # noqa: PLC0415
 
     splits = {}
@@ -283,7 +305,7 @@ def _manifest(listing, fractions, infos, errors, compression, runner, verified) 
         "classes": listing.classes,
         "splits": splits,
         "records": {
-            "listed": len(listing.records) + len(listing.errors),
+            "listed": listed,
             "written": written,
             "errors": len(errors),
             "ignored": len(listing.ignored),

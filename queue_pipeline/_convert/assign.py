@@ -6,17 +6,18 @@ row, the index of a legacy pipeline's element). Its SHA-256 picks the split
 (bytes 0-7, as a fraction in [0, 1) against the cumulative split fractions)
 and the shard inside the split (bytes 8-15, modulo the split's shard count).
 Inside a shard records are written in the order of that hash, then the
-identity. Nothing depends on the runner, the number of workers, the order of
-the source listing or the time, so a rerun on the same input writes
-byte-identical shards.
+identity, except a table's rows, which keep their input order (file, row;
+NOTE [ Table rows read in the workers ] in tables.py). Nothing depends on
+the runner, the number of workers, the order of the source listing or the
+time, so a rerun on the same input writes byte-identical shards.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
-__all__ = ["Assignment", "assign", "parse_shards", "parse_split", "shard_name"]
+__all__ = ["Assignment", "assign", "parse_shards", "parse_split", "placer", "shard_name"]
 
 _API = "queue_pipeline.convert"
 
@@ -118,14 +119,28 @@ class Assignment(NamedTuple):
 def assign(identity: str, split: dict[str, float], shards: dict[str, int]) -> Assignment:
     """The split and shard of the record named `identity`. See NOTE [ Stable assignment ]."""
     digest = hashlib.sha256(identity.encode("utf-8")).digest()
-    fraction = int.from_bytes(digest[:8], "big") / 2.0**64
+    chosen, shard = placer(split, shards)(digest)
+    return Assignment(chosen, shard, digest.hex())
+
+
+def placer(split: dict[str, float], shards: dict[str, int]) -> Callable[[bytes], tuple[str, int]]:
+    """The ``(split, shard)`` of an identity's SHA-256 digest, as :func:`assign` places it."""
     names = list(split)
-    chosen = names[-1]
+    bounds: list[tuple[float, str]] = []
     cumulative = 0.0
     for name in names:
         cumulative += split[name]
-        if fraction < cumulative:
-            chosen = name
-            break
-    shard = int.from_bytes(digest[8:16], "big") % shards[chosen]
-    return Assignment(chosen, shard, digest.hex())
+        bounds.append((cumulative, name))
+    last = names[-1]
+    from_bytes = int.from_bytes
+
+    def place(digest: bytes) -> tuple[str, int]:
+        fraction = from_bytes(digest[:8], "big") / 2.0**64
+        chosen = last
+        for bound, name in bounds:
+            if fraction < bound:
+                chosen = name
+                break
+        return chosen, from_bytes(digest[8:16], "big") % shards[chosen]
+
+    return place

@@ -1,11 +1,12 @@
 """The Beam pipeline of a conversion: encode each record, group by shard, write each shard once.
 
     chunks of records --Reshuffle--> _Encode --(split, shard)--> GroupByKey --> _write_shard
-                                       |--"errors"--> the bad records
+    (or table spans      (_EncodeSpan)  |--"errors"--> the bad records
                                        '--"made"--> the source's count and multiset
 
 Each shard is written by one worker, in the order of its records' hashes
-(NOTE [ Stable assignment ] in assign.py), under a temporary directory; the
+(NOTE [ Stable assignment ] in assign.py; a table's rows in input order),
+under a temporary directory; the
 launching process renames the shards to their final names only when the
 whole job succeeded (output.py). The three small results (shard infos, bad
 records, the source's multiset) are written by the pipeline as JSON files in
@@ -29,6 +30,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import features as _features
+from queue_pipeline._convert import rows as _rows
 from queue_pipeline._convert.images import RecordError, image_example
 from queue_pipeline._convert.tfrecords import unframe, write_shard_file
 
@@ -55,7 +57,7 @@ def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
     hashing, CRCs) runs outside Python's lock, and threads start in a
     fraction of a second where each worker process costs more than one
     (``benchmarks/convert_profile.md``). ``multi_processing`` pays off for
-    Python-bound sources (tables, legacy records) on many cores.
+    Python-bound sources (tables, legacy records) on many free cores.
     """
     out = list(args)
     if runner is not None:  # it replaces a --runner among `args`
@@ -196,8 +198,10 @@ class _Encode(beam.DoFn):
 
     def process(self, chunk):
         split, shard, index, path = chunk
-        records, count, total = [], 0, 0
+        records = []
+        listed = 0
         for identity, payload in _load_chunk(path):
+            listed += 1
             try:
                 record = encode(self._kind, payload)
             except RecordError as e:
@@ -208,11 +212,36 @@ class _Encode(beam.DoFn):
                 )
                 continue
             records.append(record)
-            count, total = count + 1, (total + _features.digest(record)) % _MODULUS
         piece = path[: -len(".pickle")] + ".tfrecord"
         write_shard_file(piece, records, None)
-        yield (split, shard), (index, piece, count, total)
-        yield beam.pvalue.TaggedOutput("made", (count, total))
+        count, total = len(records), _features.multiset_sum(records)
+        yield (split, shard), ((index,), piece, count, total)
+        yield beam.pvalue.TaggedOutput("made", (listed, count, total))
+
+
+@beam.typehints.with_output_types(Any)
+class _EncodeSpan(beam.DoFn):
+    """A span of table rows -> a piece per shard its rows go to (rows.py)."""
+
+    def __init__(self, table: _rows.TableSpec, pieces: str, fail: bool):
+        self._table, self._pieces, self._fail = table, pieces, fail
+
+    def process(self, span):
+        placed, errors, listed = _rows.convert_span(span, self._table)
+        if errors and self._fail:
+            first = errors[0]
+            raise RecordError(first["file"], f"{first['reason']} (record {first['record']!r})")
+        for error in errors:
+            yield beam.pvalue.TaggedOutput("errors", error)
+        made, made_total = 0, 0
+        for (split, shard), records in sorted(placed.items()):
+            name = f"{split}-{shard:05d}-{span.file_index:05d}-{span.start:015d}.tfrecord"
+            piece = FileSystems.join(self._pieces, name)
+            write_shard_file(piece, records, None)
+            count, total = len(records), _features.multiset_sum(records)
+            made, made_total = made + count, made_total + total
+            yield (split, shard), ((span.file_index, span.start), piece, count, total)
+        yield beam.pvalue.TaggedOutput("made", (listed, made, made_total % _MODULUS))
 
 
 _MODULUS = _features.MULTISET_MODULUS
@@ -225,6 +254,8 @@ def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
     path = FileSystems.join(temp_dir, name)
     if compression:
         size = write_shard_file(path, _piece_records(pieces), compression)
+    elif "://" not in path and all("://" not in p[1] for p in pieces):
+        size = _concatenate_local(path, [p[1] for p in pieces])
     else:  # framed pieces, one after another, are the shard (NOTE [ TFRecord framing ])
         size = 0
         with _create(path) as out:
@@ -244,6 +275,28 @@ def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
     }
 
 
+def _concatenate_local(path: str, pieces: list[str]) -> int:
+    """Local pieces copied into `path` in the kernel (``copy_file_range``) where it can."""
+    size = 0
+    with open(path, "wb", buffering=0) as out:  # unbuffered: kernel copies and writes interleave
+        for piece in pieces:
+            with open(piece, "rb") as f:
+                left = os.fstat(f.fileno()).st_size
+                size += left
+                try:
+                    while left > 0:
+                        done = os.copy_file_range(f.fileno(), out.fileno(), left)
+                        if done == 0:
+                            break
+                        left -= done
+                except (AttributeError, OSError):  # no such call here, or not on this filesystem
+                    pass
+                if left:
+                    f.seek(os.fstat(f.fileno()).st_size - left)
+                    out.write(f.read())
+    return size
+
+
 def _piece_records(pieces) -> Iterator[bytes]:
     for _, piece, _, _ in pieces:
         with _open(piece) as f:
@@ -251,20 +304,22 @@ def _piece_records(pieces) -> Iterator[bytes]:
 
 
 class _CountAndSum(beam.CombineFn):
-    """The (count, multiset sum) pairs of the chunks, added up."""
+    """The (listed, count, multiset sum) of the chunks or spans, added up."""
 
     def create_accumulator(self):
-        return 0, 0
+        return 0, 0, 0
 
-    def add_input(self, accumulator, pair):
-        return accumulator[0] + pair[0], (accumulator[1] + pair[1]) % _MODULUS
+    def add_input(self, accumulator, made):
+        listed, count, total = accumulator
+        return listed + made[0], count + made[1], (total + made[2]) % _MODULUS
 
     def merge_accumulators(self, accumulators):
-        counts, sums = zip(*accumulators)
-        return sum(counts), sum(sums) % _MODULUS
+        listed, counts, sums = zip(*accumulators)
+        return sum(listed), sum(counts), sum(sums) % _MODULUS
 
     def extract_output(self, accumulator):
-        return {"count": accumulator[0], "multiset": str(accumulator[1])}
+        listed, count, total = accumulator
+        return {"listed": listed, "count": count, "multiset": str(total)}
 
 
 def _write_json(value, path: str) -> None:
@@ -276,6 +331,8 @@ def run(
     kind: str,
     records: list[tuple[str, Any]],
     *,
+    table: _rows.TableSpec | None = None,
+    spans: Sequence[Any] = (),
     split: dict[str, float],
     shards: dict[str, int],
     temp_dir: str,
@@ -285,6 +342,9 @@ def run(
 ) -> None:
     """Runs the job; its results are the files :data:`RESULT_FILES` in `temp_dir`.
 
+    The work is `records` (``(identity, payload)`` of `kind`), or for a
+    ``table`` the `spans` of rows that `table` describes.
+
     Raises:
       JobFailed: the runner reported a failure.
     """
@@ -293,16 +353,18 @@ def run(
         pipeline_options = PipelineOptions(list(options))
         runner = _local_runner(options, pipeline_options)
         with beam.Pipeline(runner=runner, options=pipeline_options) as p:
+            encode: beam.DoFn
+            if table is not None:
+                work = list(spans)
+                encode = _EncodeSpan(table, FileSystems.join(temp_dir, "_pieces"), fail)
+            else:
+                chunks = FileSystems.join(temp_dir, "_chunks")
+                work, encode = _save_chunks(records, chunks, split, shards), _Encode(kind, fail)
             encoded = (
                 p
-                | "Chunks"
-                >> beam.Create(
-                    _save_chunks(records, FileSystems.join(temp_dir, "_chunks"), split, shards),
-                    reshuffle=False,
-                )
+                | "Work" >> beam.Create(work, reshuffle=False)
                 | "Spread" >> beam.Reshuffle()
-                | "Encode"
-                >> beam.ParDo(_Encode(kind, fail)).with_outputs("errors", "made", main="records")
+                | "Encode" >> beam.ParDo(encode).with_outputs("errors", "made", main="records")
             )
             (
                 encoded.records

@@ -1,7 +1,8 @@
 """What a convert SOURCE names, listed into records: ``images:``, ``csv:``, ``csv-table:``.
 
 Listing happens once, in the launching process (as the TPU tool reads its
-CSV): each record is ``(identity, payload)``; ``identity`` is stable across
+CSV): each record is ``(identity, payload)`` (a table lists byte ranges of
+rows instead: NOTE [ Table rows read in the workers ] in tables.py); ``identity`` is stable across
 runs (NOTE [ Stable assignment ] in assign.py). A record that is wrong
 before any file is opened (a CSV row with the wrong number of fields, a
 label not in ``--labels``, a value that is not of its column's type) goes to
@@ -39,6 +40,8 @@ class Listing:
       errors: ``[{"record", "file", "reason"}, ...]``.
       classes: image classes in label order (label ``i + 1`` is ``classes[i]``).
       ignored: files of an ``images:DIR`` that are not images (by extension).
+      spans: for ``table``: the byte ranges of rows the workers read
+        (``tables.Span``); `records` is empty and bad rows are the job's.
     """
 
     source: str
@@ -48,6 +51,7 @@ class Listing:
     errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     classes: list[str] = dataclasses.field(default_factory=list)
     ignored: list[str] = dataclasses.field(default_factory=list)
+    spans: list[Any] = dataclasses.field(default_factory=list)
 
 
 def _error(record: str, file: str, reason: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from typing import Callable, Iterable, Iterator
 
-__all__ = ["crc32c_function", "frame", "unframe", "write_shard_file"]
+__all__ = ["crc32c_function", "frame", "frames", "unframe", "write_shard_file"]
 
 _LENGTH = struct.Struct("<Q")
 _CRC = struct.Struct("<I")
@@ -79,11 +79,31 @@ def write_shard_file(path: str, records: Iterable[bytes], compression: str | Non
 
     size = 0
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        for record in records:
-            data = frame(record, crc32c)
+        for data in frames(records, crc32c):
             f.write(data)
             size += len(data)
     return size
+
+
+def frames(records: Iterable[bytes], crc32c: Callable[[bytes], int]) -> Iterator[bytes]:
+    """`records` framed (NOTE [ TFRecord framing ]), in batches of up to 1,024 records."""
+    heads: dict[int, bytes] = {}  # a length's 12 bytes, for the few lengths a table has
+    pack = _CRC.pack
+    batch: list[bytes] = []
+    for record in records:
+        head = heads.get(len(record))
+        if head is None:
+            length = _LENGTH.pack(len(record))
+            head = length + pack(_masked(crc32c(length)))
+            if len(heads) < 4096:
+                heads[len(record)] = head
+        crc = crc32c(record)
+        batch += (head, record, pack((((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF))
+        if len(batch) >= 3072:
+            yield b"".join(batch)
+            batch = []
+    if batch:
+        yield b"".join(batch)
 
 
 def _write_with_tensorflow(path: str, records: Iterable[bytes], compression: str | None) -> int:
