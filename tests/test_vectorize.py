@@ -276,6 +276,24 @@ def _mnist_records(n=N, size=784):
     )
 
 
+def test_constant_slices_reshapes_and_paddings_become_constants():
+    """NOTE [ Static spec vectors ]: a slice, reshape or pad whose spec is a constant
+    gets its batch form as one constant, not computed in every batch (no ConcatV2,
+    no Shape of the batch); the values are the per-record region's."""
+
+    def fn(record):
+        label = record[0]
+        image = tf.reshape(record[1:], [2, 3, 2])
+        padded = tf.pad(image, [[1, 0], [0, 1], [0, 0]])
+        return tf.cast(label, tf.int32), tf.transpose(padded, [1, 2, 0]), tf.slice(record, [2], [4])
+
+    region = region_of(fn, (tf.float32, [13]))
+    vectorized = assert_vectorizes(region, [floats(13)])
+    ops = {node.op for node in vectorized.graph_def.node}
+    assert {"StridedSlice", "Reshape", "Pad", "Slice"} <= ops
+    assert not ops & {"ConcatV2", "Shape"}, sorted(ops)
+
+
 def test_decode_raw_reshape_cast_scale_mnist_style():
     assert_vectorizes(region_of(_mnist, STR), [_mnist_records()])
 

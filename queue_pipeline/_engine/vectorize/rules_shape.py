@@ -22,10 +22,26 @@ from queue_pipeline._engine.vectorize.base import (
 )
 
 
+# NOTE [ Static spec vectors ]
+# A per-record spec vector (a slice's begin/end/strides, a reshape's shape,
+# paddings) is almost always a constant. Its batch form is then a constant
+# too, written as one: computing it in the map function (a ``ConcatV2`` of
+# constants, the batch size from ``Shape``) costs each batch an op or three of
+# the function's executor, about 1-2 us each, for a value known when the
+# engine builds; W3's CIFAR decoder went from 48 nodes to 30 (about 15%
+# faster steady reading in one TF1-mode sitting).
+
+
 def _reshape(b: Builder, node, ins: list[_In]) -> None:
     x, shape = ins
     if shape.batched:
         raise _Refused("its target shape depends on the record")
+    if shape.value is not None and np.all(np.asarray(shape.value) > 0):
+        # every size known and non-zero: -1 on the batch axis is exactly B
+        value = np.concatenate([[-1], np.asarray(shape.value).reshape(-1)])
+        new = _const(b, f"{node.name}/shape", value, shape.dtype)[0]
+        b.copy(node, [x.new, new], rule="reshape to [B] + shape")
+        return
     new_shape = b.helper(
         f"{node.name}/shape", lambda t, s: [tf.concat([_batch_size(t, s.dtype), s], 0)], [x, shape]
     )[0]
@@ -36,6 +52,9 @@ def _with_batch_entry(b: Builder, node, arg: _In, entry, hint: str) -> str:
     """A per-example spec vector (begin, size, multiples, paddings) with a batch entry first."""
     if arg.batched:
         raise _Refused(f"its {hint} depends on the record")
+    if arg.value is not None:  # NOTE [ Static spec vectors ]
+        value = np.concatenate([[entry], np.asarray(arg.value).reshape(-1)])
+        return _const(b, f"{node.name}/{hint}", value, arg.dtype)[0]
     return b.helper(
         f"{node.name}/{hint}", lambda v: [tf.concat([tf.constant([entry], v.dtype), v], 0)], [arg]
     )[0]
@@ -90,11 +109,15 @@ def _pad(b: Builder, node, ins: list[_In]) -> None:
     x, paddings = ins[:2]
     if not x.batched or any(i.batched for i in ins[1:]):
         raise _Refused("its paddings or constant depend on the record")
-    padded = b.helper(
-        f"{node.name}/paddings",
-        lambda p: [tf.concat([tf.zeros([1, 2], p.dtype), p], 0)],
-        [paddings],
-    )[0]
+    if paddings.value is not None:  # NOTE [ Static spec vectors ]
+        value = np.concatenate([np.zeros((1, 2)), np.asarray(paddings.value).reshape(-1, 2)])
+        padded = _const(b, f"{node.name}/paddings", value, paddings.dtype)[0]
+    else:
+        padded = b.helper(
+            f"{node.name}/paddings",
+            lambda p: [tf.concat([tf.zeros([1, 2], p.dtype), p], 0)],
+            [paddings],
+        )[0]
     b.copy(
         node,
         [x.new, padded] + [i.new for i in ins[2:]],
