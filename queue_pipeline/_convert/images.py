@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import os
 import re
-from typing import Any
+from typing import Any, BinaryIO
 
 from queue_pipeline._convert.features import serialize_features
 
@@ -52,6 +52,16 @@ class RecordError(Exception):
         self.reason = reason
 
 
+def open_binary(path: str) -> BinaryIO:
+    """`path` opened to read bytes: a local file, or through Beam's ``FileSystems`` (gs://, ...)."""
+    if "://" in path:
+        from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415 - remote only
+        from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
+
+        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return open(path, "rb")
+
+
 def read_file(path: str) -> bytes:
     """The bytes of `path` (local, or any filesystem Beam's ``FileSystems`` knows, as gs://).
 
@@ -59,15 +69,9 @@ def read_file(path: str) -> bytes:
       RecordError: the file cannot be read.
     """
     try:
-        if "://" in path:
-            from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415 - remote only
-            from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
-
-            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                data: bytes = f.read()
-                return data
-        with open(path, "rb") as f:
-            return f.read()
+        with open_binary(path) as f:
+            data: bytes = f.read()
+            return data
     except Exception as e:  # noqa: BLE001 - any read failure is this record's error
         raise RecordError(path, f"unreadable file: {type(e).__name__}: {e}") from e
 

@@ -19,11 +19,10 @@ import numpy as np
 
 from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import features as _features
-from queue_pipeline._convert.tables import Span, plain_cells
+from queue_pipeline._convert.images import open_binary
+from queue_pipeline._convert.tables import INT64_RANGE, Span, plain_cells
 
 __all__ = ["TableSpec", "convert_span", "encode_rows"]
-
-_INT64 = (-(2**63), 2**63 - 1)
 
 
 class TableSpec(NamedTuple):
@@ -43,17 +42,9 @@ class TableSpec(NamedTuple):
 
 
 def _read_span(span: Span) -> str:
-    if "://" in span.file:
-        from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415 - remote only
-        from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
-
-        with FileSystems.open(span.file, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            f.seek(span.start)
-            data = f.read(span.end - span.start)
-    else:
-        with open(span.file, "rb") as f:
-            f.seek(span.start)
-            data = f.read(span.end - span.start)
+    with open_binary(span.file) as f:
+        f.seek(span.start)
+        data = f.read(span.end - span.start)
     return data.decode("utf-8")
 
 
@@ -137,7 +128,7 @@ def _reason(spec: TableSpec, row: list[str], width: int) -> str | None:
             return f"empty {kind} cell in column {name!r}"
         try:
             if kind == "int64":
-                if not _INT64[0] <= int(cell) <= _INT64[1]:
+                if not INT64_RANGE[0] <= int(cell) <= INT64_RANGE[1]:
                     raise ValueError(cell)
             else:
                 float(cell)

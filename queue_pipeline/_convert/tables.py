@@ -37,6 +37,7 @@ from queue_pipeline._convert.sources import Listing
 
 __all__ = [
     "COLUMN_TYPES",
+    "INT64_RANGE",
     "RANGE_BYTES",
     "Span",
     "infer_column",
@@ -56,7 +57,7 @@ COLUMN_TYPES = {
     "bytes": "string",
 }
 RANGE_BYTES = 1 << 20
-_INT64 = (-(2**63), 2**63 - 1)
+INT64_RANGE = (-(2**63), 2**63 - 1)  # the int64 cells' values, both ends included
 
 
 class Span(NamedTuple):
@@ -132,7 +133,7 @@ def infer_column(cells: list[str]) -> str:
         return "string"
     try:
         ints = list(map(int, filled))
-        if _INT64[0] <= min(ints) and max(ints) <= _INT64[1]:
+        if INT64_RANGE[0] <= min(ints) and max(ints) <= INT64_RANGE[1]:
             return "int64"
     except ValueError:
         pass
