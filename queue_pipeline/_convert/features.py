@@ -17,17 +17,12 @@ import numpy as np
 
 __all__ = [
     "MULTISET_MODULUS",
-    "bytes_feature",
     "digest",
     "entry_key",
     "feature_kind",
-    "float_feature",
-    "int_feature",
-    "map_entry",
     "multiset_add",
     "multiset_sum",
     "serialize_features",
-    "varint",
 ]
 
 # Example features hold three kinds of lists; every dtype maps to one.
@@ -60,8 +55,7 @@ def feature_kind(dtype: str) -> str:
 # parse every form back with TensorFlow's ``tf.train.Example``.
 
 
-def varint(value: int) -> bytes:
-    """The protobuf varint of a non-negative `value`."""
+def _varint(value: int) -> bytes:
     if value < 0x80:
         return _SMALL[value]
     out = bytearray()
@@ -76,14 +70,14 @@ _SMALL = [bytes([i]) for i in range(0x80)]
 
 
 def _field(tag: bytes, payload: bytes) -> bytes:
-    return tag + varint(len(payload)) + payload
+    return tag + _varint(len(payload)) + payload
 
 
 _FLOAT32 = struct.Struct("<f")
 
 
 def _ints(values) -> bytes:
-    packed = b"".join(varint(v if v >= 0 else v + 2**64) for v in values)
+    packed = b"".join(_varint(v if v >= 0 else v + 2**64) for v in values)
     return _field(b"\x1a", _field(b"\x0a", packed) if packed else b"")
 
 
@@ -100,32 +94,18 @@ def _bytes(values) -> bytes:
     return _field(b"\x0a", items)
 
 
-def bytes_feature(value: bytes) -> bytes:
-    """The ``Feature`` of one bytes value."""
-    return _bytes((value,))
-
-
-def int_feature(value: int) -> bytes:
-    """The ``Feature`` of one int64 value."""
-    packed = varint(value if value >= 0 else value + 2**64)  # 1 to 10 bytes
-    return b"\x1a" + _SMALL[len(packed) + 2] + b"\x0a" + _SMALL[len(packed)] + packed
-
-
-def float_feature(value: float | np.floating) -> bytes:
-    """The ``Feature`` of one value, stored as float32."""
-    try:
-        return b"\x12\x06\x0a\x04" + _FLOAT32.pack(value)
-    except OverflowError:  # beyond float32: numpy's cast gives the infinity protobuf stores
-        return _floats(np.asarray([value], dtype=np.float64))
-
-
 def _feature(value: Any) -> bytes:
     if isinstance(value, (bytes, str)):
         return _bytes((value,))
     if isinstance(value, (bool, int, np.integer, np.bool_)):
-        return int_feature(int(value))
+        number = int(value)
+        packed = _varint(number if number >= 0 else number + 2**64)  # 1 to 10 bytes
+        return b"\x1a" + _SMALL[len(packed) + 2] + b"\x0a" + _SMALL[len(packed)] + packed
     if isinstance(value, (float, np.floating)):
-        return float_feature(value)
+        try:
+            return b"\x12\x06\x0a\x04" + _FLOAT32.pack(value)
+        except OverflowError:  # beyond float32: numpy's cast gives the infinity protobuf stores
+            return _floats(np.asarray([value], dtype=np.float64))
     array = np.asarray(value)
     if array.dtype.kind in "SUO":
         return _bytes(array.reshape(-1).tolist())
@@ -146,14 +126,10 @@ def serialize_features(values: Mapping[str, Any]) -> bytes:
         return b""
     # str order is code-point order, which is the UTF-8 bytes' order
     entries = b"".join(
-        map_entry(entry_key(name), _feature(values[name])) for name in sorted(values)
+        _field(b"\x0a", entry_key(name) + _field(b"\x12", _feature(values[name])))
+        for name in sorted(values)
     )
     return _field(b"\x0a", entries)
-
-
-def map_entry(key: bytes, feature: bytes) -> bytes:
-    """The ``Features.feature`` map entry of `key` (``entry_key``) and a serialized ``Feature``."""
-    return _field(b"\x0a", key + _field(b"\x12", feature))
 
 
 def entry_key(name: str) -> bytes:
