@@ -178,7 +178,7 @@ def test_shards_of_many_pieces_hold_their_records_in_hash_order(tmp_path, compre
     is exactly its records sorted by (hash, identity) (NOTE [ Records travel in chunks ])."""
     from queue_pipeline._convert import assign, pipeline
 
-    count = 2 * pipeline.CHUNK + 100
+    count = 600
     records = [(f"r{i}", features.serialize_features({"i": i})) for i in range(count)]
     temp = tmp_path / "temp"
     pipeline.run(
@@ -195,7 +195,7 @@ def test_shards_of_many_pieces_hold_their_records_in_hash_order(tmp_path, compre
     for identity, record in records:
         where = assign.assign(identity, {"train": 1.0}, {"train": 2})
         expected[where.shard].append((where.order, identity, record))
-    assert all(len(e) > pipeline.CHUNK for e in expected.values())
+    assert all(len(pipeline.chunks_of(len(e), 2)) > 1 for e in expected.values())
     for shard, items in expected.items():
         path = str(temp / f"train-0000{shard}-of-00002")
         assert list(verify.read_records(path, compression)) == [r for _, _, r in sorted(items)]
@@ -235,3 +235,78 @@ def test_the_direct_runner_runs_on_its_fnapi_runner_never_trying_prism(tmp_path,
     assert isinstance(runner, fn_runner.FnApiRunner)
     other = ["--runner=PrismRunner"]
     assert pipeline._local_runner(other, pipeline.PipelineOptions(other)) is None
+
+
+def test_a_shard_is_cut_into_few_chunks_that_keep_the_workers_busy():
+    from queue_pipeline._convert import pipeline
+
+    for count, shards in [(1, 1), (63, 1), (500, 8), (600, 2), (5000, 1), (1250, 1024)]:
+        sizes = pipeline.chunks_of(count, shards)
+        assert sum(sizes) == count
+        assert max(sizes) - min(sizes) <= 1
+        assert max(sizes) <= pipeline.MAX_CHUNK
+    assert pipeline.chunks_of(0, 4) == []
+    assert pipeline.chunks_of(500, 8) == [500]  # 8 shards: a piece each, renamed
+    assert len(pipeline.chunks_of(600, 2)) == 4  # 2 shards: 8 chunks in the job
+    assert len(pipeline.chunks_of(100, 1)) == 2  # no chunk under MIN_CHUNK records
+    assert len(pipeline.chunks_of(1250, 1024)) == 2  # none over MAX_CHUNK
+
+
+def _job(tmp_path, compression, count=300, shards=2):
+    from queue_pipeline._convert import api, pipeline
+
+    records = [(f"r{i}", features.serialize_features({"i": i})) for i in range(count)]
+    temp = tmp_path / "temp"
+    pipeline.run(
+        "example",
+        records,
+        split={"train": 1.0},
+        shards={"train": shards},
+        temp_dir=str(temp),
+        compression=compression,
+        fail=False,
+        options=pipeline.beam_options(None, IN_MEMORY),
+    )
+    infos, errors, made = api._results(str(temp))
+    assert errors == []
+    return temp, sorted(infos, key=lambda i: i["shard"]), made
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP"])
+def test_verify_passes_the_shards_as_written_and_names_what_differs(tmp_path, compression):
+    """NOTE [ Pieces and their digests ]: a changed record (valid framing), a broken CRC, a
+    piece in no shard and a lost record are each found, naming the shard."""
+    temp, infos, made = _job(tmp_path, compression)
+    assert all(len(i["pieces"]) > 1 for i in infos)  # shards of several pieces
+    check = dict(listed=300, errors=0, compression=compression)
+    verify.verify(str(temp), infos, made, **check)
+
+    path = str(temp / infos[0]["file"])
+    original = list(verify.read_records(path, compression))
+    changed = [original[0][:-1] + b"\x01", *original[1:]]  # same count, valid CRCs
+    options = tf.io.TFRecordOptions(compression_type=compression or "")
+    with tf.io.TFRecordWriter(path, options) as writer:
+        for record in changed:
+            writer.write(record)
+    with pytest.raises(verify.VerifyError, match=rf"{infos[0]['file']}: .*piece 0 differ"):
+        verify.verify(str(temp), infos, made, **check)
+
+    if compression is None:
+        data = bytearray(open(path, "rb").read())
+        data[20] ^= 0xFF  # inside the first record: its CRC no longer holds
+        open(path, "wb").write(bytes(data))
+        with pytest.raises(verify.VerifyError, match="TensorFlow cannot read it"):
+            verify.verify(str(temp), infos, made, **check)
+
+    with tf.io.TFRecordWriter(path, options) as writer:
+        for record in original[1:]:
+            writer.write(record)
+    with pytest.raises(verify.VerifyError, match=f"reads back {len(original) - 1} records"):
+        verify.verify(str(temp), infos, made, **check)
+
+    with tf.io.TFRecordWriter(path, options) as writer:
+        for record in original:
+            writer.write(record)
+    verify.verify(str(temp), infos, made, **check)
+    with pytest.raises(verify.VerifyError, match="in no shard or in two"):
+        verify.verify(str(temp), infos[1:], made, **check)

@@ -264,7 +264,7 @@ def _with_empty_shards(infos, counts, temp, compression) -> list[dict[str, Any]]
                         "file": name,
                         "count": 0,
                         "bytes": size,
-                        "multiset": "0",
+                        "pieces": [],
                     }
                 )
     return sorted(out, key=lambda i: (i["split"], i["shard"]))
@@ -292,7 +292,7 @@ def _manifest(
         splits[name] = {
             "fraction": fraction,
             "count": sum(i["count"] for i in mine),
-            "shards": [{k: i[k] for k in ("file", "count", "bytes", "multiset")} for i in mine],
+            "shards": [{k: i[k] for k in ("file", "count", "bytes")} for i in mine],
         }
     written = sum(s["count"] for s in splits.values())
     return {

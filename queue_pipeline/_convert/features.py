@@ -9,26 +9,20 @@ order), so the same values give the same bytes.
 
 from __future__ import annotations
 
-import hashlib
 import struct
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 __all__ = [
-    "MULTISET_MODULUS",
-    "digest",
     "entry_key",
     "feature_kind",
-    "multiset_add",
-    "multiset_sum",
     "serialize_features",
 ]
 
 # Example features hold three kinds of lists; every dtype maps to one.
 _BYTES = ("string", "bytes")
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
-MULTISET_MODULUS = 2**128
 
 
 def feature_kind(dtype: str) -> str:
@@ -143,20 +137,3 @@ def entry_key(name: str) -> bytes:
 
 
 _KEYS: dict[str, bytes] = {}
-
-
-def digest(record: bytes) -> int:
-    """A 128-bit digest of one serialized record, for order-free multiset sums."""
-    return int.from_bytes(hashlib.sha256(record).digest()[:16], "big")
-
-
-def multiset_add(records: Iterable[bytes], total: int = 0) -> int:
-    """`total` plus the digests of `records`, modulo 2**128: equal for equal multisets."""
-    return (total + multiset_sum(records)) % MULTISET_MODULUS
-
-
-def multiset_sum(records: Iterable[bytes]) -> int:
-    """The sum of the digests of `records` (``digest``), modulo 2**128."""
-    sha256, from_bytes = hashlib.sha256, int.from_bytes
-    total = sum(from_bytes(sha256(r).digest()[:16], "big") for r in records)
-    return total % MULTISET_MODULUS

@@ -2,16 +2,17 @@
 
     chunks of records --Reshuffle--> _Encode --(split, shard)--> GroupByKey --> _write_shard
     (or table spans      (_EncodeSpan)  |--"errors"--> the bad records
-                                       '--"made"--> the source's count and multiset
+                                       '--"made"--> the count and digests of the pieces
 
 Each shard is written by one worker, in the order of its records' hashes
 (NOTE [ Stable assignment ] in assign.py; a table's rows in input order),
 under a temporary directory; the
 launching process renames the shards to their final names only when the
 whole job succeeded (output.py). The three small results (shard infos, bad
-records, the source's multiset) are written by the pipeline as JSON files in
-that directory, so any runner (Dataflow, Flink, Spark: its workers write to
-the same filesystem, gs:// included) hands them back the same way.
+records, what the encoders made) are grouped once and written by the
+pipeline as JSON files in that directory (NOTE [ The job's small results ]),
+so any runner (Dataflow, Flink, Spark: its workers write to the same
+filesystem, gs:// included) hands them back the same way.
 """
 
 from __future__ import annotations
@@ -32,7 +33,13 @@ from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import features as _features
 from queue_pipeline._convert import rows as _rows
 from queue_pipeline._convert.images import RecordError, image_example
-from queue_pipeline._convert.tfrecords import unframe, write_shard_file
+from queue_pipeline._convert.tfrecords import (
+    PIECES_MODULUS,
+    piece_value,
+    unframe,
+    write_piece,
+    write_shard_file,
+)
 
 __all__ = ["RESULT_FILES", "JobFailed", "beam_options", "run"]
 
@@ -143,18 +150,35 @@ def encode(kind: str, payload: Any) -> bytes:
 # images, most of a worker's time beyond the decode). So the launching
 # process places every record first (NOTE [ Stable assignment ]: the place
 # depends on the identity alone), sorts each shard's records into their
-# final order and cuts them into chunks of up to CHUNK records of one shard.
+# final order and cuts them into chunks of one shard (``chunks_of``).
 # A chunk is one element: its worker encodes it and writes its records,
-# framed, as a TFRecord *piece* file beside it; what goes through GroupByKey
-# is one small line per piece (its place in the shard, path, count, digest
-# sum). A shard's writer then copies its pieces in order into the shard: the
-# same bytes as writing the sorted records one by one, whatever the runner
-# and the number of workers. The chunks are pickled to files in the job's
+# framed, as a TFRecord *piece* file beside it (NOTE [ Pieces and their
+# digests ] in tfrecords.py); what goes through GroupByKey is one small line
+# per piece (its place in the shard, path, count, size, digest). A shard's
+# writer then puts its pieces in order into the shard (a shard of one piece
+# is the piece, renamed): the same bytes as writing the sorted records one by
+# one, whatever the runner, the chunks and the number of workers. A shard is
+# cut into as few chunks as keep every worker busy: at least MIN_CHUNKS in
+# the job (so 2 to 4 workers share the work evenly), of MIN_CHUNK records or
+# more (each element costs the runner a little), and none over MAX_CHUNK
+# (a worker holds no more than that in memory, and retries no more). The
+# chunks are pickled to files in the job's
 # temporary directory and the pipeline carries only their paths: values
 # given to ``beam.Create`` are pickled and bz2-compressed into the job's
 # graph (seconds per megabyte, and a size limit on Dataflow), while any
 # worker reads a file of the shared filesystem.
-CHUNK = 256
+MIN_CHUNKS, MIN_CHUNK, MAX_CHUNK = 8, 64, 1024
+
+
+def chunks_of(count: int, shards: int) -> list[int]:
+    """The sizes of the chunks a shard of `count` records is cut into, of `shards` in the job."""
+    if count == 0:
+        return []
+    pieces = max(
+        -(-count // MAX_CHUNK), min(-(-MIN_CHUNKS // max(shards, 1)), -(-count // MIN_CHUNK))
+    )
+    size, extra = divmod(count, pieces)
+    return [size + (i < extra) for i in range(pieces)]
 
 
 def _create(path: str):
@@ -176,13 +200,16 @@ def _save_chunks(
         for identity, payload in records
     )
     out: list[tuple[str, int, int, str]] = []
+    total = sum(shards.values())
     for (name, shard), group in itertools.groupby(placed, key=lambda p: p[0][:2]):
         mine = [(identity, payload) for _, identity, payload in group]
-        for index, start in enumerate(range(0, len(mine), CHUNK)):
+        start = 0
+        for index, size in enumerate(chunks_of(len(mine), total)):
             path = FileSystems.join(directory, f"{name}-{shard:05d}-{index:07d}.pickle")
             with _create(path) as f:
-                f.write(pickle.dumps(mine[start : start + CHUNK], pickle.HIGHEST_PROTOCOL))
+                f.write(pickle.dumps(mine[start : start + size], pickle.HIGHEST_PROTOCOL))
             out.append((name, shard, index, path))
+            start += size
     return out
 
 
@@ -198,25 +225,26 @@ class _Encode(beam.DoFn):
 
     def process(self, chunk):
         split, shard, index, path = chunk
-        records = []
+        errors: list[dict[str, Any]] = []
         listed = 0
-        for identity, payload in _load_chunk(path):
-            listed += 1
-            try:
-                record = encode(self._kind, payload)
-            except RecordError as e:
-                if self._fail:
-                    raise RecordError(e.file, f"{e.reason} (record {identity!r})") from e
-                yield beam.pvalue.TaggedOutput(
-                    "errors", {"record": identity, "file": e.file, "reason": e.reason}
-                )
-                continue
-            records.append(record)
+
+        def records() -> Iterator[bytes]:  # encoded as the piece is written
+            nonlocal listed
+            for identity, payload in _load_chunk(path):
+                listed += 1
+                try:
+                    yield encode(self._kind, payload)
+                except RecordError as e:
+                    if self._fail:
+                        raise RecordError(e.file, f"{e.reason} (record {identity!r})") from e
+                    errors.append({"record": identity, "file": e.file, "reason": e.reason})
+
         piece = path[: -len(".pickle")] + ".tfrecord"
-        write_shard_file(piece, records, None)
-        count, total = len(records), _features.multiset_sum(records)
-        yield (split, shard), ((index,), piece, count, total)
-        yield beam.pvalue.TaggedOutput("made", (listed, count, total))
+        count, size, digest = write_piece(piece, records())
+        for error in errors:
+            yield beam.pvalue.TaggedOutput("errors", error)
+        yield (split, shard), ((index,), piece, count, size, digest)
+        yield beam.pvalue.TaggedOutput("made", (listed, count, piece_value(digest)))
 
 
 @beam.typehints.with_output_types(Any)
@@ -237,14 +265,13 @@ class _EncodeSpan(beam.DoFn):
         for (split, shard), records in sorted(placed.items()):
             name = f"{split}-{shard:05d}-{span.file_index:05d}-{span.start:015d}.tfrecord"
             piece = FileSystems.join(self._pieces, name)
-            write_shard_file(piece, records, None)
-            count, total = len(records), _features.multiset_sum(records)
-            made, made_total = made + count, made_total + total
-            yield (split, shard), ((span.file_index, span.start), piece, count, total)
+            count, size, digest = write_piece(piece, records)
+            made, made_total = made + count, made_total + piece_value(digest)
+            yield (split, shard), ((span.file_index, span.start), piece, count, size, digest)
         yield beam.pvalue.TaggedOutput("made", (listed, made, made_total % _MODULUS))
 
 
-_MODULUS = _features.MULTISET_MODULUS
+_MODULUS = PIECES_MODULUS
 
 
 def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
@@ -252,26 +279,33 @@ def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
     pieces = sorted(pieces)
     name = _assign.shard_name(split, shard, shards[split])
     path = FileSystems.join(temp_dir, name)
+    local = "://" not in path and all("://" not in p[1] for p in pieces)
     if compression:
         size = write_shard_file(path, _piece_records(pieces), compression)
-    elif "://" not in path and all("://" not in p[1] for p in pieces):
+    elif len(pieces) == 1:  # the piece is the shard
+        size = pieces[0][3]
+        if local:
+            os.replace(pieces[0][1], path)
+        else:
+            FileSystems.rename([pieces[0][1]], [path])
+    elif local:
         size = _concatenate_local(path, [p[1] for p in pieces])
     else:  # framed pieces, one after another, are the shard (NOTE [ TFRecord framing ])
         size = 0
         with _create(path) as out:
-            for _, piece, _, _ in pieces:
-                with _open(piece) as f:
+            for piece in pieces:
+                with _open(piece[1]) as f:
                     data = f.read()
                 out.write(data)
                 size += len(data)
-    # the encoder's digests of these records: verify reads the file back against them
+    # verify reads the file back against the pieces' digests (NOTE [ Pieces and their digests ])
     return {
         "split": split,
         "shard": shard,
         "file": name,
         "count": sum(p[2] for p in pieces),
         "bytes": size,
-        "multiset": str(sum(p[3] for p in pieces) % _MODULUS),
+        "pieces": [[count, piece_size, digest] for _, _, count, piece_size, digest in pieces],
     }
 
 
@@ -298,32 +332,31 @@ def _concatenate_local(path: str, pieces: list[str]) -> int:
 
 
 def _piece_records(pieces) -> Iterator[bytes]:
-    for _, piece, _, _ in pieces:
+    for _, piece, *_ in pieces:
         with _open(piece) as f:
             yield from unframe(f.read())
 
 
-class _CountAndSum(beam.CombineFn):
-    """The (listed, count, multiset sum) of the chunks or spans, added up."""
-
-    def create_accumulator(self):
-        return 0, 0, 0
-
-    def add_input(self, accumulator, made):
-        listed, count, total = accumulator
-        return listed + made[0], count + made[1], (total + made[2]) % _MODULUS
-
-    def merge_accumulators(self, accumulators):
-        listed, counts, sums = zip(*accumulators)
-        return sum(listed), sum(counts), sum(sums) % _MODULUS
-
-    def extract_output(self, accumulator):
-        listed, count, total = accumulator
-        return {"listed": listed, "count": count, "multiset": str(total)}
+# NOTE [ The job's small results ]
+# The shard infos, the bad records and the (listed, count, multiset) of every
+# chunk or span are keyed by the result they belong to, flattened into one
+# collection and grouped once; one Map writes each group as its JSON file.
+# Beam's combiners (``ToList``, ``CombineGlobally``) would do the same with
+# a stage graph of their own each: three of them were 0.3-0.4 s of a
+# 0.65 s fixed start on the DirectRunner (``benchmarks/convert_profile.md``),
+# where this is one shuffle. A result with no values (no bad record) has no
+# group and no file; the launcher reads a missing file as empty.
+def _counted(made: list) -> dict[str, Any]:
+    """The (listed, count, multiset sum) of every chunk or span, added up."""
+    listed, count, total = (sum(column) for column in zip(*made)) if made else (0, 0, 0)
+    return {"listed": listed, "count": count, "multiset": str(total % _MODULUS)}
 
 
-def _write_json(value, path: str) -> None:
-    with _create(path) as f:
+def _write_result(element, paths: dict[str, str]) -> None:
+    """One of the job's small results (RESULT_FILES), as JSON."""
+    key, values = element
+    value = _counted(list(values)) if key == "source" else list(values)
+    with _create(paths[key]) as f:
         f.write(json.dumps(value, sort_keys=True).encode("utf-8"))
 
 
@@ -366,22 +399,21 @@ def run(
                 | "Spread" >> beam.Reshuffle()
                 | "Encode" >> beam.ParDo(encode).with_outputs("errors", "made", main="records")
             )
-            (
+            infos = (
                 encoded.records
                 | "ByShard" >> beam.GroupByKey()
                 | "WriteShards" >> beam.Map(_write_shard, temp_dir, shards, compression)
-                | "ShardInfos" >> beam.combiners.ToList()
-                | "SaveInfos" >> beam.Map(_write_json, paths["shards"])
             )
+            # NOTE [ The job's small results ]
             (
-                encoded.errors
-                | "Errors" >> beam.combiners.ToList()
-                | "SaveErrors" >> beam.Map(_write_json, paths["errors"])
-            )
-            (
-                encoded.made
-                | "Multiset" >> beam.CombineGlobally(_CountAndSum())
-                | "SaveSource" >> beam.Map(_write_json, paths["source"])
+                (
+                    infos | "KeyInfos" >> beam.Map(lambda info: ("shards", info)),
+                    encoded.errors | "KeyErrors" >> beam.Map(lambda error: ("errors", error)),
+                    encoded.made | "KeyMade" >> beam.Map(lambda made: ("source", made)),
+                )
+                | "Results" >> beam.Flatten()
+                | "ByResult" >> beam.GroupByKey()
+                | "SaveResults" >> beam.Map(_write_result, paths)
             )
     except Exception as e:  # noqa: BLE001 - every runner wraps worker errors its own way
         found = re.search(r"RecordError: ([^\n]*)", f"{type(e).__name__}: {e}")

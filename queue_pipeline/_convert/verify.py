@@ -1,22 +1,26 @@
-"""``verify``: the shards read back, checked against the job's own count of the source.
+"""``verify``: the shards read back, checked against what the job's encoders made.
 
-The check is exact up to 128-bit hash collisions: for each shard, the number
-of records and the sum of their digests (features.multiset_add) read back
-from the file equal what its writer reported; over all shards, the total
-and the sum equal those of every record the encoder made from the source;
-and every source record is either written or listed as an error.
+For each shard: TensorFlow's reader reads every record (framing and CRCs
+checked) and their number is the writer's count; the shard's bytes are its
+pieces', in order, each equal to the SHA-256 its encoder took as it wrote it
+(NOTE [ Pieces and their digests ] in tfrecords.py; a compressed shard's
+records are framed again to compare). Over all shards, the count and the
+sum of the pieces' digests equal those of every piece the encoders made
+(none lost, none twice), and every source record is either written or listed
+as an error.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import itertools
 import os
 from typing import Any
 
 import tensorflow as tf
 
-from queue_pipeline._convert import features as _features
+from queue_pipeline._convert import tfrecords as _tfrecords
 
 __all__ = ["VerifyError", "read_records", "verify"]
 
@@ -35,14 +39,32 @@ def read_records(path: str, compression: str | None):
     yield from records
 
 
-def _read_back(path: str, compression: str | None) -> tuple[int, int]:
-    """The record count and the digest sum of one shard file."""
-    count, value = 0, 0
-    records = read_records(path, compression)
-    while batch := list(itertools.islice(records, 4096)):  # digests summed in bulk
-        count += len(batch)
-        value = (value + _features.multiset_sum(batch)) % _features.MULTISET_MODULUS
-    return count, value
+def _read_back(path: str, shard: dict[str, Any], compression: str | None) -> str | None:
+    """What is wrong with one shard file, or None when it holds exactly its pieces."""
+    try:
+        count = sum(1 for _ in read_records(path, compression))
+    except tf.errors.OpError as e:
+        return f"TensorFlow cannot read it: {type(e).__name__}: {e.message}"
+    if count != shard["count"]:
+        return f"it reads back {count} records, its writer wrote {shard['count']}"
+    pieces = shard["pieces"]
+    if compression:
+        crc32c = _tfrecords.crc32c_function(compiled=False)
+        if crc32c is None:
+            return "google-crc32c (the [beam] extra) is needed to check a compressed shard"
+        records = read_records(path, compression)
+        for index, (records_in, _, digest) in enumerate(pieces):
+            framed = b"".join(_tfrecords.frames(itertools.islice(records, records_in), crc32c))
+            if hashlib.sha256(framed).hexdigest() != digest:
+                return f"its records of piece {index} differ from what the encoder made"
+        return None
+    with open(path, "rb") if "://" not in path else tf.io.gfile.GFile(path, "rb") as f:
+        for index, (_, size, digest) in enumerate(pieces):
+            if hashlib.sha256(f.read(size)).hexdigest() != digest:
+                return f"its bytes of piece {index} differ from what the encoder wrote"
+        if f.read(1):
+            return "it holds more bytes than its pieces"
+    return None
 
 
 def verify(
@@ -58,8 +80,10 @@ def verify(
 
     Args:
       directory: where the shards are (the temporary directory, before the rename).
-      shards: the writers' reports (``file``, ``count``, ``multiset``).
-      source: the encoder's ``count`` and ``multiset`` of every record made.
+      shards: the writers' reports (``file``, ``count``, ``pieces``: ``[count, size,
+        SHA-256 hex]`` of each piece in order).
+      source: the encoders' ``count`` and ``multiset`` (the sum of ``piece_value``
+        of every piece made, as a string).
       listed: how many records the source listing had (errors included).
       errors: how many records failed (listing and workers).
       compression: the shards' compression.
@@ -67,24 +91,22 @@ def verify(
     Raises:
       VerifyError: naming the shard or the count that differs.
     """
-    total, multiset = 0, 0
-    # shards read in threads: TensorFlow's reader and SHA-256 of large records release the GIL
+    # shards read in threads: TensorFlow's reader and SHA-256 release the GIL
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        read = list(
-            pool.map(lambda s: _read_back(os.path.join(directory, s["file"]), compression), shards)
-        )
-    for shard, (count, value) in zip(shards, read):
-        if count != shard["count"] or str(value) != shard["multiset"]:
-            raise VerifyError(
-                f"queue_pipeline.convert: verify: shard {shard['file']} reads back {count} "
-                f"records, its writer wrote {shard['count']}, or they differ in content."
+        problems = list(
+            pool.map(
+                lambda s: _read_back(os.path.join(directory, s["file"]), s, compression), shards
             )
-        total += count
-        multiset = (multiset + value) % _features.MULTISET_MODULUS
-    if total != source["count"] or str(multiset) != source["multiset"]:
+        )
+    for shard, problem in zip(shards, problems):
+        if problem is not None:
+            raise VerifyError(f"queue_pipeline.convert: verify: shard {shard['file']}: {problem}.")
+    total = sum(shard["count"] for shard in shards)
+    made = sum(_tfrecords.piece_value(p[2]) for s in shards for p in s["pieces"])
+    if total != source["count"] or str(made % _tfrecords.PIECES_MODULUS) != source["multiset"]:
         raise VerifyError(
-            f"queue_pipeline.convert: verify: the shards hold {total} records, the source "
-            f"gave {source['count']}, or they differ in content."
+            f"queue_pipeline.convert: verify: the shards hold {total} records, the encoders "
+            f"made {source['count']}, or a piece they made is in no shard or in two."
         )
     if total + errors != listed:
         raise VerifyError(
