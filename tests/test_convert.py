@@ -80,6 +80,11 @@ def test_bad_input_is_counted_listed_and_the_job_goes_on(tree, tmp_path):
     assert json.loads(lines[0])["file"] == str(root / "cat" / "corrupt.jpg")
     records = result.manifest["records"]
     assert records == {"listed": 10, "written": 8, "errors": 2, "ignored": 1}
+    assert result.report().splitlines()[1:] == [
+        "  train: 8 records in 2 shards",
+        "  10 source records: 8 written, 2 bad (listed in errors.jsonl), 1 non-image file ignored",
+        "  verified: every record read back once",
+    ]
 
 
 def test_split_and_shards_place_each_record_exactly_once(tree, tmp_path):
@@ -333,3 +338,17 @@ def test_reasons_are_stable_and_name_no_memory_address(tree, tmp_path):
     assert reasons["cat/empty.jpg"] == "corrupt image: the file is empty"
     assert reasons["dog/text.png"].startswith("corrupt image: UnidentifiedImageError")
     assert "0x" not in reasons["dog/text.png"]
+
+
+def test_the_command_hides_beams_bigquery_notice_only():
+    import logging
+
+    from queue_pipeline._convert import command
+
+    def record(message):
+        return logging.LogRecord("root", logging.WARNING, __file__, 1, message, None, None)
+
+    assert not command._no_bigquery_notice(
+        record("apitools not found, and bigquery client libraries are not available")
+    )
+    assert command._no_bigquery_notice(record("anything else"))

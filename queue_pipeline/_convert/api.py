@@ -25,6 +25,11 @@ class ConvertError(QueuePipelineError, RuntimeError):
     """A conversion failed; nothing was written under the final names."""
 
 
+def _many(count: int, thing: str) -> str:
+    """``"1 shard"``, ``"4 shards"``."""
+    return f"{count} {thing}" if count == 1 else f"{count} {thing}s"
+
+
 @dataclasses.dataclass
 class ConvertResult:
     """What :func:`convert` wrote.
@@ -58,12 +63,17 @@ class ConvertResult:
         """A few lines for people: counts per split, errors, where the files are."""
         lines = [f"convert: {self.manifest['source']} -> {self.out}"]
         for split, count in self.counts.items():
-            lines.append(f"  {split}: {count} records in {len(self.shards[split])} shards")
+            shards = len(self.shards[split])
+            lines.append(f"  {split}: {_many(count, 'record')} in {_many(shards, 'shard')}")
         records = self.manifest["records"]
         lines.append(
             f"  {records['listed']} source records: {records['written']} written, "
             f"{records['errors']} bad (listed in {_output.ERRORS})"
-            + (f", {records['ignored']} non-image files ignored" if records["ignored"] else "")
+            + (
+                f", {_many(records['ignored'], 'non-image file')} ignored"
+                if records["ignored"]
+                else ""
+            )
         )
         lines.append(
             "  verified: every record read back once" if self.verified else "  not verified"

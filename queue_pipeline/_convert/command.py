@@ -88,6 +88,10 @@ class _ConvertParser(argparse.ArgumentParser):
         return namespace, extras
 
 
+def _no_bigquery_notice(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("apitools not found")
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``convert``; returns the exit status (0, 1 with bad records, 2 on an error)."""
     from queue_pipeline._cli_support import report_error  # noqa: PLC0415
@@ -95,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "tf_logs", False):
         # Beam logs each worker error with its whole traceback; the command reports it once.
         logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
+        # and, on its root logger, that its BigQuery clients are missing (not used here)
+        logging.getLogger().addFilter(_no_bigquery_notice)
     try:
         from queue_pipeline._convert.api import convert  # noqa: PLC0415
 
