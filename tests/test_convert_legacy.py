@@ -108,7 +108,6 @@ def test_shards_do_not_depend_on_the_legacy_order(legacy):
 @pytest.mark.parametrize(
     "function, call, match",
     [
-        ("inputs", "{csv!r}", "num_epochs=1"),  # repeats forever
         ("no_batch", "{csv!r}", "no batching call"),
         ("missing", "{csv!r}", "no function 'missing'"),
         ("inputs", "{csv!r}, nope=1", "nope"),
@@ -123,3 +122,47 @@ def test_functions_that_cannot_be_converted(legacy, function, call, match):
             beam_options=IN_MEMORY,
         )
     assert list((legacy / "out").iterdir()) == []
+
+
+def test_a_producer_that_repeats_forever_is_converted_for_one_epoch(legacy):
+    """``num_epochs=None``: one epoch is written, the same shards as ``num_epochs=1``."""
+    csv = str(legacy / "data.csv")
+    for out, call in (("once", f"{csv!r}, num_epochs=1"), ("forever", f"{csv!r}")):
+        result = qp.convert(
+            f"{legacy / 'legacy_inputs.py'}:inputs",
+            str(legacy / out),
+            call=call,
+            shards=2,
+            beam_options=IN_MEMORY,
+        )
+        assert result.written == len(ROWS) and result.verified
+    for name in ("train-00000-of-00002", "train-00001-of-00002"):
+        assert (legacy / "once" / name).read_bytes() == (legacy / "forever" / name).read_bytes()
+
+
+@pytest.mark.parametrize("key", ["absl_flags", "argparse_wholefile"])
+def test_the_programs_own_argv_reaches_its_flags_and_nothing_else_runs(
+    tmp_path, monkeypatch, key
+):
+    """Programs whose input function reads absl flags / argparse results: ``argv`` is
+    theirs (convert's own command line never reaches them), as for ``migrate --argv``."""
+    import sys
+
+    from real_programs import PROGRAMS
+
+    program = PROGRAMS[key]
+    path = program.lay_out(str(tmp_path))
+    before = sorted(p.name for p in tmp_path.iterdir())
+    monkeypatch.chdir(tmp_path)
+    tool_argv = ["queue-pipeline", "convert", "--bogus-flag", "x.py:f"]
+    monkeypatch.setattr(sys, "argv", list(tool_argv))
+    result = qp.convert(
+        f"{path}:{program.function}",
+        str(tmp_path / "out"),
+        call=program.call,
+        argv=program.argv,
+        beam_options=IN_MEMORY,
+    )
+    assert result.written > 0 and result.errors == [] and result.verified
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "out"])
+    assert sys.argv == tool_argv  # the tool's own, back

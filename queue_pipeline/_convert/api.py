@@ -97,6 +97,7 @@ def convert(
     labels: str | None = None,
     schema: str | dict[str, str] | None = None,
     call: str | None = None,
+    argv: str | Sequence[str] | None = None,
     runner: str | None = None,
     beam_options: Sequence[str] = (),
     verify: bool | None = None,
@@ -127,6 +128,13 @@ def convert(
       schema: for ``csv-table``: ``"col:int64,other:string"`` (or a dict);
         columns not named are inferred (int64, then float32, else string).
       call: for ``FILE.py:FUNCTION``: the function's arguments as in a call.
+        A producer that repeats forever (``num_epochs=None``) is read for one
+        epoch.
+      argv: for ``FILE.py:FUNCTION``: the program's own command-line
+        arguments (a list, or a string split as a shell would), seen as
+        ``sys.argv[1:]`` by its flags and argparse while it is loaded and
+        read (``migrate``'s `argv`); default none. Only what FUNCTION needs
+        of the file's top level runs.
       runner: the Beam runner (default DirectRunner on every local core).
       beam_options: further Beam pipeline options, as on a command line
         (``["--project=p", "--temp_location=gs://b/t"]``).
@@ -171,7 +179,7 @@ def convert(
     if verify is None:
         verify = runner_name in ("DirectRunner", "direct")
     _output.check_out(out, overwrite)
-    listing = _listing(source, labels=labels, schema=schema, call=call)
+    listing = _listing(source, labels=labels, schema=schema, call=call, argv=argv)
     if on_error == "fail" and listing.errors:
         first = listing.errors[0]
         raise ConvertError(f"{_API}: {first['file']}: {first['reason']} (on_error='fail').")
@@ -231,12 +239,12 @@ def convert(
     )
 
 
-def _listing(source: str, *, labels, schema, call) -> Listing:
+def _listing(source: str, *, labels, schema, call, argv) -> Listing:
     path, sep, function = source.rpartition(":")
     if sep and path.endswith(".py"):
         from queue_pipeline._convert.legacy import list_legacy  # noqa: PLC0415
 
-        return list_legacy(source, path, function, call)
+        return list_legacy(source, path, function, call, argv)
     return list_source(source, labels=labels, schema=schema)
 
 

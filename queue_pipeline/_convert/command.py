@@ -49,6 +49,14 @@ def add_parser(commands: Any) -> None:
         "--schema", default=None, metavar="SPEC", help="csv-table column types: col:int64,..."
     )
     p.add_argument("--call", default=None, metavar="ARGS", help="FUNCTION's arguments")
+    p.add_argument(
+        "--argv",
+        default="",
+        metavar="'ARGS'",
+        help="FILE.py's own command-line arguments (one string, split as a shell would), "
+        "seen as sys.argv[1:] by its flags and argparse while it is loaded and read; default "
+        "none. Convert's own arguments never reach the file",
+    )
     p.add_argument("--runner", default=None, help="the Beam runner (default: DirectRunner)")
     p.add_argument(
         "--on-error",
@@ -113,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
             labels=args.labels,
             schema=args.schema,
             call=args.call,
+            argv=args.argv,
             runner=args.runner,
             beam_options=args.beam_args,
             verify=args.verify,

@@ -2,10 +2,12 @@
 
 The function is run once, as ``migrate`` runs it (``_migrate/trace.py``: the
 file is imported, not executed as a script, so its ``__main__`` training
-does not run; the function is called with ``--call``'s arguments under
+does not run; ``--argv`` is its own command line; the function is called
+with ``--call``'s arguments under
 ``queue_pipeline.install()`` in a fresh graph). Its batching call's inputs
 are the per-record region; ``queue_pipeline.to_dataset`` rebuilds them as a
-tf.data pipeline, read here one epoch long. Each element becomes one
+tf.data pipeline, read here one epoch long (a producer that repeats
+forever, ``num_epochs=None``, is read for one epoch). Each element becomes one
 Example: a feature per component, named by the dict key (a dict was
 batched) or the function's local variable that held it, else
 ``component_<i>``. Dtype and shape go to the feature spec; ``float64`` and
@@ -23,7 +25,7 @@ not on Beam's workers; Beam writes the shards.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -81,12 +83,18 @@ def _names(traced, node, tensors) -> list[str]:
 
 
 def _elements(tensors: list[tf.Tensor], enqueue_many: bool):
-    """Yields the per-record region's elements as tuples of numpy values (both TF modes)."""
+    """Yields one epoch of the per-record region's elements as tuples of numpy values.
+
+    Both TF modes. A producer with ``num_epochs=None`` (repeats forever) is
+    read for one epoch, as migrate's proof bounds it.
+    """
+    from queue_pipeline._migrate.proof_conditions import bounded_repeats  # noqa: PLC0415
     from queue_pipeline.rebuild import to_dataset  # noqa: PLC0415 - no cycle at import
 
     def build():
-        dataset = to_dataset(tuple(tensors))
-        return dataset.unbatch() if enqueue_many else dataset
+        with bounded_repeats(1):
+            dataset = to_dataset(tuple(tensors))
+            return dataset.unbatch() if enqueue_many else dataset
 
     if tf.executing_eagerly():
         yield from build().as_numpy_iterator()
@@ -100,17 +108,6 @@ def _elements(tensors: list[tf.Tensor], enqueue_many: bool):
                 yield sess.run(next_element)
         except tf.errors.OutOfRangeError:
             return
-
-
-def _check_finite(traced) -> None:
-    """Refuses a pipeline whose producer repeats forever: convert writes one epoch."""
-    for node in traced.nodes:
-        producer = node.kind in _plan.PRODUCER_KINDS or node.kind == "slice_input_producer"
-        if producer and node.args.get("num_epochs") is None:
-            raise _fail(
-                f"{node.kind}(num_epochs=None) in {traced.function}() repeats forever; "
-                "convert writes one epoch. Fix: pass num_epochs=1 in `call`."
-            )
 
 
 def _spec(names, tensors, enqueue_many) -> dict[str, dict[str, Any]]:
@@ -137,35 +134,45 @@ def _value(value: Any, entry: dict[str, Any]) -> Any:
     return value
 
 
-def list_legacy(source: str, path: str, function: str, call: str | None) -> Listing:
-    """Runs `function` of `path` once (with `call`) and lists its per-record region's elements.
+def list_legacy(
+    source: str,
+    path: str,
+    function: str,
+    call: str | None,
+    argv: str | Sequence[str] | None = None,
+) -> Listing:
+    """Runs `function` of `path` once (with `call`) and lists one epoch of its per-record region.
+
+    `argv` is the program's own command line (``sys.argv[1:]`` for its flags
+    and argparse while it is loaded, traced and read), as ``migrate --argv``.
 
     Raises:
       ValueError: the function cannot be run or traced, has no batching
-        call, or a record tensor has no static shape; the pipeline repeats
-        forever.
+        call, or a record tensor has no static shape.
     """
-    from queue_pipeline._migrate import trace as _trace  # noqa: PLC0415 - migrate's loader
+    from queue_pipeline._migrate import loading as _loading  # noqa: PLC0415 - migrate's loader
+    from queue_pipeline._migrate import trace as _trace  # noqa: PLC0415
 
     try:
-        module, _ = _trace.load_module(path, function, (), call)
+        program_argv = _loading.split_argv(argv)
+        module, _ = _trace.load_module(path, function, program_argv, call)
         args, kwargs = _trace.parse_call(module, call)
-        traced = _trace.trace(path, function, args, kwargs, module=module)
+        traced = _trace.trace(path, function, args, kwargs, module=module, argv=program_argv)
     except _trace.MigrateError as e:
         raise _fail(str(e).replace("queue-pipeline migrate: ", "", 1)) from e
-    _check_finite(traced)
     names, tensors, enqueue_many = _record_tensors(traced)
     spec = _spec(names, tensors, enqueue_many)
     listing = Listing(source, "example", spec, [])
     seen: dict[str, int] = {}
     try:
-        for element in _elements(tensors, enqueue_many):
-            record = serialize_features(
-                {name: _value(v, spec[name]) for name, v in zip(names, element)}
-            )
-            key = hashlib.sha256(record).hexdigest()
-            seen[key] = seen.get(key, 0) + 1
-            listing.records.append((f"{key}#{seen[key]}", record))
+        with _loading.own_argv(module.__file__ or path, program_argv):
+            for element in _elements(tensors, enqueue_many):
+                record = serialize_features(
+                    {name: _value(v, spec[name]) for name, v in zip(names, element)}
+                )
+                key = hashlib.sha256(record).hexdigest()
+                seen[key] = seen.get(key, 0) + 1
+                listing.records.append((f"{key}#{seen[key]}", record))
     except tf.errors.OpError as e:
         raise _fail(
             f"reading {function}()'s pipeline failed after {len(listing.records)} records: "
