@@ -8,11 +8,12 @@ The function is shaped like public TF 1.x input code (string_input_producer
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import numpy as np
 import pytest
 from convert_helpers import IN_MEMORY
-from helpers import dataset_values
+from helpers import dataset_values, tf1_mode
 
 import queue_pipeline as qp
 
@@ -166,3 +167,62 @@ def test_the_programs_own_argv_reaches_its_flags_and_nothing_else_runs(
     assert result.written > 0 and result.errors == [] and result.verified
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "out"])
     assert sys.argv == tool_argv  # the tool's own, back
+
+
+def _tf1_records(tmp_path) -> str:
+    import tensorflow as tf
+
+    data = tmp_path / "records.tfrecords"
+    with tf.io.TFRecordWriter(str(data)) as writer:
+        for i in range(10):
+            feature = {
+                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                "features": tf.train.Feature(float_list=tf.train.FloatList(value=[i, 1, 2, 3])),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    return str(data)
+
+
+TF1_SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "tf1_inputs.py")
+
+
+@pytest.mark.slow
+@pytest.mark.one_suite("the convert subprocess runs with --tf1 in either suite")
+def test_a_program_written_for_tf1_converts_with_tf1(tmp_path):
+    """``import tensorflow as tf`` meaning TF 1.x: ``--tf1``, in a subprocess (it disables v2
+    behaviour for the rest of the process)."""
+    import subprocess
+    import sys
+
+    import tensorflow as tf
+
+    data = _tf1_records(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "queue_pipeline", "convert", f"{TF1_SCRIPT}:inputs", "--tf1"]
+        + ["--call", f"{data!r}, 4, 1", "--out", str(tmp_path / "out"), "--", *IN_MEMORY],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "10 source records: 10 written, 0 bad" in done.stderr
+    records = tf.data.TFRecordDataset(str(tmp_path / "out" / "train-00000-of-00001"))
+    ids = sorted(
+        tf.train.Example.FromString(r.numpy()).features.feature["example_id"].int64_list.value[0]
+        for r in records
+    )
+    assert ids == list(range(10))
+
+
+def test_without_tf1_a_tf1_program_is_told_to_add_it(tmp_path):
+    if tf1_mode():
+        pytest.skip("in TF1 mode the file's tf.train.* names exist")
+    with pytest.raises(ValueError, match="add --tf1"):
+        qp.convert(
+            f"{TF1_SCRIPT}:inputs",
+            str(tmp_path / "out"),
+            call=f"{_tf1_records(tmp_path)!r}, 4, 1",
+            beam_options=IN_MEMORY,
+        )

@@ -98,6 +98,7 @@ def convert(
     schema: str | dict[str, str] | None = None,
     call: str | None = None,
     argv: str | Sequence[str] | None = None,
+    tf1: bool = False,
     runner: str | None = None,
     beam_options: Sequence[str] = (),
     verify: bool | None = None,
@@ -135,6 +136,10 @@ def convert(
         ``sys.argv[1:]`` by its flags and argparse while it is loaded and
         read (``migrate``'s `argv`); default none. Only what FUNCTION needs
         of the file's top level runs.
+      tf1: for ``FILE.py:FUNCTION``: the file is written for TensorFlow 1.x
+        itself (``import tensorflow as tf`` meaning ``tf.compat.v1``): it is
+        loaded and read as under ``queue-pipeline run --tf1``, which disables
+        v2 behaviour for the rest of the process (``migrate``'s `tf1`).
       runner: the Beam runner (default DirectRunner on every local core).
       beam_options: further Beam pipeline options, as on a command line
         (``["--project=p", "--temp_location=gs://b/t"]``).
@@ -179,7 +184,7 @@ def convert(
     if verify is None:
         verify = runner_name in ("DirectRunner", "direct")
     _output.check_out(out, overwrite)
-    listing = _listing(source, labels=labels, schema=schema, call=call, argv=argv)
+    listing = _listing(source, labels=labels, schema=schema, call=call, argv=argv, tf1=tf1)
     if on_error == "fail" and listing.errors:
         first = listing.errors[0]
         raise ConvertError(f"{_API}: {first['file']}: {first['reason']} (on_error='fail').")
@@ -239,12 +244,17 @@ def convert(
     )
 
 
-def _listing(source: str, *, labels, schema, call, argv) -> Listing:
+def _listing(source: str, *, labels, schema, call, argv, tf1) -> Listing:
     path, sep, function = source.rpartition(":")
     if sep and path.endswith(".py"):
         from queue_pipeline._convert.legacy import list_legacy  # noqa: PLC0415
 
-        return list_legacy(source, path, function, call, argv)
+        if not tf1:
+            return list_legacy(source, path, function, call, argv)
+        from queue_pipeline._scripts import tf1 as _tf1_script  # noqa: PLC0415
+
+        with _tf1_script.tf1_mode():
+            return list_legacy(source, path, function, call, argv)
     return list_source(source, labels=labels, schema=schema)
 
 

@@ -57,6 +57,12 @@ def add_parser(commands: Any) -> None:
         "seen as sys.argv[1:] by its flags and argparse while it is loaded and read; default "
         "none. Convert's own arguments never reach the file",
     )
+    p.add_argument(
+        "--tf1",
+        action="store_true",
+        help="FILE.py is written for TensorFlow 1.x (`import tensorflow as tf`): load and "
+        "read it in TF1 mode, as `run --tf1` does (default: $QUEUE_PIPELINE_TF1)",
+    )
     p.add_argument("--runner", default=None, help="the Beam runner (default: DirectRunner)")
     p.add_argument(
         "--on-error",
@@ -111,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger().addFilter(_no_bigquery_notice)
     try:
         from queue_pipeline._convert.api import convert  # noqa: PLC0415
+        from queue_pipeline._scripts import tf1 as _tf1_script  # noqa: PLC0415
 
         result = convert(
             args.source,
@@ -122,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             schema=args.schema,
             call=args.call,
             argv=args.argv,
+            tf1=args.tf1 or _tf1_script.from_environment(),
             runner=args.runner,
             beam_options=args.beam_args,
             verify=args.verify,
