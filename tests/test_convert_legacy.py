@@ -226,3 +226,74 @@ def test_without_tf1_a_tf1_program_is_told_to_add_it(tmp_path):
             call=f"{_tf1_records(tmp_path)!r}, 4, 1",
             beam_options=IN_MEMORY,
         )
+
+
+def test_a_record_the_decoder_fails_on_is_listed_with_its_file_and_the_job_goes_on(legacy):
+    """NOTE [ Bad records of a legacy function ]: a malformed CSV line in a shuffled,
+    threaded pipeline is listed by its reader key, the other rows are written."""
+    csv = legacy / "data.csv"
+    lines = [f"{n},{w},{v}\n" for n, w, v in ROWS]
+    csv.write_text("".join(lines[:2] + ["7,only-two\n"] + lines[2:]))
+    result = qp.convert(
+        f"{legacy / 'legacy_inputs.py'}:inputs",
+        str(legacy / "out"),
+        call=f"{str(csv)!r}, num_epochs=1",
+        shards=2,
+        beam_options=IN_MEMORY,
+    )
+    assert result.written == len(ROWS) and result.verified
+    (error,) = result.errors
+    assert error["record"] == f"{csv}:3" and error["file"] == str(csv)
+    assert error["reason"].startswith("InvalidArgumentError: Expect 3 fields but have 2")
+    assert result.manifest["records"]["listed"] == len(ROWS) + 1
+    assert [int(r["number"]) for r in _read_back(result, legacy)] == [n for n, _, _ in ROWS]
+
+    with pytest.raises(qp.ConvertError, match="Expect 3 fields"):
+        qp.convert(
+            f"{legacy / 'legacy_inputs.py'}:inputs",
+            str(legacy / "failed"),
+            call=f"{str(csv)!r}, num_epochs=1",
+            on_error="fail",
+            beam_options=IN_MEMORY,
+        )
+    assert not (legacy / "failed").exists() or list((legacy / "failed").iterdir()) == []
+
+
+SLICED_IMAGES = """
+import os
+
+import tensorflow.compat.v1 as tf
+
+def read_images(folder, batch_size):
+    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder))
+    labels = list(range(len(paths)))
+    path, label = tf.train.slice_input_producer(
+        [tf.convert_to_tensor(paths), tf.convert_to_tensor(labels)], shuffle=True)
+    image = tf.image.decode_jpeg(tf.read_file(path), channels=3)
+    image = tf.image.resize_images(image, [8, 8])
+    return tf.train.batch([image, label], batch_size=batch_size, num_threads=4)
+"""
+
+
+def test_a_corrupt_image_behind_sliced_paths_is_listed_by_its_path(tmp_path):
+    """The public build_an_image_dataset.py shape: paths sliced (shuffled, repeating
+    forever), read, decoded; one truncated JPEG."""
+    from convert_helpers import image_bytes
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for i in range(5):
+        (folder / f"{i}.jpg").write_bytes(image_bytes(i))
+    (folder / "2.jpg").write_bytes(image_bytes(2)[:60])
+    (tmp_path / "images.py").write_text(SLICED_IMAGES)
+    result = qp.convert(
+        f"{tmp_path / 'images.py'}:read_images",
+        str(tmp_path / "out"),
+        call=f"{str(folder)!r}, 2",
+        beam_options=IN_MEMORY,
+    )
+    assert result.written == 4
+    (error,) = result.errors
+    assert error["file"] == str(folder / "2.jpg") and error["record"] == str(folder / "2.jpg")
+    assert error["reason"].startswith("InvalidArgumentError: ")
+    assert "function_node" not in error["reason"] and "Graph execution" not in error["reason"]

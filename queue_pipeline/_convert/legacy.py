@@ -24,13 +24,16 @@ not on Beam's workers; Beam writes the shards.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from typing import Any, Sequence
+import re
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import tensorflow as tf
 
 from queue_pipeline import plan as _plan
+from queue_pipeline._core.compat import readable_error
 from queue_pipeline._convert.features import serialize_features
 from queue_pipeline._convert.sources import Listing
 
@@ -82,32 +85,145 @@ def _names(traced, node, tensors) -> list[str]:
     return names
 
 
-def _elements(tensors: list[tf.Tensor], enqueue_many: bool):
-    """Yields one epoch of the per-record region's elements as tuples of numpy values.
+# NOTE [ Bad records of a legacy function ]
+# A record the function's decoder fails on (a truncated JPEG, a malformed CSV
+# line) is an error of that element alone: a tf.data iterator raises it for
+# that element and goes on with the next one. convert reads the per-record
+# region in a fixed order (the producers' shuffles off, one epoch: the shards
+# do not depend on the order, NOTE [ Stable assignment ]), so the n-th element
+# is the n-th of the record's *sources* read alone in the same order: the
+# readers' keys (``file:record``, or the file for a WholeFileReader) and the
+# string slices of ``slice_input_producer`` (file paths, most often). The
+# failing element is listed with that file and key and TensorFlow's reason,
+# and the job goes on (``on_error="fail"``: the first stops it). When the
+# sources cannot be read alone, or do not line up with the elements
+# (``enqueue_many``), the error names the element's position instead. An
+# error that repeats with no element between (a reader that cannot go on)
+# stops the conversion after MAX_ERRORS_IN_A_ROW.
+MAX_ERRORS_IN_A_ROW = 100
 
-    Both TF modes. A producer with ``num_epochs=None`` (repeats forever) is
-    read for one epoch, as migrate's proof bounds it.
-    """
+
+class _Failed(NamedTuple):
+    error: tf.errors.OpError
+
+
+@contextlib.contextmanager
+def _one_ordered_epoch() -> Iterator[None]:
+    """Inside: producers run one epoch and tf.data shuffles keep their order."""
     from queue_pipeline._migrate.proof_conditions import bounded_repeats  # noqa: PLC0415
+
+    shuffle = tf.data.Dataset.shuffle
+
+    def in_order(self, buffer_size, seed=None, reshuffle_each_iteration=None, name=None):
+        return self
+
+    tf.data.Dataset.shuffle = in_order
+    try:
+        with bounded_repeats(1):
+            yield
+    finally:
+        tf.data.Dataset.shuffle = shuffle
+
+
+def _elements(tensors: list[tf.Tensor], enqueue_many: bool) -> Iterator[Any]:
+    """One epoch of the region's elements (tuples of numpy values), or a _Failed for each bad one.
+
+    Both TF modes; the order is fixed (NOTE [ Bad records of a legacy function ]).
+    """
     from queue_pipeline.rebuild import to_dataset  # noqa: PLC0415 - no cycle at import
 
     def build():
-        with bounded_repeats(1):
+        with _one_ordered_epoch():
             dataset = to_dataset(tuple(tensors))
-            return dataset.unbatch() if enqueue_many else dataset
+        options = tf.data.Options()
+        options.deterministic = True
+        return (dataset.unbatch() if enqueue_many else dataset).with_options(options)
 
+    in_a_row = 0
+    for item in _iterate(build):
+        if isinstance(item, _Failed):
+            in_a_row += 1
+            if in_a_row >= MAX_ERRORS_IN_A_ROW:
+                raise item.error
+        else:
+            in_a_row = 0
+        yield item
+
+
+def _iterate(build) -> Iterator[Any]:
+    """The elements of the Dataset `build()` makes, errors as _Failed (eagerly or in a Session)."""
     if tf.executing_eagerly():
-        yield from build().as_numpy_iterator()
-        return
+        iterator = iter(build())
+        while True:
+            try:
+                yield tf.nest.map_structure(lambda t: t.numpy(), next(iterator))
+            except StopIteration:
+                return
+            except tf.errors.OpError as e:
+                yield _Failed(e)
     graph = tf.Graph()
     with graph.as_default():
         next_element = tf.compat.v1.data.make_one_shot_iterator(build()).get_next()
     with tf.compat.v1.Session(graph=graph) as sess:
-        try:
-            while True:
+        while True:
+            try:
                 yield sess.run(next_element)
-        except tf.errors.OutOfRangeError:
-            return
+            except tf.errors.OutOfRangeError:
+                return
+            except tf.errors.OpError as e:
+                yield _Failed(e)
+
+
+def _source_keys(traced, tensors: list[tf.Tensor], enqueue_many: bool) -> list[str] | None:
+    """Each element's source names, in the order of :func:`_elements`; None if unknown."""
+    from queue_pipeline.rebuild import to_dataset  # noqa: PLC0415
+
+    if enqueue_many:
+        return None
+    keys = []
+    for node in traced.nodes:
+        if node.kind.endswith(".read") and len(node.outputs) == 2:
+            keys.append(node.outputs[0])
+        elif node.kind == "slice_input_producer":
+            keys += [t for t in node.outputs if t.dtype == tf.string and t.shape.rank == 0]
+    if not keys:
+        return None
+
+    def build():
+        with _one_ordered_epoch():
+            return to_dataset(tuple(keys))
+
+    try:
+        names = []
+        for item in _iterate(build):
+            if isinstance(item, _Failed):
+                return None
+            values = item if isinstance(item, tuple) else (item,)
+            names.append(" ".join(v.decode("utf-8", "backslashreplace") for v in values))
+    except Exception:  # noqa: BLE001 - the names are a help to the report, never its failure
+        return None
+    return names
+
+
+def _reason(error: tf.errors.OpError) -> str:
+    """TensorFlow's message for a record, without the iterator's and the graph's framing."""
+    lines = [line.strip() for line in (error.message or "").splitlines()]
+    lines = [line for line in lines if line and line != "Graph execution error:"]
+    message = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", lines[0] if lines else "")
+    message = re.sub(
+        r"^Error in user-defined function passed to .*? transformation with iterator: "
+        r"[\w:]+: ",
+        "",
+        message,
+    )
+    return f"{type(error).__name__}: {message}"
+
+
+def _file_of(key: str) -> str:
+    """The file a reader key (``file:record``) or a sliced path names."""
+    first = key.split(" ")[0]
+    file, sep, record = first.rpartition(":")
+    return file if sep and record.isdigit() else first
 
 
 def _spec(names, tensors, enqueue_many) -> dict[str, dict[str, Any]]:
@@ -164,18 +280,36 @@ def list_legacy(
     spec = _spec(names, tensors, enqueue_many)
     listing = Listing(source, "example", spec, [])
     seen: dict[str, int] = {}
+    failed: list[tuple[int, tf.errors.OpError]] = []
+    position = 0
     try:
         with _loading.own_argv(module.__file__ or path, program_argv):
             for element in _elements(tensors, enqueue_many):
-                record = serialize_features(
-                    {name: _value(v, spec[name]) for name, v in zip(names, element)}
-                )
-                key = hashlib.sha256(record).hexdigest()
-                seen[key] = seen.get(key, 0) + 1
-                listing.records.append((f"{key}#{seen[key]}", record))
+                if isinstance(element, _Failed):
+                    failed.append((position, element.error))
+                else:
+                    record = serialize_features(
+                        {name: _value(v, spec[name]) for name, v in zip(names, element)}
+                    )
+                    key = hashlib.sha256(record).hexdigest()
+                    seen[key] = seen.get(key, 0) + 1
+                    listing.records.append((f"{key}#{seen[key]}", record))
+                position += 1
+            keys = _source_keys(traced, tensors, enqueue_many) if failed else None
     except tf.errors.OpError as e:
         raise _fail(
             f"reading {function}()'s pipeline failed after {len(listing.records)} records: "
             f"{type(e).__name__}: {e.message}"
         ) from e
+    if keys is not None and len(keys) != position:
+        keys = None  # the sources do not line up with the elements
+    for at, error in failed:
+        where = keys[at] if keys is not None else f"{function}() record {at + 1}"
+        listing.errors.append(
+            {
+                "record": where,
+                "file": _file_of(keys[at]) if keys is not None else source,
+                "reason": _reason(readable_error(error)),
+            }
+        )
     return listing
