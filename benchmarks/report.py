@@ -113,9 +113,36 @@ def engine_steady(table: dict) -> str | None:
     return f"  -> steady after the first step: {ENGINE} / " + ", / ".join(parts) + first
 
 
+def engine_in_session(table: dict) -> str | None:
+    """The engine against hand-written tf.data read through a Session, as the legacy program reads.
+
+    ``-> on the legacy program's API (Session.run): qp_dataset_engine /
+    session_tfdata_batch_decode = 1.02x, steady 1.05x; first step 41 ms
+    (session_tfdata_batch_decode 35 ms)``; None when the run has no such
+    variant (run.py's ``session_*``, not in its default run).
+    """
+    row = table.get(ENGINE)
+    reference = handwritten_reference(ENGINE, table)
+    other = table.get(f"session_{reference}") if reference else None
+    if not row or not other:
+        return None
+    line = (
+        f"  -> on the legacy program's API (Session.run): {ENGINE} / session_{reference} = "
+        f"{ratio(row, other):.2f}x"
+    )
+    if row.get("steady_median") and other.get("steady_median"):
+        line += f", steady {row['steady_median'] / other['steady_median']:.2f}x"
+        line += (
+            f"; first step {row['first_step_ms']:.0f} ms (session_{reference} "
+            f"{other['first_step_ms']:.0f} ms)"
+        )
+    return line
+
+
 def _engine_lines(table: dict, suffix: str = "") -> list[str]:
-    """The engine's lines of a workload (ratios, then steady ratios), each with `suffix`."""
-    return [line + suffix for line in (engine_ratios(table), engine_steady(table)) if line]
+    """The engine's lines of a workload (ratios, steady ratios, in a Session), with `suffix`."""
+    lines = (engine_ratios(table), engine_steady(table), engine_in_session(table))
+    return [line + suffix for line in lines if line]
 
 
 def format_table(result: dict) -> str:

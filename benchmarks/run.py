@@ -51,7 +51,10 @@ tfdata) and qp_dataset_engine / raw_read per workload.
 The diagnostics' cost, switch by switch: qp_queue_1_off / qp_queue_4_off
 (every diagnostic off, ``tf_faithful()``) and qp_queue_N_only_<switch> (only
 that switch on), e.g. ``--variants tf_queue_1 qp_queue_1 qp_queue_1_off
-qp_queue_1_only_unstarted_guard``.
+qp_queue_1_only_unstarted_guard``. session_tfdata and
+session_tfdata_batch_decode read hand-written tf.data through a Session, as
+the legacy program reads its batches (under TF 2.x defaults the plain tf.data
+variants iterate eagerly); the report then adds qp_dataset_engine / that.
 """
 
 from __future__ import annotations
@@ -104,6 +107,14 @@ SWITCHES = (
 DIAGNOSTIC_VARIANTS = [
     f"qp_queue_{n}_{which}" for n in (1, 4) for which in ["off"] + [f"only_{s}" for s in SWITCHES]
 ]
+# Hand-written tf.data read as the legacy program reads its batches: a
+# one-shot iterator's get_next fetched by Session.run (not in the default
+# run; pass them to --variants). Under TF 2.x defaults the plain variants are
+# iterated eagerly; these take the same Session loop as qp_dataset_engine,
+# so engine / session_* is the engine against hand-written tf.data on the
+# legacy program's own API. In TF1 mode every tf.data variant is read so.
+SESSION_VARIANTS = ["session_tfdata", "session_tfdata_batch_decode"]
+EXTRA_VARIANTS = DIAGNOSTIC_VARIANTS + SESSION_VARIANTS
 SESSION_TIMEOUT_MS = 600_000
 
 
@@ -146,6 +157,8 @@ def measure(variant: str, workload: str, data) -> dict:
 
         with queue_pipeline.engine("dataset"):
             return _measure_session("qp_queue_1", workload, data)
+    if variant in SESSION_VARIANTS:
+        return _measure_dataset_session(variant[len("session_") :], workload, data)
     if not tf.executing_eagerly():  # TF1 mode: no eager iteration
         return _measure_dataset_session(variant, workload, data)
     dataset = _dataset(variant, workload, data)
@@ -408,7 +421,7 @@ def run_benchmarks(args) -> dict:
         "repeats": args.repeats,
         "workloads": {},
     }
-    variants = [v for v in args.variants if v in VARIANTS + DIAGNOSTIC_VARIANTS]
+    variants = [v for v in args.variants if v in VARIANTS + EXTRA_VARIANTS]
     samples = {(w, v): [] for w in args.workloads for v in variants if applicable(v, w)}
     scaling = args.scaling and not args.quick
     progress = Progress(
@@ -530,7 +543,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--workloads", nargs="+", default=WORKLOADS, choices=WORKLOADS)
     parser.add_argument(
-        "--variants", nargs="+", default=VARIANTS, choices=VARIANTS + DIAGNOSTIC_VARIANTS
+        "--variants", nargs="+", default=VARIANTS, choices=VARIANTS + EXTRA_VARIANTS
     )
     parser.add_argument("--scaling", action="store_true")
     parser.add_argument(

@@ -217,3 +217,27 @@ def test_committed_results_still_render(name):
     result = report.load(str(path))
     assert report.tf_mode(result) == ("tf1" if name.endswith("-tf1") else "tf2")
     assert report.format_table(result) == path.with_suffix(".txt").read_text().rstrip("\n")
+
+
+def test_session_variants_read_tf_data_as_the_legacy_program_does(tmp_path, capsys):
+    """``session_*`` (not in the default run): hand-written tf.data through Session.run, and
+    the engine's line against it."""
+    import run  # benchmarks/run.py
+
+    out = tmp_path / "bench.json"
+    variants = ["qp_dataset_engine", "tfdata_batch_decode", "session_tfdata_batch_decode"]
+    assert (
+        run.main(["--quick", "--workloads", "W2", "--variants", *variants, "--json", str(out)]) == 0
+    )
+    table = json.loads(out.read_text())["workloads"]["W2"]
+    assert set(table) == set(variants)
+    assert len({row["examples"] for row in table.values()}) == 1  # the same epoch
+    engine, other = table["qp_dataset_engine"], table["session_tfdata_batch_decode"]
+    line = capsys.readouterr().out.rstrip("\n").splitlines()[-1]
+    assert line == (
+        "  -> on the legacy program's API (Session.run): qp_dataset_engine / "
+        f"session_tfdata_batch_decode = {engine['median'] / other['median']:.2f}x, steady "
+        f"{engine['steady_median'] / other['steady_median']:.2f}x; first step "
+        f"{engine['first_step_ms']:.0f} ms (session_tfdata_batch_decode "
+        f"{other['first_step_ms']:.0f} ms)"
+    )
