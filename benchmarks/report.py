@@ -210,17 +210,20 @@ def format_modes(results: list[dict]) -> str:
         tables = [r["workloads"].get(workload, {}) for r in results]
         counts = list(dict.fromkeys(f"{next(iter(t.values()))['examples']:,}" for t in tables if t))
         lines.append(f"\n{workload}  ({' / '.join(counts)} examples)")
-        head = f"  {'':22s}" + "".join(
+        variants = list(dict.fromkeys(v for t in tables for v in t))
+        width = max([22] + [len(v) for v in variants])  # long variant names
+        head = f"  {'':{width}s}" + "".join(
             f" {label:-^{group - 1}s}" for label in (f" {lb} " for lb in labels)
         )
         lines.append(head.rstrip())
         columns = f" {'median/s':>11s} {'x tfq1':>8s} {'x hand':>8s}"
         lines.append(
-            f"  {'variant':22s}" + columns * len(results) + (f" {'tf1/tf2':>8s}" if cross else "")
+            f"  {'variant':{width}s}"
+            + columns * len(results)
+            + (f" {'tf1/tf2':>8s}" if cross else "")
         )
-        variants = list(dict.fromkeys(v for t in tables for v in t))
         for variant in variants:
-            line = f"  {variant:22s}"
+            line = f"  {variant:{width}s}"
             for table in tables:
                 row = table.get(variant)
                 reference = handwritten_reference(variant, table)

@@ -310,3 +310,21 @@ def test_verify_passes_the_shards_as_written_and_names_what_differs(tmp_path, co
     verify.verify(str(temp), infos, made, **check)
     with pytest.raises(verify.VerifyError, match="in no shard or in two"):
         verify.verify(str(temp), infos[1:], made, **check)
+
+
+def test_a_shard_of_one_piece_is_the_piece_renamed_and_a_retry_finds_it_done(tmp_path):
+    """A runner may retry a bundle: the second _write_shard of a renamed piece is a no-op."""
+    from queue_pipeline._convert import pipeline
+
+    piece = str(tmp_path / "piece.tfrecord")
+    count, size, digest = tfrecords.write_piece(piece, iter(RECORDS))
+    element = (("train", 0), [((0,), piece, count, size, digest)])
+    first = pipeline._write_shard(element, str(tmp_path), {"train": 1}, None)
+    assert not os.path.exists(piece)  # renamed, not copied
+    again = pipeline._write_shard(element, str(tmp_path), {"train": 1}, None)
+    assert first == again and first["pieces"] == [[count, size, digest]]
+    shard = str(tmp_path / "train-00000-of-00001")
+    assert list(verify.read_records(shard, None)) == RECORDS and os.path.getsize(shard) == size
+    os.remove(shard)
+    with pytest.raises(FileNotFoundError):  # neither the piece nor its shard: not done
+        pipeline._write_shard(element, str(tmp_path), {"train": 1}, None)

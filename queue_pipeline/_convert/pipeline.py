@@ -284,10 +284,10 @@ def _write_shard(element, temp_dir, shards, compression) -> dict[str, Any]:
         size = write_shard_file(path, _piece_records(pieces), compression)
     elif len(pieces) == 1:  # the piece is the shard
         size = pieces[0][3]
-        if local:
-            os.replace(pieces[0][1], path)
-        else:
-            FileSystems.rename([pieces[0][1]], [path])
+        if not local:  # a copy on the store's side: a retried bundle finds its piece again
+            FileSystems.copy([pieces[0][1]], [path])
+        elif os.path.exists(pieces[0][1]) or os.path.getsize(path) != size:
+            os.replace(pieces[0][1], path)  # (a retry of a bundle that renamed it: done)
     elif local:
         size = _concatenate_local(path, [p[1] for p in pieces])
     else:  # framed pieces, one after another, are the shard (NOTE [ TFRecord framing ])
