@@ -142,9 +142,7 @@ def test_a_producer_that_repeats_forever_is_converted_for_one_epoch(legacy):
 
 
 @pytest.mark.parametrize("key", ["absl_flags", "argparse_wholefile"])
-def test_the_programs_own_argv_reaches_its_flags_and_nothing_else_runs(
-    tmp_path, monkeypatch, key
-):
+def test_the_programs_own_argv_reaches_its_flags_and_nothing_else_runs(tmp_path, monkeypatch, key):
     """Programs whose input function reads absl flags / argparse results: ``argv`` is
     theirs (convert's own command line never reaches them), as for ``migrate --argv``."""
     import sys
