@@ -178,19 +178,7 @@ def test_shards_of_many_pieces_hold_their_records_in_hash_order(tmp_path, compre
     is exactly its records sorted by (hash, identity) (NOTE [ Records travel in chunks ])."""
     from queue_pipeline._convert import assign, pipeline
 
-    count = 600
-    records = [(f"r{i}", features.serialize_features({"i": i})) for i in range(count)]
-    temp = tmp_path / "temp"
-    pipeline.run(
-        "example",
-        records,
-        split={"train": 1.0},
-        shards={"train": 2},
-        temp_dir=str(temp),
-        compression=compression,
-        fail=False,
-        options=pipeline.beam_options(None, IN_MEMORY),
-    )
+    temp, _, _, records = _job(tmp_path, compression, count=600)
     expected: dict[int, list] = {0: [], 1: []}
     for identity, record in records:
         where = assign.assign(identity, {"train": 1.0}, {"train": 2})
@@ -253,6 +241,7 @@ def test_a_shard_is_cut_into_few_chunks_that_keep_the_workers_busy():
 
 
 def _job(tmp_path, compression, count=300, shards=2):
+    """A job over `count` small Examples in `shards` shards: (temp dir, infos, made, records)."""
     from queue_pipeline._convert import api, pipeline
 
     records = [(f"r{i}", features.serialize_features({"i": i})) for i in range(count)]
@@ -269,14 +258,14 @@ def _job(tmp_path, compression, count=300, shards=2):
     )
     infos, errors, made = api._results(str(temp))
     assert errors == []
-    return temp, sorted(infos, key=lambda i: i["shard"]), made
+    return temp, sorted(infos, key=lambda i: i["shard"]), made, records
 
 
 @pytest.mark.parametrize("compression", [None, "GZIP"])
 def test_verify_passes_the_shards_as_written_and_names_what_differs(tmp_path, compression):
     """NOTE [ Pieces and their digests ]: a changed record (valid framing), a broken CRC, a
     piece in no shard and a lost record are each found, naming the shard."""
-    temp, infos, made = _job(tmp_path, compression)
+    temp, infos, made, _ = _job(tmp_path, compression)
     assert all(len(i["pieces"]) > 1 for i in infos)  # shards of several pieces
     check = dict(listed=300, errors=0, compression=compression)
     verify.verify(str(temp), infos, made, **check)
