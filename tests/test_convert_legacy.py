@@ -295,3 +295,22 @@ def test_a_corrupt_image_behind_sliced_paths_is_listed_by_its_path(tmp_path):
     assert error["file"] == str(folder / "2.jpg") and error["record"] == str(folder / "2.jpg")
     assert error["reason"].startswith("InvalidArgumentError: ")
     assert "function_node" not in error["reason"] and "Graph execution" not in error["reason"]
+
+
+def test_an_iterator_that_only_fails_stops_the_conversion(monkeypatch):
+    """NOTE [ Bad records of a legacy function ]: errors with no element between, past
+    MAX_ERRORS_IN_A_ROW, end the read with the last one instead of spinning."""
+    import tensorflow as tf
+
+    from queue_pipeline._convert import legacy
+
+    error = tf.errors.InvalidArgumentError(None, None, "stuck")
+    failing = iter([(1,), *[legacy._Failed(error)] * 3, (2,)] + [legacy._Failed(error)] * 10)
+    monkeypatch.setattr(legacy, "_iterate", lambda build: failing)
+    monkeypatch.setattr(legacy, "MAX_ERRORS_IN_A_ROW", 4)
+    seen = []
+    with pytest.raises(tf.errors.InvalidArgumentError, match="stuck"):
+        for item in legacy._elements([], False):
+            seen.append(item)
+    assert [x for x in seen if not isinstance(x, legacy._Failed)] == [(1,), (2,)]
+    assert len(seen) == 2 + 3 + 3  # three in a row pass; the fourth stops the read

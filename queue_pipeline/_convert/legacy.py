@@ -97,10 +97,10 @@ def _names(traced, node, tensors) -> list[str]:
 # failing element is listed with that file and key and TensorFlow's reason,
 # and the job goes on (``on_error="fail"``: the first stops it). When the
 # sources cannot be read alone, or do not line up with the elements
-# (``enqueue_many``), the error names the element's position instead. An
-# error that repeats with no element between (a reader that cannot go on)
-# stops the conversion after MAX_ERRORS_IN_A_ROW.
-MAX_ERRORS_IN_A_ROW = 100
+# (``enqueue_many``), the error names the element's position instead. Errors
+# with no element between, MAX_ERRORS_IN_A_ROW of them (an iterator that
+# cannot go on, not a folder of bad files), stop the conversion with the last.
+MAX_ERRORS_IN_A_ROW = 10_000
 
 
 class _Failed(NamedTuple):
