@@ -81,18 +81,9 @@ def write_shard_file(path: str, records: Iterable[bytes], compression: str | Non
 
     See NOTE [ TFRecord framing ] for when TensorFlow's writer is used.
     """
-    crc32c = None if compression else crc32c_function()
-    if crc32c is None:
+    if compression or crc32c_function() is None:
         return _write_with_tensorflow(path, records, compression)
-    from apache_beam.io.filesystem import CompressionTypes  # noqa: PLC0415 - workers only
-    from apache_beam.io.filesystems import FileSystems  # noqa: PLC0415
-
-    size = 0
-    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        for data in frames(records, crc32c):
-            f.write(data)
-            size += len(data)
-    return size
+    return write_piece(path, records)[1]  # the same framing; its digest is not needed here
 
 
 # NOTE [ Pieces and their digests ]
