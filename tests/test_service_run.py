@@ -239,10 +239,10 @@ def test_what_cannot_be_served_runs_locally_and_says_why_once(
         monkeypatch.chdir(os.path.dirname(files[0]))
         build = lambda: _csv_pipeline([os.path.basename(p) for p in files])  # noqa: E731
         expected, reason = list(range(RECORDS)), "by a relative name"
-    else:  # NOTE [ Large preloaded arrays ]: gathered by a numpy_function
+    else:  # NOTE [ Large preloaded arrays ]: fed to the iterator by the trainer
         rows = np.arange(4_100 * 1_024, dtype=np.float32).reshape(4_100, 1_024)  # 16.8 MB
         build = lambda: _slice_pipeline(rows)  # noqa: E731
-        expected, reason = rows[:, 0].tolist(), "runs Python (PyFuncStateless"
+        expected, reason = rows[:, 0].tolist(), "preloaded arrays are fed to it in the trainer's"
     with tf.Graph().as_default(), queue_pipeline.engine("dataset", service=service):
         values = _read_all(build())
     assert sorted(values) == expected

@@ -52,7 +52,7 @@ from typing import Any, Callable
 
 import tensorflow as tf
 
-__all__ = ["MAX_ENTRIES", "cached_callable"]
+__all__ = ["MAX_ENTRIES", "cached_callable", "signature"]
 
 MAX_ENTRIES = 64
 _LOCK = threading.Lock()
@@ -64,7 +64,7 @@ _GRAPH_ELEMENTS = (tf.Tensor, tf.Operation)
 _IN_CALLER = tf.compat.v1.RunOptions(inter_op_thread_pool=-1)
 
 
-def _signature(fetches) -> tuple | None:
+def signature(fetches) -> tuple | None:
     """The cache key of `fetches` and the objects it names, or None if not cacheable."""
     if isinstance(fetches, _GRAPH_ELEMENTS):
         return (None, id(fetches)), (fetches,)
@@ -100,7 +100,7 @@ def cached_callable(
     """
     if getattr(sess, "_closed", True):
         return None
-    found = _signature(fetches)
+    found = signature(fetches)
     if found is None:
         return None
     key, leaves = found

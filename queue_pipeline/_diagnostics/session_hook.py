@@ -47,13 +47,14 @@ from typing import Callable, Iterable
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._core import step_cache
+from queue_pipeline._core import held_constants, step_cache
 from queue_pipeline._core.compat import logger, readable_error
 
 __all__ = [
     "cache_steps",
     "failure_for_end",
     "forget_failures",
+    "guard_held_constants",
     "mark_started",
     "raw_callable",
     "record_failure",
@@ -88,6 +89,7 @@ class _GraphState:
         self.times_steps = False  # set for a graph served by tf.data service: see waiting_since
         self.caches_steps = False  # set for a graph the dataset engine serves: see cache_steps
         self.served_ops: set[str] = set()  # its served get_next ops: see cache_steps
+        self.holds_constants = False  # see guard_held_constants
         self._consumed: dict[tuple, frozenset] = {}
         self._upstream: dict[str, frozenset] = {}
         self._upstream_version = -1
@@ -310,6 +312,9 @@ def raw_callable(sess, fetches):
     original = _ORIGINAL.get("make_callable")
     if original is None:
         return sess.make_callable(fetches)
+    state = _GRAPHS.get(sess.graph)
+    if state is not None and state.holds_constants:
+        _check_held(sess.graph, fetches)
     return original(sess, fetches)
 
 
@@ -317,6 +322,8 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     state = _GRAPHS.get(self._graph)  # noqa: SLF001 - the hook's one lookup
     if state is None:
         return _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata)
+    if state.holds_constants:
+        _check_held(self._graph, fetches)  # noqa: SLF001
     if state.caches_steps and feed_dict is None and options is None and run_metadata is None:
         call = step_cache.cached_callable(
             self, fetches, _ORIGINAL["make_callable"], state.served_ops
@@ -333,8 +340,10 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
 
 
 def _make_callable(self, fetches, feed_list=None, accept_options=False):
-    call = _ORIGINAL["make_callable"](self, fetches, feed_list, accept_options)
     state = _GRAPHS.get(self._graph)  # noqa: SLF001
+    if state is not None and state.holds_constants:
+        _check_held(self._graph, fetches)  # noqa: SLF001
+    call = _ORIGINAL["make_callable"](self, fetches, feed_list, accept_options)
     if state is None:
         return call
     session = weakref.ref(self)
@@ -366,6 +375,20 @@ def cache_steps(graph: tf.Graph, served: Iterable[tf.Operation] = ()) -> None:
     state = register(graph)
     state.caches_steps = True
     state.served_ops.update(op.name for op in served)
+
+
+def guard_held_constants(graph: tf.Graph) -> None:
+    """From now on, every step of `graph` is checked against its held constants.
+
+    See NOTE [ Constants kept out of the session's graph ] in
+    ``_core/held_constants.py``. Side effect: installs the session hook (once
+    per process).
+    """
+    register(graph).holds_constants = True
+
+
+def _check_held(graph: tf.Graph, fetches) -> None:
+    held_constants.check(graph, fetches, lambda: _fetch_ops(graph, fetches))
 
 
 def time_steps(graph: tf.Graph) -> None:
@@ -419,6 +442,9 @@ def _run_step(sess, state: _GraphState, fetches, feed_dict, run):
         lost = (_FAILURES.get(sess) or {}).get(_SESSION_WIDE)
         if lost is not None:
             raise _copy(lost) from error
+        unstarted = _unstarted_input(state, error)
+        if unstarted is not None:
+            raise unstarted from error
         if not state.names_errors or isinstance(
             error, (tf.errors.CancelledError, tf.errors.DeadlineExceededError)
         ):
@@ -527,6 +553,35 @@ def _ready(sess, name: str, queue: _Queue) -> bool:
     except Exception:  # noqa: BLE001 - cannot tell: let the step run as TF would
         return True
     return bool(size > 0 or closed)
+
+
+def _unstarted_input(state: _GraphState, error: tf.errors.OpError):
+    """The error for a served batch whose iterator was not started, or None.
+
+    A served call whose input is read when it starts (variables, or fed
+    preloaded arrays) has an initializable iterator, which its stand-in
+    runner initializes when the queue runners start.
+    """
+    op = getattr(error, "op", None)
+    if (
+        not isinstance(error, tf.errors.FailedPreconditionError)
+        or op is None
+        or op.name not in state.served_ops
+        or "not been initialized" not in (error.message or "")
+    ):
+        return None
+    return tf.errors.FailedPreconditionError(
+        error.node_def,
+        op,
+        f"queue_pipeline dataset engine: the batch {op.name!r} was fetched before the queue "
+        "runners were started in this session; its input (preloaded arrays or variables, "
+        "read when the input starts) is started with them, as the legacy pipeline's runners "
+        "would be. Start them after initializing variables: `coord = "
+        "tf.compat.v1.train.Coordinator(); threads = "
+        "tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)` "
+        "(queue_pipeline.start_queue_runners is the same), or run the graph in "
+        "tf.compat.v1.train.MonitoredTrainingSession, which starts them.",
+    )
 
 
 def _unstarted_message(api: str, name: str, grace: float) -> str:

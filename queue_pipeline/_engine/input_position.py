@@ -21,7 +21,12 @@ process:
   Saver restores every variable the checkpoint has, the input starts from
   the beginning (a new iterator, as a queue pipeline's re-initialized local
   variables would), and that is logged once per checkpoint on logger
-  ``queue_pipeline``. A checkpoint with the keys restores as before.
+  ``queue_pipeline``. A checkpoint with the keys restores as before, after
+  the served calls whose iterator needs initializing (variables or preloaded
+  arrays read when the input starts) are started in the session: TF
+  restores a position only into an initialized iterator, and
+  ``MonitoredTrainingSession`` and ``Supervisor`` restore before they start
+  the runners (the runners' start then leaves the restored iterators alone).
 
 Savers with no marked saveable (no dataset engine in their graph, or an
 explicit ``var_list`` without the input position) are untouched. A
@@ -60,6 +65,7 @@ from typing import Any, Callable
 import tensorflow as tf
 
 from queue_pipeline._core.compat import logger
+from queue_pipeline._engine import runners
 
 __all__ = ["fingerprint", "mark"]
 
@@ -174,6 +180,8 @@ def _restore(self, sess, save_path):
             _log_once(save_path, missing)
             without = getattr(self, _WITHOUT, None)
             return None if without is None else without.restore(sess, save_path)
+        # a position restores only into a started iterator (runners start after restores)
+        runners.start_inputs(sess)
     return _HOOKED["restore"](self, sess, save_path)
 
 

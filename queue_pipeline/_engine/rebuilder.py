@@ -63,6 +63,9 @@ class EngineRebuilder(Rebuilder):
 
     Attributes:
       paths: one line per region mapped, saying which path it took and why.
+      feeds: placeholder -> large preloaded array, fed when the input starts.
+      constants: the legacy ``Const`` op -> value of each large preloaded
+        array the Dataset no longer reads from the graph.
     """
 
     def __init__(self, graph: tf.Graph, *, api: str, deterministic: bool, vectorizer) -> None:
@@ -71,6 +74,9 @@ class EngineRebuilder(Rebuilder):
         self.deterministic = deterministic
         self.vectorizer = vectorizer
         self.paths: list[str] = []
+        self.feeds: dict[tf.Tensor, np.ndarray] = {}
+        self.constants: dict[tf.Operation, np.ndarray] = {}
+        self._placeholders: dict[int, tf.Tensor] = {}  # id(array) -> its placeholder
         self._batching: list[plan.PlanNode] = []
         self._pending: dict[int, _Pending] = {}
 
@@ -171,7 +177,7 @@ class EngineRebuilder(Rebuilder):
         if arrays is None:
             return super().slice_stream(node)
         leaves = list(node.outputs)
-        rows_of = _gatherer(arrays, list(range(len(arrays))), [leaf.dtype for leaf in leaves])
+        rows_of = self._gatherer(arrays, list(range(len(arrays))), [leaf.dtype for leaf in leaves])
         dataset = (
             self._indices(node, arrays)
             .batch(_GATHER_ROWS)
@@ -226,7 +232,7 @@ class EngineRebuilder(Rebuilder):
         params = inspect.signature(twin).parameters
         kwargs = {name: args[name] for name in _TWIN_ARGS if name in params and name in args}
         kwargs["batch_size"] = self._value(args["batch_size"], "batch_size")
-        gather = _gatherer(arrays, picks, [leaf.dtype for leaf in leaves])
+        gather = self._gatherer(arrays, picks, [leaf.dtype for leaf in leaves])
 
         def rows_of(index):
             values = gather(index)
@@ -242,7 +248,11 @@ class EngineRebuilder(Rebuilder):
         return Stream(dataset, leaves, "bare" if len(leaves) == 1 else "tuple")
 
     def _large_arrays(self, node: plan.PlanNode) -> list[np.ndarray] | None:
-        """The rows of a ``slice_input_producer`` `node` if they are large arrays, else None."""
+        """The rows of a ``slice_input_producer`` `node` if they are large arrays, else None.
+
+        Side effect: the legacy constants they come from are noted in
+        :attr:`constants`.
+        """
         rows = [self._rows(t) for t in node.inputs]
         arrays = [r for r in rows if isinstance(r, np.ndarray)]
         if (
@@ -251,9 +261,36 @@ class EngineRebuilder(Rebuilder):
             or len({a.shape[0] if a.ndim else -1 for a in arrays}) != 1
             or arrays[0].ndim == 0
             or arrays[0].shape[0] == 0
+            or any(a.dtype.kind in "OSU" for a in arrays)
         ):
             return None
+        for tensor, array in zip(node.inputs, arrays):
+            if isinstance(tensor, tf.Tensor) and tensor.op.type == "Const":
+                self.constants[tensor.op] = array
         return arrays
+
+    def _gatherer(self, arrays: list[np.ndarray], picks: list[int], dtypes: list) -> Callable:
+        """A graph function: int row indices -> the rows ``arrays[k][indices]`` for k in `picks`.
+
+        Each array is a placeholder of the legacy graph, fed when the input
+        starts (:attr:`feeds`), and captured by the function: the rows are
+        gathered in TF (no Python, no GIL); each value's static shape is
+        ``[None] + row shape``.
+        """
+        placeholders = []
+        for k, dtype in zip(picks, dtypes):
+            array = arrays[k]
+            placeholder = self._placeholders.get(id(array))
+            if placeholder is None:
+                placeholder = tf.compat.v1.placeholder(dtype, array.shape, name="preloaded_rows")
+                self._placeholders[id(array)] = placeholder
+                self.feeds[placeholder] = array
+            placeholders.append(placeholder)
+
+        def rows_of(index):
+            return tuple(tf.gather(p, index) for p in placeholders)
+
+        return rows_of
 
     @staticmethod
     def _indices(node: plan.PlanNode, arrays: list[np.ndarray]) -> tf.data.Dataset:
@@ -316,26 +353,6 @@ def _vectorize(module, region, fixed_lengths: dict[str, int]):
     ):
         return None, str(result)
     return result, None
-
-
-def _gatherer(arrays: list[np.ndarray], picks: list[int], dtypes: list) -> Callable:
-    """A graph function: int row indices -> the rows ``arrays[k][indices]`` for k in `picks`.
-
-    The rows are gathered in memory by a stateless ``tf.numpy_function`` (the
-    iterator's state still checkpoints); each value's static shape is
-    ``[None] + row shape``.
-    """
-
-    def gather(index):
-        return [np.take(arrays[k], index, axis=0) for k in picks]
-
-    def rows_of(index):
-        values = tf.numpy_function(gather, [index], dtypes, stateful=False, name="preloaded_rows")
-        for value, k in zip(values, picks):
-            value.set_shape((None,) + arrays[k].shape[1:])
-        return tuple(values)
-
-    return rows_of
 
 
 def _at_least(value: tf.Tensor, shape: tf.TensorShape) -> tf.Tensor:

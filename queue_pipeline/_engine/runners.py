@@ -18,7 +18,7 @@ from tensorflow.core.protobuf import queue_runner_pb2
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import QUEUE_RUNNERS, PrivateKey
 
-__all__ = ["ServedRunner", "restore_retired", "retire_runners", "runner_of"]
+__all__ = ["ServedRunner", "restore_retired", "retire_runners", "runner_of", "start_inputs"]
 
 _LOCK = threading.Lock()
 # The faithful runners the engine took out of a graph's collection, kept in
@@ -32,13 +32,22 @@ class ServedRunner:
     It has a QueueRunner's interface (TF's meta-graph exporter reads
     ``queue``, ``enqueue_ops``, ``close_op``, ``cancel_op`` and the closed
     exception types) but no enqueue op, so it starts no thread. When the
-    call's iterator is initializable (the pipeline reads variables), starting
-    the runner initializes it, once per session; see NOTE [ Variables read
-    when the input starts ].
+    call's iterator is initializable (the pipeline reads variables, or is
+    fed large preloaded arrays), starting the runner initializes it, once per
+    session; see NOTE [ Variables read when the input starts ] and NOTE
+    [ Large preloaded arrays ].
+
+    Args:
+      queue: the faithful batching queue (its name is the runner's).
+      faithful: the faithful runner it replaces (its close and cancel ops).
+      initializer: the iterator's initializer, or None (a one-shot iterator).
+      watch: the tf.data service watchdog factory, or None.
+      feeds: placeholder -> numpy array fed to `initializer`.
     """
 
-    def __init__(self, queue, faithful, initializer=None, watch=None) -> None:
+    def __init__(self, queue, faithful, initializer=None, watch=None, feeds=None) -> None:
         self._initializer = initializer
+        self._feeds = dict(feeds) if feeds else None
         self._watch = watch
         self._started: "weakref.WeakSet" = weakref.WeakSet()
         self._queue = queue
@@ -69,17 +78,27 @@ class ServedRunner:
         [ Legacy pipelines on tf.data service ] in ``_engine/service.py``.
         """
         del daemon
-        with _LOCK:
-            first = sess not in self._started
-            self._started.add(sess)
-        if self._initializer is not None and first:
-            sess.run(self._initializer)
+        first = self.initialize(sess)
         if self._watch is None or not first:
             return []
         thread = self._watch(sess, coord)
         if start:
             thread.start()
         return [thread]
+
+    def initialize(self, sess) -> bool:
+        """Starts the call's input in `sess` if this is its first start there.
+
+        Returns:
+          Whether it was the first start in `sess` (the iterator's
+          initializer, if any, ran with its feeds).
+        """
+        with _LOCK:
+            first = sess not in self._started
+            self._started.add(sess)
+        if self._initializer is not None and first:
+            sess.run(self._initializer, feed_dict=self._feeds)
+        return first
 
     def to_proto(self, export_scope=None):
         """A ``QueueRunnerDef`` with no enqueue op, or None outside `export_scope`."""
@@ -96,6 +115,19 @@ class ServedRunner:
         )
         proto.queue_closed_exception_types.append(tf.errors.OUT_OF_RANGE)
         return proto
+
+
+def start_inputs(sess) -> None:
+    """Initializes, once per session, every served call of `sess`'s graph that needs it.
+
+    What ``start_queue_runners`` does for them, done earlier: an iterator's
+    saved position can only be restored into an initialized iterator (TF's
+    ``FailedPreconditionError`` otherwise), and ``MonitoredTrainingSession``
+    and ``Supervisor`` restore the checkpoint before they start the runners.
+    """
+    for qr in sess.graph.get_collection(QUEUE_RUNNERS):
+        if isinstance(qr, ServedRunner):
+            qr.initialize(sess)
 
 
 def runner_of(graph: tf.Graph, queue):

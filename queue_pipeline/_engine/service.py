@@ -111,7 +111,12 @@ def check_reachable(address: str, api: str) -> None:
 
 
 def unservable_reason(
-    graph: tf.Graph, new_ops: list, new_functions: list, leaves: list, captures: bool
+    graph: tf.Graph,
+    new_ops: list,
+    new_functions: list,
+    leaves: list,
+    captures: bool,
+    feeds: bool = False,
 ) -> str | None:
     """Why the pipeline just built cannot run on the workers, or None.
 
@@ -121,14 +126,16 @@ def unservable_reason(
       new_functions: the names of the functions it added (map bodies).
       leaves: the faithful call's outputs (their plan names the files).
       captures: whether the Dataset reads variables of the trainer's graph.
+      feeds: whether the Dataset is fed preloaded arrays when the input starts.
     """
     if captures:
         return "it reads variables, whose values live in the trainer's session"
+    if feeds:
+        return "its preloaded arrays are fed to it in the trainer's process"
     python = graph_facts.op_types(graph, new_ops, new_functions) & _PYTHON_OPS
     if python:
         return (
-            f"it runs Python ({', '.join(sorted(python))}: a py_func, or the engine's gather "
-            "of a large preloaded array), which the workers cannot run"
+            f"it runs Python ({', '.join(sorted(python))}: a py_func), which the workers cannot run"
         )
     for node in plan.plan_for(leaves):
         if node.kind != "string_input_producer" or not node.inputs:

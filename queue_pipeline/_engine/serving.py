@@ -76,23 +76,8 @@ What a legacy program sees, and why:
   callables made once per fetch signature (NOTE [ Cached step callables ] in
   ``_core/step_cache.py``): same results and errors, less per-step Python.
 * **Large preloaded arrays** (``slice_input_producer`` over constants of
-  16 MiB or more): see NOTE [ Variables read when the input starts ]
-A legacy pipeline reads its variables when it runs: the classic
-``fully_connected_preloaded_var`` builds ``slice_input_producer`` over
-variables created with ``collections=[]`` whose initializers are run with a
-``feed_dict`` after the graph is built and before ``start_queue_runners``.
-The engine builds its Dataset when the batching call is made, so it cannot
-read them then. Its rebuilder lifts variable reads as reads in the legacy
-graph (``_lift.lift(capture=True)``): the Dataset captures the read tensors
-(``from_tensor_slices`` of a variable, or a per-record op reading one), and
-such a Dataset gets an initializable iterator, which the call's stand-in
-runner initializes when ``start_queue_runners`` (or MonitoredTrainingSession,
-or Supervisor) starts it, once per session: the variables are read then, as
-the faithful runners would read them. Variables that change while the input
-runs are refused as in ``to_dataset`` (the call falls back). A pipeline
-reading no variable keeps its one-shot iterator, which needs no start.
-
-NOTE [ Large preloaded arrays ].
+  16 MiB or more): fed to the iterator when the input starts, and kept out
+  of the session's graph; see NOTE [ Large preloaded arrays ].
 * **Not covered:** a pipeline with no batching call (a reader's value read
   directly) stays on queues; the components of a batch holding a
   SparseTensor keep the faithful graph's names (``"batch:0"`` reads the
@@ -113,6 +98,23 @@ name, so it too is fetched as ``my_batch:K``. A batch holding a SparseTensor
 keeps the faithful names (its components come from the sparse restore, not
 from one op).
 
+NOTE [ Variables read when the input starts ]
+A legacy pipeline reads its variables when it runs: the classic
+``fully_connected_preloaded_var`` builds ``slice_input_producer`` over
+variables created with ``collections=[]`` whose initializers are run with a
+``feed_dict`` after the graph is built and before ``start_queue_runners``.
+The engine builds its Dataset when the batching call is made, so it cannot
+read them then. Its rebuilder lifts variable reads as reads in the legacy
+graph (``_lift.lift(capture=True)``): the Dataset captures the read tensors
+(``from_tensor_slices`` of a variable, or a per-record op reading one), and
+such a Dataset gets an initializable iterator, which the call's stand-in
+runner initializes when ``start_queue_runners`` (or MonitoredTrainingSession,
+or Supervisor) starts it, once per session: the variables are read then, as
+the faithful runners would read them. Variables that change while the input
+runs are refused as in ``to_dataset`` (the call falls back). A pipeline
+reading no variable (and no large preloaded array) keeps its one-shot
+iterator, which needs no start.
+
 NOTE [ Large preloaded arrays ]
 A Session optimizes (grappler) and copies every subgraph it runs for the
 first time, constants included: a 188 MB ``tf.constant`` behind a Dataset
@@ -121,19 +123,25 @@ pipelines pay it too, in their runner's first run). So ``slice_input_producer``
 over constants of ``LARGE_ROWS_BYTES`` or more is rebuilt without a second
 copy in the graph: the Dataset produces the row *indices* (the
 ``range_input_producer`` twin, with the same ``num_epochs``, ``shuffle`` and
-``seed``, hence the same order as the slice twin) and gathers the rows, 1,024
-at a time, from the arrays held in memory with a ``tf.numpy_function``
-(stateless, so the iterator's state still checkpoints). The graph then holds
-a Python function: it runs only in the process that built it (a meta graph
-exported from it cannot run elsewhere). When the batching call takes exactly
-those rows (``batch`` or ``shuffle_batch``, one list, no per-example option),
-the batching twin runs on the indices instead (the same shuffle buffer, seed
-and batches: neither looks at what it moves) and each batch of rows is
-gathered once, in parallel, as the call's ``decode``: no row is split out and
-batched again. What is left is the legacy graph's own constant, which a
-Session copies and optimizes for every new fetch signature: 0.2 to 0.9 s for
-188 MB on 2 cores, paid by the first step of each signature (an eager
-``from_tensor_slices`` holds no graph and does not pay it).
+``seed``, hence the same order as the slice twin) and gathers the rows
+(``tf.gather``, in TF's threads) from placeholders of the arrays, which the
+call's stand-in runner feeds to the iterator's initializer when the queue
+runners start, once per session (NOTE [ Variables read when the input
+starts ]; a checkpoint's input position is restored after that start). When
+the batching call takes exactly those rows (``batch`` or ``shuffle_batch``,
+one list, no per-example option), the batching twin runs on the indices
+instead (the same shuffle buffer, seed and batches: neither looks at what it
+moves) and each batch of rows is gathered once, in parallel, as the call's
+``decode``: no row is split out and batched again. The iterator's saved
+state is its position and buffers, not the arrays. The legacy graph's own
+constant is then kept out of the session's graph (NOTE [ Constants kept out
+of the session's graph ] in ``_core/held_constants.py``): a Session would
+copy and optimize it for every new fetch signature (1.2-1.6 s for the first
+run of W4's 188 MB, 0.3-0.4 s for each new signature after, on 2 cores),
+which an eager ``from_tensor_slices`` does not pay. Such a pipeline is not
+read through tf.data service (its arrays are fed in the trainer's process),
+and a meta graph exported from it holds neither the arrays nor what feeds
+them.
 """
 
 from __future__ import annotations
@@ -151,6 +159,7 @@ from queue_pipeline._engine import graph_edits, runners, service
 from queue_pipeline._engine import input_position as _input_position
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core import held_constants
 from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 from queue_pipeline.errors import NotRebuildableError
@@ -193,13 +202,16 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str, tf_name: str | None
         if tf_name is None:
             return result
         return tf.nest.pack_sequence_as(result, tf.identity_n(leaves, name=tf_name))
-    iterator, values, initializer, watch = served
+    iterator, values, initializer, watch, feeds, constants = served
     built = graph.get_operations()[ops_before:]
     faithful = runners.runner_of(graph, queue)
     retired = runners.retire_runners(graph, leaves, engine_ops={op.name for op in built})
     tf.compat.v1.add_to_collection(
-        QUEUE_RUNNERS, runners.ServedRunner(queue, faithful, initializer, watch)
+        QUEUE_RUNNERS, runners.ServedRunner(queue, faithful, initializer, watch, feeds)
     )
+    # NOTE [ Constants kept out of the session's graph ] in _core/held_constants.py
+    if constants and held_constants.hold(graph, constants):
+        session_hook.guard_held_constants(graph)
     graph_edits.replace_fill_summaries(
         graph, {graph_facts.queue_op_name(qr.queue) for qr in retired}, scope
     )
@@ -233,10 +245,13 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str, tf_name: str | None
 
 
 def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where: str, tf_name):
-    """((iterator, flat values, initializer or None, watchdog or None), paths) of the rebuild.
+    """The rebuild's ((iterator, flat values, initializer, watchdog, feeds, constants), paths).
 
-    The watchdog factory is set when the pipeline is read through tf.data
-    service (NOTE [ Legacy pipelines on tf.data service ]).
+    The initializer is None for a one-shot iterator; the watchdog factory is
+    set when the pipeline is read through tf.data service (NOTE [ Legacy
+    pipelines on tf.data service ]); feeds are the initializer's (placeholder
+    -> array) and constants the legacy ``Const`` ops whose values the Dataset
+    is fed instead (NOTE [ Large preloaded arrays ]).
 
     Raises whatever stops the rebuild (the caller falls back), and
     ``ServiceUnreachableError`` when the service does not answer.
@@ -262,6 +277,7 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
             options.deterministic = True
             dataset = dataset.with_options(options)
         captures = any(region.captured for _, region in rebuilder.regions)
+        feeds = dict(rebuilder.feeds)
         watch = None
         if settings.service is not None:
             reason = service.unservable_reason(
@@ -270,6 +286,7 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
                 [f for f in graph._functions if f not in functions_before],  # noqa: SLF001
                 leaves,
                 captures,
+                bool(feeds),
             )
             if reason is None:
                 dataset, mode, job, arrivals = service.distribute(
@@ -291,7 +308,7 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
                     settings.service,
                     reason,
                 )
-        if captures:
+        if captures or feeds:
             iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
             initializer = iterator.initializer
         else:
@@ -305,7 +322,8 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
             if len(values) != len(leaves):
                 raise AssertionError(f"{len(values)} components for {len(leaves)} outputs")
             values = [_merge_static_shape(value, leaf) for value, leaf in zip(values, leaves)]
-    return (iterator, values, initializer, watch), rebuilder.paths
+    constants = dict(rebuilder.constants) if feeds else {}
+    return (iterator, values, initializer, watch, feeds, constants), rebuilder.paths
 
 
 def _get_next_named(iterator, dataset: tf.data.Dataset, leaves: list, tf_name: str) -> list:
@@ -382,6 +400,7 @@ def _vectorizer():
 def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> None:
     """Keeps the faithful graph: logs why once and restores runners it needs."""
     runners.restore_retired(graph, leaves)
+    held_constants.needed_by_runners(graph)  # the faithful runners may read a held constant
     if isinstance(error, NotRebuildableError):
         reason, key = str(error), (error.op_name, error.reason)
         if error.reason in ("needs a session", "uninitialized variable"):

@@ -30,6 +30,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._core import held_constants
 from queue_pipeline._core.graph_def import import_graph, tensor_ref, uses_functions
 from queue_pipeline._rebuild.walk import VariableRead, Walker
 from queue_pipeline.errors import NotRebuildableError
@@ -167,7 +168,7 @@ def _graph_def(graph: tf.Graph, walker: Walker) -> tf.compat.v1.GraphDef:
     needs_library = False
     for name, op in walker.ops.items():
         node = graph_def.node.add()
-        node.CopyFrom(op.node_def)
+        node.CopyFrom(held_constants.node_def(op))  # a held constant copies its value
         node.ClearField("device")
         if "_class" in node.attr:
             del node.attr["_class"]

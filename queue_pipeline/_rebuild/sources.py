@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
+from queue_pipeline._core import held_constants
 from queue_pipeline._core.compat import variable_op_read_by
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline._rebuild import walk as _walk
@@ -197,7 +198,8 @@ class Sources:
                 reason="IndexedSlices input",
             )
         try:
-            static = tf.get_static_value(tensor)
+            # a constant the dataset engine holds out of the graph reads as its value
+            static = held_constants.static_value(tensor)
         except (TypeError, ValueError):
             static = None
         if static is not None:
