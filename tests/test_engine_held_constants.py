@@ -73,6 +73,18 @@ def test_the_served_constant_is_compact_in_the_graph_and_the_batches_are_the_que
     assert "stays in the session's graph" not in caplog.text
 
 
+def test_the_held_arrays_are_aligned_for_a_feed_without_copy():
+    graph, (images, labels, _) = _build()
+    for tensor, want in ((images, IMAGES), (labels, LABELS)):
+        value = held_constants.static_value(tensor)
+        assert value.ctypes.data % 64 == 0 and value.flags.c_contiguous  # TF uses it in place
+        np.testing.assert_array_equal(value, want)
+    unaligned = np.frombuffer(b"\0" * 8 + IMAGES.tobytes(), np.float32)[2:].reshape(IMAGES.shape)
+    assert unaligned.ctypes.data % 64 != 0
+    again = engine_rebuilder._aligned(unaligned)  # noqa: SLF001
+    assert again.ctypes.data % 64 == 0 and np.array_equal(again, IMAGES)
+
+
 def test_each_session_starts_the_fed_input_from_the_beginning():
     graph, (_, _, batch) = _build()
     first = drain(qp, graph, batch)

@@ -133,7 +133,12 @@ one list, no per-example option), the batching twin runs on the indices
 instead (the same shuffle buffer, seed and batches: neither looks at what it
 moves) and each batch of rows is gathered once, in parallel, as the call's
 ``decode``: no row is split out and batched again. The iterator's saved
-state is its position and buffers, not the arrays. The legacy graph's own
+state is its position and buffers, not the arrays. The arrays are aligned
+for TF's allocator when the pipeline is built, so each feed uses them in
+place (an unaligned 188 MB array is copied at every start: 100-230 ms), and
+tf.data's default graph rewrites are off for such a Dataset (they cost
+60-120 ms per start with 188 MB captured; the pipeline is already the
+rewritten shape: batch, parallel map, prefetch). The legacy graph's own
 constant is then kept out of the session's graph (NOTE [ Constants kept out
 of the session's graph ] in ``_core/held_constants.py``): a Session would
 copy and optimize it for every new fetch signature (1.2-1.6 s for the first
@@ -272,12 +277,15 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
     with graph_edits.quiet_tf_data(), tf.compat.v1.name_scope(f"{scope.rstrip('/')}_dataset/"):
         stream = rebuilder.rebuild(leaves, exact=True)
         dataset = stream.dataset
-        if deterministic:
-            options = tf.data.Options()
-            options.deterministic = True
-            dataset = dataset.with_options(options)
         captures = any(region.captured for _, region in rebuilder.regions)
         feeds = dict(rebuilder.feeds)
+        if deterministic or feeds:
+            options = tf.data.Options()
+            if deterministic:
+                options.deterministic = True
+            if feeds:  # see NOTE [ Large preloaded arrays ]: a rewrite copies the arrays
+                options.experimental_optimization.apply_default_optimizations = False
+            dataset = dataset.with_options(options)
         watch = None
         if settings.service is not None:
             reason = service.unservable_reason(
