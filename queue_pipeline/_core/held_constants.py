@@ -28,7 +28,10 @@ later call that fell back, an evaluation op over the same arrays, a direct
 ``sess.run`` of the constant):
 
 * before any session has run the graph since it was held: the values go
-  back into the graph (logged once, INFO) and the step runs as before;
+  back into the graph (logged once, INFO) and the step runs as before; so
+  they do when a runner in the ``"queue_runners"`` collection reads them
+  (looked for when a later call falls back and before the first step), since
+  a runner's thread is checked only when it starts;
 * after: no session may read the compact value, and the sessions already
   hold it, so the step raises ``FailedPreconditionError`` naming the op, the
   constant and the fix (build it before the first ``Session.run``, or run the

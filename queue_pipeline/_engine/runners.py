@@ -49,7 +49,8 @@ class ServedRunner:
         self._initializer = initializer
         self._feeds = dict(feeds) if feeds else None
         self._watch = watch
-        self._started: "weakref.WeakSet" = weakref.WeakSet()
+        self._started: "weakref.WeakSet" = weakref.WeakSet()  # sessions whose input started
+        self._watched: "weakref.WeakSet" = weakref.WeakSet()  # sessions given the watchdog
         self._queue = queue
         self._enqueue_ops: list = []
         close_op = getattr(faithful, "close_op", None)
@@ -71,34 +72,38 @@ class ServedRunner:
     def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
         """Returns ``[]``: the Dataset runs its own threads inside the session.
 
-        Side effects: the first call for `sess` runs the iterator's
-        initializer, if it has one (the variables it reads are read then).
-        A call read through tf.data service returns its one watchdog thread
-        instead (a daemon, started if `start`, stopping with `coord`): NOTE
-        [ Legacy pipelines on tf.data service ] in ``_engine/service.py``.
+        Side effects: the first call for `sess` starts the input
+        (:meth:`initialize`), unless a checkpoint restore already did. A
+        call read through tf.data service returns its one watchdog thread
+        instead, once per session (a daemon, started if `start`, stopping
+        with `coord`): NOTE [ Legacy pipelines on tf.data service ] in
+        ``_engine/service.py``.
         """
         del daemon
-        first = self.initialize(sess)
-        if self._watch is None or not first:
+        self.initialize(sess)
+        if self._watch is None:
+            return []
+        with _LOCK:
+            first = sess not in self._watched
+            self._watched.add(sess)
+        if not first:
             return []
         thread = self._watch(sess, coord)
         if start:
             thread.start()
         return [thread]
 
-    def initialize(self, sess) -> bool:
-        """Starts the call's input in `sess` if this is its first start there.
+    def initialize(self, sess) -> None:
+        """Starts the call's input in `sess`, once: runs the iterator's initializer, if any.
 
-        Returns:
-          Whether it was the first start in `sess` (the iterator's
-          initializer, if any, ran with its feeds).
+        Side effects: the initializer reads the variables, or is fed the
+        preloaded arrays, the Dataset captures.
         """
         with _LOCK:
             first = sess not in self._started
             self._started.add(sess)
         if self._initializer is not None and first:
             sess.run(self._initializer, feed_dict=self._feeds)
-        return first
 
     def to_proto(self, export_scope=None):
         """A ``QueueRunnerDef`` with no enqueue op, or None outside `export_scope`."""
