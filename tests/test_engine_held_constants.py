@@ -235,3 +235,18 @@ def test_a_batch_fetched_before_the_runners_start_says_to_start_them():
             sess.run(batch)
     assert "fetched before the queue runners were started" in str(error.value)
     assert "start_queue_runners(sess=sess, coord=coord)" in str(error.value)
+
+
+def test_large_string_rows_are_fed_and_stay_in_the_graph():
+    names = np.array([f"file_{i:05d}.jpg".encode() for i in range(400)])
+
+    def pipeline():
+        (name,) = qp.slice_input_producer([tf.constant(names)], num_epochs=1, shuffle=False)
+        return qp.batch([name], 64, allow_smaller_final_batch=True)
+
+    graph = tf.Graph()
+    with graph.as_default(), qp.engine("dataset"):
+        batch = pipeline()
+    assert not held_constants.holds(graph)  # TF's compact form is for numbers
+    got = np.concatenate(drain(qp, graph, batch))
+    np.testing.assert_array_equal(got, names)

@@ -261,7 +261,6 @@ class EngineRebuilder(Rebuilder):
             or len({a.shape[0] if a.ndim else -1 for a in arrays}) != 1
             or arrays[0].ndim == 0
             or arrays[0].shape[0] == 0
-            or any(a.dtype.kind in "OSU" for a in arrays)
         ):
             return None
         arrays = [_aligned(a) for a in arrays]
@@ -362,8 +361,13 @@ _FEED_ALIGNMENT = 64
 
 
 def _aligned(array: np.ndarray) -> np.ndarray:
-    """`array`, or a copy of it whose data is C-contiguous and aligned for a zero-copy feed."""
-    if array.flags.c_contiguous and array.ctypes.data % _FEED_ALIGNMENT == 0:
+    """`array`, or a copy of it whose data is C-contiguous and aligned for a zero-copy feed.
+
+    Strings are returned as they are: TF converts a fed string array anyway.
+    """
+    if array.dtype.kind in "OSU" or (
+        array.flags.c_contiguous and array.ctypes.data % _FEED_ALIGNMENT == 0
+    ):
         return array
     buffer = np.empty(array.nbytes + _FEED_ALIGNMENT, np.uint8)
     start = -buffer.ctypes.data % _FEED_ALIGNMENT
