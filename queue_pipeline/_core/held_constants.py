@@ -172,9 +172,9 @@ def check(graph: tf.Graph, fetches, fetch_ops: Callable[[], Iterable[tf.Operatio
         if key is not None and key[0] in held.checked:
             held.given = True
             return
-        reader = next((op for op in fetch_ops() if op.name in held.tainted), None)
+        reader = _reader(held, fetch_ops())
         if reader is None and not held.given:  # before the first step: the runners too
-            reader = next((op for op in _enqueue_ops(graph) if op.name in held.tainted), None)
+            reader = _reader(held, _enqueue_ops(graph))
         if reader is None:
             held.given = True
             if key is not None and len(held.checked) < _MAX_SIGNATURES:
@@ -182,9 +182,8 @@ def check(graph: tf.Graph, fetches, fetch_ops: Callable[[], Iterable[tf.Operatio
             return
         if held.given:
             raise tf.errors.FailedPreconditionError(None, reader, _refusal(graph, held, reader))
-        source = _held_source(graph, held, reader)
-        names = _put_back(graph, held)
-    _log_kept(names, reader, source)
+        kept = _put_back(graph, held, reader)
+    _log_kept(*kept)
 
 
 def needed_by_runners(graph: tf.Graph) -> None:
@@ -205,12 +204,11 @@ def needed_by_runners(graph: tf.Graph) -> None:
             return
         if graph.version != held.version:
             _scan(graph, held)
-        reader = next((op for op in _enqueue_ops(graph) if op.name in held.tainted), None)
+        reader = _reader(held, _enqueue_ops(graph))
         if reader is None:
             return
-        source = _held_source(graph, held, reader)
-        names = _put_back(graph, held)
-    _log_kept(names, reader, source)
+        kept = _put_back(graph, held, reader)
+    _log_kept(*kept)
 
 
 def _log_kept(names: list[str], reader: tf.Operation, source: str) -> None:
@@ -269,8 +267,21 @@ def _scan(graph: tf.Graph, held: _Held) -> None:
     held.checked.clear()
 
 
-def _put_back(graph: tf.Graph, held: _Held) -> list[str]:
-    """Writes every held value back into its op; returns the ops' names."""
+def _reader(held: _Held, ops: Iterable[tf.Operation]) -> tf.Operation | None:
+    """The first of `ops` computed from a held constant, or None."""
+    return next((op for op in ops if op.name in held.tainted), None)
+
+
+def _put_back(
+    graph: tf.Graph, held: _Held, reader: tf.Operation
+) -> tuple[list[str], tf.Operation, str]:
+    """Writes every held value back into its op, for `reader`.
+
+    Returns:
+      What :func:`_log_kept` says: the ops' names, `reader`, and the held
+      constant it reads.
+    """
+    source = _held_source(graph, held, reader)
     names = sorted(held.values)
     for name, value in held.values.items():
         op = graph.get_operation_by_name(name)
@@ -278,7 +289,7 @@ def _put_back(graph: tf.Graph, held: _Held) -> list[str]:
     held.values.clear()
     held.tainted.clear()
     held.checked.clear()
-    return names
+    return names, reader, source
 
 
 def _refusal(graph: tf.Graph, held: _Held, reader: tf.Operation) -> str:

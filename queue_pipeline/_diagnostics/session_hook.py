@@ -555,6 +555,15 @@ def _ready(sess, name: str, queue: _Queue) -> bool:
     return bool(size > 0 or closed)
 
 
+# How to start the runners, in both errors of an input that was never started.
+_HOW_TO_START = (
+    "Start them after initializing variables: `coord = tf.compat.v1.train.Coordinator(); "
+    "threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)` "
+    "(queue_pipeline.start_queue_runners is the same), or run the graph in "
+    "tf.compat.v1.train.MonitoredTrainingSession, which starts them."
+)
+
+
 def _unstarted_input(state: _GraphState, error: tf.errors.OpError):
     """The error for a served batch whose iterator was not started, or None.
 
@@ -576,11 +585,7 @@ def _unstarted_input(state: _GraphState, error: tf.errors.OpError):
         f"queue_pipeline dataset engine: the batch {op.name!r} was fetched before the queue "
         "runners were started in this session; its input (preloaded arrays or variables, "
         "read when the input starts) is started with them, as the legacy pipeline's runners "
-        "would be. Start them after initializing variables: `coord = "
-        "tf.compat.v1.train.Coordinator(); threads = "
-        "tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)` "
-        "(queue_pipeline.start_queue_runners is the same), or run the graph in "
-        "tf.compat.v1.train.MonitoredTrainingSession, which starts them.",
+        f"would be. {_HOW_TO_START}",
     )
 
 
@@ -588,11 +593,7 @@ def _unstarted_message(api: str, name: str, grace: float) -> str:
     return (
         f"queue_pipeline: {api} dequeues from queue '{name}', but its queue runners "
         f"were not started in this session within {grace:g} s, and the queue is empty "
-        "and open, so the dequeue would wait forever. Start them after initializing "
-        "variables: `coord = tf.compat.v1.train.Coordinator(); "
-        "threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)` "
-        "(queue_pipeline.start_queue_runners is the same), or run the graph in "
-        "tf.compat.v1.train.MonitoredTrainingSession, which starts them. To wait longer, "
+        f"and open, so the dequeue would wait forever. {_HOW_TO_START} To wait longer, "
         "build the pipeline under queue_pipeline.diagnostics(unstarted_grace_secs=...); "
         "to wait forever, as TF 1.x does, under "
         "queue_pipeline.diagnostics(unstarted_guard=False)."
