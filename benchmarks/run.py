@@ -60,6 +60,7 @@ variants iterate eagerly); the report then adds qp_dataset_engine / that.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -162,9 +163,40 @@ def measure(variant: str, workload: str, data) -> dict:
     if not tf.executing_eagerly():  # TF1 mode: no eager iteration
         return _measure_dataset_session(variant, workload, data)
     dataset = _dataset(variant, workload, data)
-    start = time.perf_counter()
+    start = clock_start()
     batches = iter(dataset)  # the iterator is made inside the clock, as a Session's first step
     return timed_epoch(lambda: next(batches), StopIteration, start)
+
+
+# Python's full (generation 2) collections inside the clock: how many, and their ms.
+_FULL_COLLECTIONS = {"count": 0, "ms": 0.0, "began": 0.0}
+
+
+def _watch_collections(phase: str, info: dict) -> None:
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        _FULL_COLLECTIONS["began"] = time.perf_counter()
+    else:
+        _FULL_COLLECTIONS["count"] += 1
+        _FULL_COLLECTIONS["ms"] += (time.perf_counter() - _FULL_COLLECTIONS["began"]) * 1e3
+
+
+def clock_start() -> float:
+    """Collects the set-up's garbage, then starts the clock; returns ``time.perf_counter()``.
+
+    Every variant's clock starts on a collected heap (as ``timeit`` and
+    pyperf isolate their timings): a build leaves Python objects that make
+    the interpreter's next full collection (100-150 ms with TensorFlow
+    loaded) due, and where it then lands (in one variant's short epoch,
+    or not) is chance. Full collections that still run inside the clock are
+    counted in the sample (``gc_full``, ``gc_ms``).
+    """
+    gc.collect()
+    if _watch_collections not in gc.callbacks:
+        gc.callbacks.append(_watch_collections)
+    _FULL_COLLECTIONS.update(count=0, ms=0.0)
+    return time.perf_counter()
 
 
 def timed_epoch(step: Callable[[], object], end: type, start: float) -> dict:
@@ -174,13 +206,14 @@ def timed_epoch(step: Callable[[], object], end: type, start: float) -> dict:
       step: fetches one batch (a ``sess.run`` or an eager ``next``).
       end: the exception that ends the epoch (``OutOfRangeError``,
         ``StopIteration``).
-      start: the ``time.perf_counter()`` when the clock started (set-up done
-        before the first step, such as starting runners, is inside it).
+      start: the :func:`clock_start` time (set-up done before the first
+        step, such as starting runners, is inside the clock).
 
     Returns:
-      ``{"examples", "seconds", "first_examples", "first_seconds"}``: the
-      whole epoch, and its first step (from `start`: set-up, the iterator's
-      start, the first batch). The steady rate after it is
+      ``{"examples", "seconds", "first_examples", "first_seconds", "gc_full",
+      "gc_ms"}``: the whole epoch, and its first step (from `start`: set-up,
+      the iterator's start, the first batch), and the full collections
+      inside the clock. The steady rate after the first step is
       ``(examples - first_examples) / (seconds - first_seconds)``.
     """
     examples = first_examples = 0
@@ -199,6 +232,8 @@ def timed_epoch(step: Callable[[], object], end: type, start: float) -> dict:
         "seconds": seconds,
         "first_examples": first_examples,
         "first_seconds": seconds if first_seconds is None else first_seconds,
+        "gc_full": _FULL_COLLECTIONS["count"],
+        "gc_ms": _FULL_COLLECTIONS["ms"],
     }
 
 
@@ -275,7 +310,7 @@ def _measure_dataset_session(variant, workload, data):
             iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
         next_batch = iterator.get_next()
         with tf.compat.v1.Session(config=_session_config()) as sess:
-            start = time.perf_counter()
+            start = clock_start()
             for load in loaders:
                 load(sess)
             if loaders:
@@ -307,7 +342,7 @@ def _measure_session(variant, workload, data):
         with tf.compat.v1.Session(config=_session_config()) as sess:
             sess.run(init)
             coord = api.Coordinator()
-            start = time.perf_counter()
+            start = clock_start()
             threads_ = api.start_queue_runners(sess, coord)
             try:
                 return timed_epoch(lambda: sess.run(fetches), tf.errors.OutOfRangeError, start)
@@ -404,6 +439,9 @@ def _summarize(samples):
         "steady_median": statistics.median(steady) if steady else None,
         "first_step_ms": statistics.median(firsts) * 1e3 if firsts else None,
         "peak_rss_mb": max(peaks) if peaks else None,
+        # Python's full collections inside the clock, over all the samples
+        "gc_full": sum(s.get("gc_full", 0) for s in samples),
+        "gc_ms": sum(s.get("gc_ms", 0.0) for s in samples),
         "load_1min": [s["load_1min"] for s in samples if "load_1min" in s],
     }
 

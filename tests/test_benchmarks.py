@@ -241,3 +241,36 @@ def test_session_variants_read_tf_data_as_the_legacy_program_does(tmp_path, caps
         f"{engine['first_step_ms']:.0f} ms (session_tfdata_batch_decode "
         f"{other['first_step_ms']:.0f} ms)"
     )
+
+
+def test_the_clock_starts_on_a_collected_heap_and_counts_full_collections():
+    """``clock_start`` collects the set-up's garbage before the clock; a full
+    collection that still runs inside the clock is counted in the sample."""
+    import gc
+
+    import numpy as np
+    import run  # benchmarks/run.py
+
+    class Cycle:
+        pass
+
+    def garbage():
+        for _ in range(1000):
+            a, b = Cycle(), Cycle()
+            a.other, b.other = b, a
+
+    garbage()
+    start = run.clock_start()
+    assert gc.collect() == 0  # clock_start left nothing to collect
+    steps = iter([[np.zeros(3)], [np.zeros(2)]])
+
+    def step():
+        batch = next(steps)
+        gc.collect()  # a full collection inside the clock
+        return batch
+
+    sample = run.timed_epoch(step, StopIteration, start)
+    assert sample["examples"] == 5 and sample["first_examples"] == 3
+    assert sample["gc_full"] == 3 and sample["gc_ms"] >= 0.0  # the third at StopIteration
+    summary = run._summarize([dict(sample, peak_rss_mb=1.0)] * 2)
+    assert summary["gc_full"] == 6
