@@ -264,26 +264,19 @@ def _without_ids(message: str) -> str:
 
 def test_steps_of_served_batches_alone_run_in_the_callers_thread(csv_files, monkeypatch):
     """NOTE [ Served batches fetched in the caller's thread ]: a step fetching only
-    served batch tensors runs with ``inter_op_thread_pool = -1``; a step that also
-    fetches other work keeps the session's pool; both give Session.run's values."""
-    from queue_pipeline._diagnostics import session_hook
+    served batch tensors runs one C++ callable with ``inter_op_thread_pool = -1``;
+    a step that also fetches other work keeps the session's pool; both give
+    Session.run's values and structures."""
+    from tensorflow.python.client import session as tf_session
 
     made = []
-    original = session_hook._ORIGINAL["make_callable"]
+    original = tf_session.BaseSession._make_callable_from_options
 
-    def spy(sess, fetches, feed_list=None, accept_options=False):
-        call = original(sess, fetches, feed_list, accept_options)
-        if not accept_options:
-            made.append((fetches, None))
-            return call
+    def spy(self, callable_options):
+        made.append((sorted(callable_options.fetch), callable_options.run_options))
+        return original(self, callable_options)
 
-        def with_options(options=None, run_metadata=None):
-            made.append((fetches, options))
-            return call(options=options, run_metadata=run_metadata)
-
-        return with_options
-
-    monkeypatch.setitem(session_hook._ORIGINAL, "make_callable", spy)
+    monkeypatch.setattr(tf_session.BaseSession, "_make_callable_from_options", spy)
     graph = tf.Graph()
     with graph.as_default(), qp.engine("dataset"):
         ident, label = _served_csv(csv_files)
@@ -293,14 +286,12 @@ def test_steps_of_served_batches_alone_run_in_the_callers_thread(csv_files, monk
         second = sess.run({"label": label, "id": ident})
         summed = sess.run(total)
         mixed = sess.run([ident, total])
-    inline = [f for f, options in made if options is not None]
-    assert all(options.inter_op_thread_pool == -1 for _, options in made if options is not None)
-    assert [list(f) if isinstance(f, (list, dict)) else f for f in inline] == [
-        [ident, label],
-        ["label", "id"],
-    ]
-    pooled = [f for f, options in made if options is None]
-    assert total in pooled and any(isinstance(f, list) and total in f for f in pooled)
+    batch = sorted([ident.name, label.name])
+    in_caller = [f for f, options in made if options.inter_op_thread_pool == -1]
+    pooled = [f for f, options in made if options.inter_op_thread_pool == 0]
+    assert in_caller == [batch, batch]  # the list and the dict signatures
+    assert [total.name] in pooled and sorted([ident.name, total.name]) in pooled
+    assert isinstance(first, list) and sorted(second) == ["id", "label"]
     assert np.array_equal(first[0], np.arange(5)) and np.array_equal(second["id"], np.arange(5, 10))
     assert summed == sum(range(10, 15)) and np.array_equal(mixed[0], np.arange(15, 20))
     assert mixed[1] == sum(mixed[0])
