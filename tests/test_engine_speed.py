@@ -180,7 +180,7 @@ def test_cached_steps_return_what_session_run_returns(csv_files):
         total = tf.reduce_sum(ident)
         noop = tf.no_op()
     with _running(graph) as sess:
-        base = len(step_cache._CACHE[sess])  # the initializer's step
+        base = len(step_cache.entries(sess))  # the initializer's step
         steps = [
             sess.run([ident, label]),
             sess.run((ident, label)),
@@ -192,10 +192,10 @@ def test_cached_steps_return_what_session_run_returns(csv_files):
         for _ in range(3):  # the same signatures again
             sess.run([ident, label])
             sess.run(ident)
-        entries = len(step_cache._CACHE[sess]) - base
+        entries = len(step_cache.entries(sess)) - base
         fed = sess.run(total, feed_dict={ident: [1, 2, 3, 4, 5]})  # a feed: uncached
         named = sess.run("batch:0")  # a name: uncached
-        after = len(step_cache._CACHE[sess]) - base
+        after = len(step_cache.entries(sess)) - base
     assert isinstance(steps[0], list) and isinstance(steps[1], tuple)
     assert sorted(steps[2]) == ["id", "label"] and isinstance(steps[3], np.ndarray)
     assert steps[4] is None and steps[5][1] is None
@@ -224,8 +224,26 @@ def test_cached_steps_end_with_out_of_range_and_stop_at_the_bound(csv_files, mon
                 batch = sess.run([ident, label]) if step % 2 else sess.run([label, ident])
                 seen.extend(batch[0] if step % 2 else batch[1])
         # The initializer's step and the first signature: the second ran uncached.
-        assert len(step_cache._CACHE[sess]) == 2
+        assert len(step_cache.entries(sess)) == 2
     assert seen == [i * 100 + j for i in range(3) for j in range(25)]
+
+
+def test_a_session_with_cached_steps_is_collected_once_dropped(csv_files):
+    """The cached steps live on their session (NOTE [ Cached step callables ]):
+    a closed, dropped session is freed with them, not held by the cache."""
+    import gc
+    import weakref
+
+    graph = tf.Graph()
+    with graph.as_default(), qp.engine("dataset"):
+        ident, label = _served_csv(csv_files)
+    with _running(graph) as sess:
+        assert len(sess.run([ident, label])[0]) == 5
+        assert step_cache.entries(sess)
+        gone = weakref.ref(sess)
+    del sess
+    gc.collect()
+    assert gone() is None
 
 
 def test_queue_engine_steps_are_not_cached(csv_files):
@@ -234,7 +252,7 @@ def test_queue_engine_steps_are_not_cached(csv_files):
         ident, label = _served_csv(csv_files)
     with _running(graph) as sess:
         assert len(sess.run([ident, label])[0]) == 5
-        assert sess not in step_cache._CACHE
+        assert not step_cache.entries(sess)
 
 
 def test_a_cached_step_raises_the_error_session_run_raises(tmp_path):
@@ -249,7 +267,7 @@ def test_a_cached_step_raises_the_error_session_run_raises(tmp_path):
             with pytest.raises(tf.errors.InvalidArgumentError) as info:
                 sess.run(batch, feed_dict=feed)
             errors.append(info.value)
-            assert len(step_cache._CACHE[sess]) == (2 if feed is None else 1)
+            assert len(step_cache.entries(sess)) == (2 if feed is None else 1)
     cached, uncached = errors
     assert type(cached) is type(uncached)
     assert getattr(cached.op, "name", None) == getattr(uncached.op, "name", None)

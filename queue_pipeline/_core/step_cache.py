@@ -51,21 +51,22 @@ keep the pool: their graph has parallel work.
 
 from __future__ import annotations
 
-import functools
 import threading
-import weakref
 from typing import Any, Callable
 
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.client import session as tf_session
 
-__all__ = ["MAX_ENTRIES", "cached_callable", "signature"]
+__all__ = ["MAX_ENTRIES", "cached_callable", "entries", "signature"]
 
 MAX_ENTRIES = 64
 _LOCK = threading.Lock()
-# session -> {signature: (the fetched objects, TF's callable)}
-_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+# the session's attribute holding {signature: (the fetched objects, the step)}:
+# a step refers to its session (TF's callable does), so a table keyed by weak
+# references to sessions would keep every session alive; on the session the
+# two are one cycle, collected with it
+_ENTRIES = "_queue_pipeline_steps"
 _GRAPH_ELEMENTS = (tf.Tensor, tf.Operation)
 # `RunOptions.inter_op_thread_pool` of a step run in the calling thread: NOTE
 # [ Served batches fetched in the caller's thread ]
@@ -91,18 +92,13 @@ def signature(fetches) -> tuple | None:
 
 
 def cached_callable(
-    sess,
-    fetches,
-    make_callable: Callable[..., Callable[..., Any]],
-    inline: frozenset | set = frozenset(),
+    sess, fetches, inline: frozenset | set = frozenset()
 ) -> Callable[[], Any] | None:
     """The callable that runs `fetches` in `sess` (made once), or None to run them uncached.
 
     Args:
       sess: the session (a ``tf.compat.v1.Session`` or another ``BaseSession``).
       fetches: what the step fetches, as given to ``Session.run``.
-      make_callable: TF's own ``make_callable(sess, fetches, feed_list,
-        accept_options)`` (unhooked).
       inline: names of ops whose outputs, fetched alone, run in the calling
         thread (NOTE [ Served batches fetched in the caller's thread ]).
     """
@@ -112,8 +108,7 @@ def cached_callable(
     if found is None:
         return None
     key, leaves = found
-    entries = _CACHE.get(sess)
-    entry = entries.get(key) if entries is not None else None
+    entry = entries(sess).get(key)
     if entry is not None:
         return entry[1]
     graph = getattr(sess, "graph", None)
@@ -121,26 +116,31 @@ def cached_callable(
         return None  # Session.run raises its own error for another graph's tensor
     with _LOCK:
         try:
-            entries = _CACHE.setdefault(sess, {})
-        except TypeError:  # a session type that cannot be weakly referenced
+            table = vars(sess).setdefault(_ENTRIES, {})
+        except TypeError:  # a session type without attributes of its own
             return None
-        entry = entries.get(key)
+        entry = table.get(key)
         if entry is not None:
             return entry[1]
-        if len(entries) >= MAX_ENTRIES:
+        if len(table) >= MAX_ENTRIES:
             return None
         in_caller = bool(inline) and all(
             isinstance(leaf, tf.Tensor) and leaf.op.name in inline for leaf in leaves
         )
         try:
-            call = _with_session_errors(sess, _native(sess, fetches, in_caller, make_callable))
+            call = _with_session_errors(sess, _native(sess, fetches, in_caller))
         except Exception:  # noqa: BLE001 - Session.run raises TF's own error for these fetches
             return None
-        entries[key] = (leaves, call)
+        table[key] = (leaves, call)
         return call
 
 
-def _native(sess, fetches, in_caller: bool, make_callable) -> Callable[[], Any]:
+def entries(sess) -> dict:
+    """`sess`'s cached steps, ``{signature: (the fetched objects, the step)}`` (empty if none)."""
+    return getattr(sess, "__dict__", {}).get(_ENTRIES, {})
+
+
+def _native(sess, fetches, in_caller: bool) -> Callable[[], Any]:
     """A step run by one of the C++ session's own callables, its results built as ``run``'s.
 
     TF's ``make_callable`` still runs each call through ``TF_SessionRun``
@@ -148,23 +148,20 @@ def _native(sess, fetches, in_caller: bool, make_callable) -> Callable[[], Any]:
     ``accept_options`` its ``RunOptions`` serialized, every call); the C++
     session's ``MakeCallable`` resolves the step once. Its results are the
     fetch order's values, put back into the fetches' structure by TF's own
-    fetch handler (the one ``Session.run`` uses). A session without that
-    API (another ``BaseSession``) gets TF's ``make_callable``.
+    fetch handler (the one ``Session.run`` uses).
+
+    Raises:
+      Whatever TF raises for a signature it refuses, or AttributeError for a
+      session without the ``CallableOptions`` API: the caller then runs the
+      step uncached.
     """
-    handler_type = getattr(tf_session, "_FetchHandler", None)
-    from_options = getattr(sess, "_make_callable_from_options", None)
-    if handler_type is None or from_options is None:
-        if in_caller:
-            options = tf.compat.v1.RunOptions(inter_op_thread_pool=_CALLER_THREAD)
-            return functools.partial(make_callable(sess, fetches, None, True), options=options)
-        return make_callable(sess, fetches)
-    handler = handler_type(sess.graph, fetches, {})
+    handler = tf_session._FetchHandler(sess.graph, fetches, {})  # noqa: SLF001
     options = config_pb2.CallableOptions(
         fetch=[t.name for t in handler.fetches()], target=[op.name for op in handler.targets()]
     )
     if in_caller:
         options.run_options.inter_op_thread_pool = _CALLER_THREAD
-    run = from_options(options)
+    run = sess._make_callable_from_options(options)  # noqa: SLF001
     build = handler.build_results
     return lambda: build(sess, run())
 

@@ -325,9 +325,7 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     if state.holds_constants:
         _check_held(self._graph, fetches)  # noqa: SLF001
     if state.caches_steps and feed_dict is None and options is None and run_metadata is None:
-        call = step_cache.cached_callable(
-            self, fetches, _ORIGINAL["make_callable"], state.served_ops
-        )
+        call = step_cache.cached_callable(self, fetches, state.served_ops)
         if call is not None:
             return _step(self, state, fetches, None, call)
     return _step(
