@@ -21,6 +21,7 @@ import queue_pipeline as qp
 from helpers import dataset_values, new_session
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline._engine.vectorize import NotVectorizable, VectorizedRegion, vectorize
+from queue_pipeline._engine.vectorize.reorder import onednn_enabled, widen_before_transposes
 
 sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "benchmarks"))
 import workloads  # noqa: E402  (benchmarks/workloads.py)
@@ -341,6 +342,99 @@ def test_decode_raw_of_a_fixed_length_source_cifar_style():
     assert_vectorizes(region, records, fixed_lengths={"source0:0": 3073})
     with pytest.raises(ValueError, match="fixed_lengths"):
         vectorize(region, fixed_lengths={"nope:0": 3})
+
+
+def _cifar_records(n=N):
+    return [
+        np.array(
+            [RNG.integers(0, 256, 3073, dtype=np.uint8).tobytes() for _ in range(n)], dtype=object
+        )
+    ]
+
+
+def test_cifar_widening_cast_runs_before_the_transpose_where_onednn_is_on():
+    # NOTE [ Widening casts before transposes ]: bitwise the per-record values
+    # either way; the graph casts first only where oneDNN transposes floats.
+    vectorized = assert_vectorizes(
+        region_of(workloads.decode_cifar, STR), _cifar_records(), fixed_lengths={0: 3073}
+    )
+    ops = {node.name: node for node in vectorized.graph_def.node}
+    kinds = sorted(node.op for node in ops.values() if "Transpose" in node.op)
+    if onednn_enabled():
+        assert kinds == ["ConjugateTranspose"]
+        transpose = next(n for n in ops.values() if n.op == "ConjugateTranspose")
+        cast = ops[transpose.input[0].partition(":")[0]]
+        assert cast.op == "Cast" and ops[cast.input[0].partition(":")[0]].op == "Reshape"
+        assert "cast first" in vectorized.describe()
+    else:
+        assert kinds == ["Transpose"]
+        assert "cast first" not in vectorized.describe()
+
+
+def _cast_of_transpose(dtype, to, *, also=None):
+    """A GraphDef reading `x` of `dtype`: cast(transpose(x)) to `to`, optionally `also`."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(dtype, [2, 3, 4], name="x")
+        moved = tf.transpose(x, [0, 2, 1], name="t")
+        out = tf.cast(moved, to, name="c")
+        extra = also(moved) if also else None
+    return graph, x, out, extra
+
+
+def _run_graph_def(graph_def, feed, fetch):
+    with tf.Graph().as_default() as graph:
+        tf.import_graph_def(graph_def, name="")
+        with new_session(graph) as sess:
+            return sess.run(fetch, {"x:0": feed})
+
+
+@pytest.mark.parametrize("dtype", [tf.uint8, tf.int8, tf.bool])
+def test_widen_before_transposes_is_bitwise_the_same(dtype):
+    graph, _, out, _ = _cast_of_transpose(dtype, tf.float32)
+    graph_def = graph.as_graph_def()
+    value = RNG.integers(0, 2 if dtype == tf.bool else 100, (2, 3, 4)).astype(dtype.as_numpy_dtype)
+    want = _run_graph_def(graph_def, value, out.name)
+    assert widen_before_transposes(graph_def, keep=[out.name], enabled=True) == ["t"]
+    ops = {node.name: node.op for node in graph_def.node}
+    assert ops["c"] == "ConjugateTranspose" and ops["c/before_transpose"] == "Cast"
+    assert "t" not in ops
+    got = _run_graph_def(graph_def, value, out.name)
+    assert got.dtype == np.float32 and got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        pytest.param(dict(to=tf.float64), id="not-float32"),
+        pytest.param(dict(dtype=tf.int32), id="wide-source"),
+        pytest.param(dict(also=lambda t: tf.identity(t, name="other")), id="read-twice"),
+        pytest.param(dict(keep_transpose=True), id="an-output"),
+        pytest.param(dict(enabled=False), id="disabled"),
+    ],
+)
+def test_widen_before_transposes_leaves_other_graphs_alone(case):
+    graph, _, out, _ = _cast_of_transpose(
+        case.get("dtype", tf.uint8), case.get("to", tf.float32), also=case.get("also")
+    )
+    graph_def = graph.as_graph_def()
+    before = graph_def.SerializeToString()
+    keep = [out.name] + (["t:0"] if case.get("keep_transpose") else [])
+    assert widen_before_transposes(graph_def, keep, enabled=case.get("enabled", True)) == []
+    assert graph_def.SerializeToString() == before
+
+
+def test_widen_before_transposes_keeps_control_inputs():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.compat.v1.placeholder(tf.uint8, [2, 3], name="x")
+        tf.no_op(name="check")
+        tf.cast(tf.transpose(x, name="t"), tf.float32, name="c")
+    graph_def = graph.as_graph_def()
+    next(node for node in graph_def.node if node.name == "t").input.append("^check")
+    assert widen_before_transposes(graph_def, ["c:0"], enabled=True) == ["t"]
+    cast = next(node for node in graph_def.node if node.name == "c/before_transpose")
+    assert any(ref.startswith("^check") for ref in cast.input)
 
 
 def test_decode_raw_wider_types():

@@ -18,6 +18,7 @@ from queue_pipeline._engine.vectorize.base import (
     _canonical,
     _gd_ref,
 )
+from queue_pipeline._engine.vectorize.reorder import widen_before_transposes
 from queue_pipeline._engine.vectorize.results import (
     VectorizedRegion,
 )
@@ -235,7 +236,12 @@ class _Builder:
     def result(self) -> VectorizedRegion:
         outputs = tuple(self.new[s] for s in self.sink_names)
         batched = tuple(self.batched[s] for s in self.sink_names)
-        return VectorizedRegion(self.region, self.out, outputs, batched, tuple(self.rules))
+        moved = set(widen_before_transposes(self.out, outputs))
+        rules = tuple(
+            (name, op, f"{rule}, on the cast's float32 (cast first)" if name in moved else rule)
+            for name, op, rule in self.rules
+        )
+        return VectorizedRegion(self.region, self.out, outputs, batched, rules)
 
     # --------------------------------------------------------------- checks
 
