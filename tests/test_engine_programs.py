@@ -31,6 +31,7 @@ import engine_programs
 import helpers
 from helpers import TF, WAYS, build, drain, running
 from queue_pipeline import plan
+from queue_pipeline._engine.vectorize.reorder import onednn_enabled
 
 RECORDS = 60
 
@@ -165,6 +166,24 @@ def cifar10_eval_inputs(m, files, batch_size=8):
     return images, tf.reshape(label_batch, [-1])
 
 
+def cifar10_eval_scaled_inputs(m, files, batch_size=8):
+    """cifar10_input.py's inputs(eval_data=True) as many forks have it: scaled, not standardized.
+
+    The byte image is transposed, then cast: the engine's batch form casts
+    first where oneDNN is on (NOTE [ Widening casts before transposes ]).
+    """
+    filename_queue = m.string_input_producer(files, num_epochs=1, shuffle=False)
+    label, uint8image = read_cifar10(m, filename_queue)
+    reshaped_image = tf.cast(uint8image, tf.float32)
+    resized_image = tf.image.resize_with_crop_or_pad(reshaped_image, 24, 24)
+    float_image = resized_image * (1.0 / 255)
+    label.set_shape([1])
+    images, label_batch = m.batch(
+        [float_image, label], batch_size=batch_size, num_threads=1, allow_smaller_final_batch=True
+    )
+    return images, tf.reshape(label_batch, [-1])
+
+
 def preloaded_inputs(m, batch_size=7):
     """fully_connected_preloaded.py: slice_input_producer over constants -> batch."""
     images = np.arange(RECORDS * 4, dtype=np.float32).reshape(RECORDS, 4)
@@ -203,6 +222,7 @@ CASES = {
     "cifar10_distorted": (cifar10_distorted_inputs, "cifar_files", "per-record map", (1,)),
     # per_image_standardization's float Mean could round differently batched.
     "cifar10_eval": (cifar10_eval_inputs, "cifar_files", "per-record map", (0, 1)),
+    "cifar10_eval_scaled": (cifar10_eval_scaled_inputs, "cifar_files", "vectorized", (0, 1)),
     "preloaded_constants": (preloaded_inputs, None, "vectorized", (0, 1)),
 }
 
@@ -223,8 +243,12 @@ def test_classic_input_function_runs_on_tf_data_like_tfs_queues(case, request, c
     assert sum(len(b[1]) for b in got) == sum(len(b[1]) for b in want) == RECORDS
     for component in compared:  # the distorted images are random on both sides
         assert _rows(got, component) == _rows(want, component), component
-    if case in ("cifar10_eval", "preloaded_constants"):  # deterministic on both sides
-        assert all(np.array_equal(g[1], w[1]) for g, w in zip(got, want))
+    if case == "cifar10_eval_scaled":  # NOTE [ Widening casts before transposes ]
+        ops = {n.op for f in graph.as_graph_def().library.function for n in f.node_def}
+        assert ("ConjugateTranspose" in ops) == onednn_enabled(), ops
+    if case in ("cifar10_eval", "cifar10_eval_scaled", "preloaded_constants"):  # in order
+        for g, w in zip(got, want):
+            assert g[0].tobytes() == w[0].tobytes() and np.array_equal(g[1], w[1])
 
 
 # --------------------------------------------- unmodified programs, on every engine

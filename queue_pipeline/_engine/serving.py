@@ -71,7 +71,10 @@ What a legacy program sees, and why:
   a parallel ``map`` before batching. Which path each call took is logged
   once (INFO). The batch form runs as the batching twin's ``decode``
   (``batch -> map(decode) -> prefetch``, the hand-written shape); a
-  one-thread ``batch`` keeps its order (the map is ordered).
+  one-thread ``batch`` keeps its order (the map is ordered). Where oneDNN is
+  on, a decoder's cast of bytes to float32 after a transpose runs before it
+  (bitwise the same; NOTE [ Widening casts before transposes ] in
+  ``vectorize/reorder.py``).
 * **Cached steps.** Plain ``sess.run`` steps of a served graph run through
   callables made once per fetch signature (NOTE [ Cached step callables ] in
   ``_core/step_cache.py``): same results and errors, less per-step Python.

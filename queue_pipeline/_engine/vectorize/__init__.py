@@ -3,7 +3,8 @@
 ``api`` (:func:`vectorize`) walks a region with ``builder``'s ``_Builder``,
 which applies the per-op rules (``rules``: the table; ``rules_elementwise``,
 ``rules_decode``, ``rules_shape``: the rules by op family; ``base``: what they
-share) and returns one of ``results``' types. See NOTE [ Vectorizing a region ]
+share), makes ``reorder``'s exact swaps in the result, and returns one of
+``results``' types. See NOTE [ Vectorizing a region ]
 in ``api.py``.
 """
 
