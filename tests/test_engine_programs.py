@@ -251,6 +251,36 @@ def test_classic_input_function_runs_on_tf_data_like_tfs_queues(case, request, c
             assert g[0].tobytes() == w[0].tobytes() and np.array_equal(g[1], w[1])
 
 
+def cifar10_eval_divided_inputs(m, files, batch_size=8):
+    """cifar10_eval_scaled_inputs with ``/ 255.0`` for ``* (1.0 / 255)``, as other forks do."""
+    filename_queue = m.string_input_producer(files, num_epochs=1, shuffle=False)
+    label, uint8image = read_cifar10(m, filename_queue)
+    float_image = tf.cast(uint8image, tf.float32) / 255.0
+    label.set_shape([1])
+    return m.batch(
+        [float_image, label], batch_size=batch_size, num_threads=1, allow_smaller_final_batch=True
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known difference: in a Session, Grappler's constant folding turns a float "
+    "division by a constant that follows a cast into a multiplication by its reciprocal "
+    "(TF's own queues deliver x * (1/255)); in tf.data's map functions it stays a true "
+    "division, so the dataset engine's images differ from TF's in the last bit of some "
+    "pixels (a hostile test of a CIFAR trainer: pixel sums 15361428.791 against .188)",
+)
+def test_division_by_a_constant_delivers_tfs_bits(cifar_files, caplog):
+    make = lambda m: cifar10_eval_divided_inputs(m, cifar_files)  # noqa: E731
+    graph, outputs, _ = _served_on_dataset(make, caplog)
+    got = drain(qp, graph, outputs)
+    tf_graph, tf_outputs = build(TF, make)
+    want = drain(TF, tf_graph, tf_outputs)
+    assert len(got) == len(want)
+    assert all(np.array_equal(g[1], w[1]) for g, w in zip(got, want))  # the same records
+    assert all(g[0].tobytes() == w[0].tobytes() for g, w in zip(got, want))
+
+
 # --------------------------------------------- unmodified programs, on every engine
 #
 # Programs of the shapes of public TF 1.x trainers, written against TF's own

@@ -81,6 +81,12 @@ What a legacy program sees, and why:
 * **Large preloaded arrays** (``slice_input_producer`` over constants of
   16 MiB or more): fed to the iterator when the input starts, and kept out
   of the session's graph; see NOTE [ Large preloaded arrays ].
+* **Known difference:** in a Session, Grappler's constant folding turns a
+  float division by a constant (after a cast: ``tf.cast(image, tf.float32)
+  / 255.0``) into a multiplication by its reciprocal, so TF's own queues
+  deliver ``x * (1 / 255)``; in tf.data's map functions it stays a true
+  division, and some values differ in the last bit (strict xfail in
+  ``tests/test_engine_programs.py``). ``* (1.0 / 255)`` is the same on both.
 * **Not covered:** a pipeline with no batching call (a reader's value read
   directly) stays on queues; the components of a batch holding a
   SparseTensor keep the faithful graph's names (``"batch:0"`` reads the
