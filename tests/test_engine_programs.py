@@ -251,6 +251,42 @@ def test_classic_input_function_runs_on_tf_data_like_tfs_queues(case, request, c
             assert g[0].tobytes() == w[0].tobytes() and np.array_equal(g[1], w[1])
 
 
+@pytest.mark.parametrize("saved_with", [True, False], ids=["saved-swapped", "saved-unswapped"])
+def test_input_position_restores_across_the_cast_first_swap(
+    saved_with, cifar_files, tmp_path, monkeypatch
+):
+    # Whether the swap is made depends on the process's oneDNN setting; a run
+    # resumed with the other setting must find its input position.
+    from queue_pipeline._engine.vectorize import reorder
+
+    def make(swap):
+        monkeypatch.setattr(reorder, "onednn_enabled", lambda: swap)
+        with qp.engine("dataset"):
+            graph, outputs = build(qp, lambda m: cifar10_eval_scaled_inputs(m, cifar_files, 4))
+        with graph.as_default():
+            tf.compat.v1.Variable(1.0, name="weights")
+            saver = tf.compat.v1.train.Saver()
+            init = tf.compat.v1.global_variables_initializer()
+        functions = graph.as_graph_def().library.function
+        swapped = any(n.op == "ConjugateTranspose" for f in functions for n in f.node_def)
+        assert swapped == swap
+        return graph, outputs, saver, init
+
+    graph, outputs, saver, init = make(saved_with)
+    with graph.as_default(), helpers.new_session(graph) as sess:
+        sess.run(init)
+        for _ in range(3):
+            sess.run(outputs)
+        path = saver.save(sess, str(tmp_path / "model"))
+        expected = [sess.run(outputs) for _ in range(3)]
+    graph, outputs, saver, _ = make(not saved_with)
+    with graph.as_default(), helpers.new_session(graph) as sess:
+        saver.restore(sess, path)
+        got = [sess.run(outputs) for _ in range(3)]
+    for g, w in zip(got, expected):
+        assert g[0].tobytes() == w[0].tobytes() and np.array_equal(g[1], w[1])
+
+
 def cifar10_eval_divided_inputs(m, files, batch_size=8):
     """cifar10_eval_scaled_inputs with ``/ 255.0`` for ``* (1.0 / 255)``, as other forks do."""
     filename_queue = m.string_input_producer(files, num_epochs=1, shuffle=False)

@@ -48,8 +48,12 @@ built for the call, in build order: each op's type and attributes, the
 values of constants of up to 1,024 elements (file names, batch sizes,
 seeds), only the dtype and shape of larger ones, and the body of every
 function it built (the ``map`` of the per-record ops, the one-shot
-iterator's factory), without op names and the process-local names of
-functions and Python functions. The same program builds the same
+iterator's factory; each body as a multiset of its nodes, whose order in a
+traced body carries no meaning), without op names and the process-local
+names of functions and Python functions, and with every transpose counted
+as ``Transpose`` of any element type, so that the engine's own exact swaps,
+made or not by the process's oneDNN setting (NOTE [ Widening casts before
+transposes ]), do not change it. The same program builds the same
 fingerprint in any graph and any process, so a training run resumes where
 it stopped; another pipeline under the same names finds no key of its own
 and is restored as from a checkpoint without an input position (above: the
@@ -66,6 +70,7 @@ import tensorflow as tf
 
 from queue_pipeline._core.compat import logger
 from queue_pipeline._engine import runners
+from queue_pipeline._engine.vectorize.reorder import swap_invariant
 
 __all__ = ["fingerprint", "mark"]
 
@@ -118,17 +123,23 @@ def fingerprint(ops, functions) -> str:
         _hash_node(digest, op.node_def)
     for function in functions:
         definition = getattr(function, "definition", None)
+        nodes = []  # a body's nodes as a multiset: the order of a traced body is not meaning
         for node in getattr(definition, "node_def", ()):
-            _hash_node(digest, node)
+            one = hashlib.sha256()
+            _hash_node(one, node)
+            nodes.append(one.digest())
+        for node_digest in sorted(nodes):
+            digest.update(node_digest)
     return digest.hexdigest()[:16]
 
 
 def _hash_node(digest, node_def) -> None:
-    digest.update(node_def.op.encode())
+    op, skipped = swap_invariant(node_def)
+    digest.update(op.encode())
     for key in sorted(node_def.attr):
         value = node_def.attr[key]
         digest.update(key.encode())
-        if key in _LOCAL_ATTRS or value.HasField("func") or value.list.func:
+        if key in _LOCAL_ATTRS or key in skipped or value.HasField("func") or value.list.func:
             continue  # function names are process-local; their bodies are hashed
         digest.update(value.SerializeToString(deterministic=True))
 

@@ -38,7 +38,7 @@ from typing import Collection
 
 import tensorflow as tf
 
-__all__ = ["onednn_enabled", "widen_before_transposes"]
+__all__ = ["onednn_enabled", "swap_invariant", "widen_before_transposes"]
 
 # Source types whose Transpose takes the slow byte-wise path (the measured
 # one-byte types), and the target type oneDNN transposes; the casts between
@@ -54,6 +54,22 @@ def onednn_enabled() -> bool:
     except ImportError:  # pragma: no cover - a build without the probe
         return False
     return bool(_pywrap_util_port.IsMklEnabled())
+
+
+def swap_invariant(node_def) -> tuple[str, frozenset[str]]:
+    """What to name `node_def` by so that a pipeline is the same with or without the swap.
+
+    Returns the op type and the attributes to leave out: a transpose of
+    either kind counts as ``Transpose`` whatever its element type (the swap
+    turns a byte ``Transpose`` into a float32 ``ConjugateTranspose``, and
+    whether it is made depends on the process's oneDNN setting). A checkpoint's
+    input position is keyed by such names (NOTE [ Which pipeline an input
+    position belongs to ] in ``_engine/input_position.py``), so a run with
+    oneDNN on resumes one with it off.
+    """
+    if node_def.op in ("Transpose", "ConjugateTranspose"):
+        return "Transpose", frozenset({"T"})
+    return node_def.op, frozenset()
 
 
 def _op_name(ref: str) -> str:
