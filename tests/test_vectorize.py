@@ -372,14 +372,15 @@ def test_cifar_widening_cast_runs_before_the_transpose_where_onednn_is_on():
 
 
 def _cast_of_transpose(dtype, to, *, also=None):
-    """A GraphDef reading `x` of `dtype`: cast(transpose(x)) to `to`, optionally `also`."""
+    """A graph reading `x` of `dtype`: ``c = cast(t = transpose(x))`` to `to`, and also(t)."""
     graph = tf.Graph()
     with graph.as_default():
         x = tf.compat.v1.placeholder(dtype, [2, 3, 4], name="x")
         moved = tf.transpose(x, [0, 2, 1], name="t")
         out = tf.cast(moved, to, name="c")
-        extra = also(moved) if also else None
-    return graph, x, out, extra
+        if also:
+            also(moved)
+    return graph, out
 
 
 def _run_graph_def(graph_def, feed, fetch):
@@ -391,7 +392,7 @@ def _run_graph_def(graph_def, feed, fetch):
 
 @pytest.mark.parametrize("dtype", [tf.uint8, tf.int8, tf.bool])
 def test_widen_before_transposes_is_bitwise_the_same(dtype):
-    graph, _, out, _ = _cast_of_transpose(dtype, tf.float32)
+    graph, out = _cast_of_transpose(dtype, tf.float32)
     graph_def = graph.as_graph_def()
     value = RNG.integers(0, 2 if dtype == tf.bool else 100, (2, 3, 4)).astype(dtype.as_numpy_dtype)
     want = _run_graph_def(graph_def, value, out.name)
@@ -414,7 +415,7 @@ def test_widen_before_transposes_is_bitwise_the_same(dtype):
     ],
 )
 def test_widen_before_transposes_leaves_other_graphs_alone(case):
-    graph, _, out, _ = _cast_of_transpose(
+    graph, out = _cast_of_transpose(
         case.get("dtype", tf.uint8), case.get("to", tf.float32), also=case.get("also")
     )
     graph_def = graph.as_graph_def()
