@@ -38,6 +38,8 @@ from typing import Collection
 
 import tensorflow as tf
 
+from queue_pipeline._engine.vectorize.base import _canonical
+
 __all__ = ["onednn_enabled", "swap_invariant", "widen_before_transposes"]
 
 # Source types whose Transpose takes the slow byte-wise path (the measured
@@ -74,11 +76,6 @@ def swap_invariant(node_def) -> tuple[str, frozenset[str]]:
 
 def _op_name(ref: str) -> str:
     return ref.lstrip("^").partition(":")[0]
-
-
-def _output_index(ref: str) -> int:
-    _, _, index = ref.partition(":")
-    return int(index) if index else 0
 
 
 def widen_before_transposes(
@@ -118,7 +115,7 @@ def widen_before_transposes(
         if (
             transpose is None
             or transpose.op != "Transpose"
-            or _output_index(cast.input[0]) != 0
+            or _canonical(cast.input[0]) != f"{transpose.name}:0"
             or transpose.name in kept
             or readers.get(transpose.name) != 1
             or cast.attr["SrcT"].type not in _NARROW
