@@ -590,28 +590,58 @@ def test_ref_variables_are_read_once_too():
     assert [b.tolist() for b in dataset_values(dataset)] == [[[0, 10], [20, 30], [40, 50]]]
 
 
-def test_a_queue_the_plan_does_not_know():
+def test_a_queue_filled_like_a_producer_is_read_from_the_graph():
+    """An endless enqueue_many of rows is an input_producer.
+
+    See NOTE [ Stages read from the graph ].
+    """
+
     def build():
         queue = tf.queue.FIFOQueue(10, tf.int32, shapes=[[]], name="handmade")
         qp.add_queue_runner(qp.QueueRunner(queue, [queue.enqueue_many([[1, 2, 3]])]))
         return qp.batch([queue.dequeue() * 2], 2)
 
+    _, dataset = rebuild(build)
+    assert [b.tolist() for b in dataset_values(dataset, limit=3)] == [[2, 4], [6, 2], [4, 6]]
+
+
+def test_a_queue_filled_otherwise_is_refused_by_name():
+    def build():
+        queue = tf.queue.FIFOQueue(10, tf.int32, shapes=[[]], name="handmade")
+        queue_2 = tf.queue.FIFOQueue(10, tf.int32, shapes=[[]], name="other")
+        enqueue = [queue.enqueue_many([queue_2.dequeue_many(2)])]
+        qp.add_queue_runner(qp.QueueRunner(queue, enqueue))
+        return qp.batch([queue.dequeue() * 2], 2)
+
     with pytest.raises(
-        NotRebuildableError,
-        match=r"'handmade' \(type FIFOQueueV2\).*"
-        r"QueueEnqueueManyV2",
+        NotRebuildableError, match=r"'other_DequeueMany' \(type QueueDequeueManyV2\)"
     ):
         rebuild(build)
 
 
-def test_a_reader_the_plan_does_not_know(files):
-    def build():
-        queue = qp.string_input_producer(files["csv"], num_epochs=1)
-        _, line = tf.compat.v1.TextLineReader(name="tf_reader").read(queue)
-        return qp.batch([line], 2)
+def _lines_of(reader=tf.compat.v1.TextLineReader, **reader_args):
+    """A program's input function taking TF's own reader class as an argument."""
 
-    with pytest.raises(NotRebuildableError, match=r"type ReaderReadV2.*no queue_pipeline"):
-        rebuild(build)
+    def build():
+        queue = tf.compat.v1.train.string_input_producer(files_csv, num_epochs=1, shuffle=False)
+        _, line = reader(**reader_args).read(queue)
+        return tf.compat.v1.train.batch([line], 2, allow_smaller_final_batch=True)
+
+    files_csv: list = []
+    return build, files_csv
+
+
+@pytest.mark.parametrize("skip", [0, 1])
+def test_a_reader_of_tfs_own_is_read_from_the_graph(files, skip):
+    build, files_csv = _lines_of(skip_header_lines=skip)
+    files_csv.extend(files["csv"])
+    _, dataset = rebuild(build)
+    lines = [x for b in dataset_values(dataset) for x in b.tolist()]
+    body = [f"{i * 100 + j},{j % 3}".encode() for i in range(3) for j in range(7)]
+    if skip:
+        assert lines == body
+    else:
+        assert sorted(lines) == sorted(body + [b"a,b"] * 3)
 
 
 def test_placeholders_and_pipelines_without_a_plan():

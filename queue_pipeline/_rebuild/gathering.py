@@ -4,14 +4,18 @@ NOTE [ Queues no builder recorded ]
 A queue that no queue_pipeline builder recorded is rebuilt only when its
 contents are plain: a FIFO, padding FIFO or random shuffle queue, filled by
 QueueRunners whose enqueue ops each enqueue one element of upstream tensors
-that can themselves be rebuilt, and dequeued one element at a time. One
+that can themselves be rebuilt (a queue filled like a producer is one:
+NOTE [ Stages read from the graph ] in ``_rebuild/graph_model.py``). One
 enqueue op is a prefetch queue (the Object Detection API's prefetcher,
 tf-slim's ``prefetch_queue``); several are a gathering queue (tf-slim's
 ``parallel_reader``: N readers on one filename queue, each enqueueing what it
 reads), whose rebuilt streams are interleaved one element from each in turn
 (the queue's order is whichever thread comes first, so any interleaving is
 one it could deliver). A random shuffle queue adds ``shuffle(capacity)``
-(with the queue's seed); every one ends in ``prefetch(capacity)``.
+(with the queue's seed). A ``dequeue_many(n)`` batches the elements with
+the tail dropped, a ``dequeue_up_to(n)`` keeps it, and a padding FIFO queue
+pads each batch to its longest element, with zeros, as the queue does; every
+one ends in ``prefetch(capacity)``.
 
 When several dequeue ops of the pipeline take from one such queue (im2txt:
 one per preprocessing thread, each into a list of ``batch_join``), each
@@ -43,6 +47,10 @@ class Rebuilder(Protocol):
 
     def rebuild(self, leaves, *, role: str = ..., exact: bool = ...) -> Stream: ...
 
+    def _value(self, value, what: str): ...
+
+    def queue_runners(self) -> list: ...
+
     def consumers(self, queue_op: tf.Operation) -> list[tf.Operation]: ...
 
     def split_sources(
@@ -70,7 +78,7 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
     """
     queue_op = op.inputs[0].op
     enqueue_ops = {}
-    for qr in rebuilder.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+    for qr in rebuilder.queue_runners():
         q = graph_facts.queue_op(getattr(qr, "queue", None))
         if q is not None and q.name == queue_op.name:
             for e in qr.enqueue_ops:
@@ -79,7 +87,7 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
     enqueue = list(enqueue_ops.values())
     plain = (
         queue_op.type in graph_facts.GATHERING_QUEUE_OPS
-        and op.type in graph_facts.DEQUEUE_ONE_OPS
+        and op.type in graph_facts.DEQUEUE_OPS
         and enqueue
         and all(e.type in ("QueueEnqueueV2", "QueueEnqueue") for e in enqueue)
     )
@@ -95,11 +103,11 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
             "is a queue that no queue_pipeline builder recorded, "
             f"and not a plain gathering queue ({found}; {op.type} on it by "
             f"{op.name!r}); its contents cannot be rebuilt",
-            "build the stage with queue_pipeline's producers and batching "
-            "functions; only a FIFO, padding FIFO or random shuffle queue that "
-            "QueueRunners fill with plain enqueues of upstream tensors, dequeued "
-            "one element at a time, is rebuilt (a prefetch, or tf-slim's "
-            "parallel_reader).",
+            "fill it with QueueRunners running plain enqueue ops (`queue.enqueue`) "
+            "of upstream tensors, or build the stage with queue_pipeline's "
+            "producers and batching functions; only a FIFO, padding FIFO or random "
+            "shuffle queue filled that way is rebuilt (a prefetch, tf-slim's "
+            "parallel_reader, a program's own shuffling queue).",
         )
     inner = _split_streams(rebuilder, queue_op, op, enqueue)
     if len({repr(s.dataset.element_spec) for s in inner}) != 1:
@@ -120,6 +128,13 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
             seed=seeds[1] if any(seeds) else None,
             reshuffle_each_iteration=True,
         )
+    if op.type not in graph_facts.DEQUEUE_ONE_OPS:
+        count = rebuilder._value(op.inputs[1], "dequeue count")  # noqa: SLF001 - its mixin's
+        drop = op.type in graph_facts.DEQUEUE_MANY_OPS
+        if queue_op.type == "PaddingFIFOQueueV2":
+            dataset = dataset.padded_batch(count, drop_remainder=drop)
+        else:
+            dataset = dataset.batch(count, drop_remainder=drop)
     dataset = dataset.prefetch(capacity if capacity > 0 else tf.data.AUTOTUNE)
     return Stream(dataset, list(op.outputs), inner[0].form)
 

@@ -217,7 +217,8 @@ def lift(
       capture: do not read variables now: the region reads them in the
         legacy graph when it runs (see :attr:`LiftedRegion.captured`); for
         callers that build the Dataset in the legacy graph and start it with
-        an initializable iterator after the variables are initialized.
+        an initializable iterator after the variables are initialized. Such
+        a region also keeps Python function ops (NOTE [ Lifting a region ]).
 
     Returns:
       A :class:`LiftedRegion`.
@@ -233,7 +234,8 @@ def lift(
     else:
         graph = _graph_of(list(sinks) + list(sources), api)
     names = {s.name for s in sources}
-    walker = Walker(api, lambda t: t.name in names, follow_control=True)
+    # NOTE [ Lifting a region ]: a region captured in its own graph keeps Python functions.
+    walker = Walker(api, lambda t: t.name in names, follow_control=True, py_funcs=capture)
     walker.walk(sinks)
     resolved_sinks = tuple(walker.resolve(s) for s in sinks)
     if capture:

@@ -50,9 +50,9 @@ import tensorflow as tf
 
 from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
-from queue_pipeline._rebuild import gathering
+from queue_pipeline._rebuild import gathering, graph_model
 from queue_pipeline._rebuild import walk as _walk
-from queue_pipeline._rebuild.sources import READER_METHODS, Sources
+from queue_pipeline._rebuild.sources import READER_METHODS, Sources, shard_rows
 from queue_pipeline._rebuild.stream import (
     SourceSplit,
     Stream,
@@ -124,7 +124,9 @@ class Rebuilder(Sources):
         self.capture_variables = capture_variables
         self.regions: list[tuple[str, _lift.LiftedRegion]] = []
         self._values: dict[str, np.ndarray] = {}
-        self._nodes = plan.plan_nodes(graph)
+        recorded = plan.plan_nodes(graph)
+        # NOTE [ Stages read from the graph ] in _rebuild/graph_model.py
+        self._nodes = recorded + graph_model.graph_nodes(graph, recorded)
         self._by_output: dict[str, plan.PlanNode] = {}
         self._fillers: dict[str, plan.PlanNode] = {}
         for node in self._nodes:
@@ -153,9 +155,15 @@ class Rebuilder(Sources):
 
     def restrict_to(self, leaves) -> None:
         """Counts only the consumers of work queues that `leaves` depend on."""
-        self._scope = graph_facts.upstream_ops(
-            leaves, self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
-        )
+        self._scope = graph_facts.upstream_ops(leaves, self.queue_runners())
+
+    def queue_runners(self) -> list:
+        """The runners that fill the graph's queues (an extension point).
+
+        The dataset engine adds the runners it took out of the collection:
+        they still say what fills a queue it rebuilds again.
+        """
+        return self.graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
 
     def has_plan(self) -> bool:
         """Whether a recorded builder is upstream of the leaves of :meth:`restrict_to`."""
@@ -197,7 +205,9 @@ class Rebuilder(Sources):
         """
         leaves = list(leaves)
         sinks = [t for leaf in leaves for t in graph_facts.components(leaf)]
-        sources = _walk.find_sources(sinks, self._is_source, api=self.api)
+        sources = _walk.find_sources(
+            sinks, self._is_source, api=self.api, py_funcs=self.capture_variables
+        )
         groups: dict[str, list[tf.Tensor]] = {}
         for t in sources:
             groups.setdefault(self._stream_key(t), []).append(t)
@@ -324,12 +334,14 @@ class Rebuilder(Sources):
         size = len(inputs) // num_lists
         keep = args.get("keep_input", True)
         static_keep = _static_bool(keep)
-        datasets = []
+        lists = []
         for i in range(num_lists):
             leaves = inputs[i * size : (i + 1) * size]
             if static_keep is None:
                 leaves = leaves + [keep]
-            datasets.append(self.rebuild(leaves, role=f"{node.kind} list {i}").dataset)
+            lists.append(leaves)
+        roles = [f"{node.kind} list {i}" for i in range(num_lists)]
+        datasets = [s.dataset for s in self.rebuild_each(lists, roles)]
         twin = getattr(data_batching, node.kind)
         params = inspect.signature(twin).parameters
         kwargs = {name: args[name] for name in _BATCH_ARGS if name in params and name in args}
@@ -347,6 +359,60 @@ class Rebuilder(Sources):
         outputs = list(node.outputs)
         return Stream(dataset, outputs, "bare" if len(outputs) == 1 else "tuple")
 
+    def rebuild_each(
+        self, leaf_lists: list[list], roles: list[str], *, exact: bool = False
+    ) -> list[Stream]:
+        """One stream per list of leaves (a join's lists, a queue's enqueue ops).
+
+        Lists that share a source (the four lists of a ``batch_join`` over
+        one ``slice_input_producer``'s row, two enqueue ops over one reader's
+        value) take turns at it in TF: each record goes to one of them. Their
+        streams are then built over shares of the rows, one share each (see
+        :meth:`split_sources`), so that together they read every row once.
+        `exact` is :meth:`rebuild`'s.
+
+        Raises:
+          NotRebuildableError: the lists share a source whose rows cannot be
+            split (it starts from no producer).
+        """
+        if len(leaf_lists) > 1:
+            sources = [
+                {
+                    t.op.name
+                    for t in _walk.find_sources(
+                        [c for leaf in leaves for c in graph_facts.components(leaf)],
+                        self._is_source,
+                        api=self.api,
+                        py_funcs=self.capture_variables,
+                    )
+                }
+                for leaves in leaf_lists
+            ]
+            shared = sorted(
+                {n for i, a in enumerate(sources) for b in sources[i + 1 :] for n in a & b}
+            )
+        else:
+            shared = []
+        if not shared:
+            return [
+                self.rebuild(leaves, role=role, exact=exact)
+                for leaves, role in zip(leaf_lists, roles)
+            ]
+        streams = []
+        for i, (leaves, role) in enumerate(zip(leaf_lists, roles)):
+            with self.split_sources(i, len(leaf_lists)) as split:
+                streams.append(self.rebuild(leaves, role=role, exact=exact))
+            if not split.used:
+                raise _walk.not_rebuildable(
+                    self.api,
+                    self.graph.get_operation_by_name(shared[0]),
+                    f"is read by {len(leaf_lists)} lists (or enqueue ops) in turn, and "
+                    "its rows come from no producer that can be split between them",
+                    "give each list its own reader, or read the rows from a "
+                    "string_input_producer or slice_input_producer.",
+                )
+        return streams
+
     def batch_decoder(self, node: plan.PlanNode) -> Callable | None:
         """A function the twin of `node` maps over each batch (its `decode`), or None.
 
@@ -361,6 +427,11 @@ class Rebuilder(Sources):
     def slice_stream(self, node: plan.PlanNode) -> Stream:
         """The stream of ``slice_input_producer``'s rows (an extension point)."""
         rows = [self._rows(t) for t in node.inputs]
+        if self._split is not None:
+            # Under a split (consumers taking turns at these rows): this share's
+            # rows, each shuffled on its own, as a shared queue hands them out.
+            self._split.used = True
+            rows = [shard_rows(r, self._split.index, self._split.count) for r in rows]
         dataset = data_producers.slice_input_producer(
             rows,
             num_epochs=node.args["num_epochs"],

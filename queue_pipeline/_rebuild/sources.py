@@ -36,7 +36,7 @@ from queue_pipeline.data import producers as data_producers
 from queue_pipeline.data import readers as data_readers
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["READER_METHODS", "Sources"]
+__all__ = ["READER_METHODS", "Sources", "shard_rows"]
 
 READER_METHODS = ("read", "read_up_to")
 
@@ -126,7 +126,7 @@ class Sources:
             return data_producers.range_input_producer(
                 self._value(args["limit"], "limit"), **common
             )
-        rows = _shard(
+        rows = shard_rows(
             self._rows(node.inputs[0], files=node.kind == "string_input_producer"), index, shards
         )
         empty = _empty_rows(rows)
@@ -232,7 +232,8 @@ class Sources:
         return None
 
 
-def _shard(rows, index: int, shards: int):
+def shard_rows(rows, index: int, shards: int):
+    """Rows ``index, index + shards, ...`` of `rows` (numpy, or a Dataset of rows)."""
     if shards == 1:
         return rows
     if isinstance(rows, tf.data.Dataset):

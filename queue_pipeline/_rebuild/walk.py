@@ -21,7 +21,8 @@ Everything else the sinks need is copied into the region, constants
 included. Control inputs are kept only between ops of the region; those on
 ops outside it (asserts, the ``_qp_guard`` checks) are dropped. These stop
 the walk with a :class:`NotRebuildableError` that names the op, its type
-and why: a Python function (``PyFunc``, ``EagerPyFunc``), a ``Placeholder``
+and why: a Python function (``PyFunc``, ``EagerPyFunc``; except for a
+region that stays in its graph, see below), a ``Placeholder``
 (it needs a feed), a queue or reader op the caller does not accept as a
 source, an op that writes a variable, an op using a variable or another
 stateful resource (a lookup table) through its handle, a diagnostics op
@@ -33,6 +34,15 @@ initializer (``<variable>/Assign``) writes it (``assign``, an optimizer's
 apply op, ``count_up_to``). A changing variable cannot become a constant, so
 lifting it is refused; a non-trainable variable only its initializer writes
 (preloaded data, a normalization table) is read once.
+
+A Python function op names its callable by a token in the process's
+registry of Python functions, which lives as long as the op's graph. So a
+region whose Dataset is built in the legacy graph itself, in the same
+process (the dataset engine: ``lift(capture=True)``), keeps ``tf.py_func``,
+``tf.numpy_function`` and ``tf.py_function`` stages: the map calls the same
+Python callable with the same inputs, and its errors are the same. Anywhere
+else (``to_dataset`` into another graph, a serialized Dataset, tf.data
+service) they are refused.
 """
 
 from __future__ import annotations
@@ -124,11 +134,13 @@ class Walker:
         *,
         follow_control: bool,
         allow_reads: bool = True,
+        py_funcs: bool = False,
     ):
         self.api = api
         self.is_source = is_source
         self.follow_control = follow_control
         self.allow_reads = allow_reads
+        self.py_funcs = py_funcs
         self.ops: dict[str, tf.Operation] = {}  # region ops, inputs first
         self.sources: dict[str, tf.Tensor] = {}  # sources used, in order of discovery
         self.aliases: dict[str, tf.Tensor] = {}  # tensor name -> what it equals
@@ -214,7 +226,13 @@ class Walker:
         """
         if _is_guard(control):
             return False
-        trial = Walker(self.api, self.is_source, follow_control=False, allow_reads=False)
+        trial = Walker(
+            self.api,
+            self.is_source,
+            follow_control=False,
+            allow_reads=False,
+            py_funcs=self.py_funcs,
+        )
         trial._entered = set(self.ops) | {control.name}
         try:
             trial._check(control)
@@ -269,7 +287,7 @@ class Walker:
 
     def _check(self, op: tf.Operation) -> None:
         """Raises NotRebuildableError if `op` cannot be copied into a map function."""
-        if op.type in PY_FUNC_TYPES:
+        if op.type in PY_FUNC_TYPES and not self.py_funcs:
             raise not_rebuildable(
                 self.api,
                 op,
@@ -339,7 +357,11 @@ class Walker:
 
 
 def find_sources(
-    sinks: Sequence[tf.Tensor], is_source: Callable[[tf.Tensor], bool], *, api: str = "lift"
+    sinks: Sequence[tf.Tensor],
+    is_source: Callable[[tf.Tensor], bool],
+    *,
+    api: str = "lift",
+    py_funcs: bool = False,
 ) -> list[tf.Tensor]:
     """The source tensors that `sinks` depend on, in order of discovery.
 
@@ -351,6 +373,8 @@ def find_sources(
       sinks: dense tensors of one graph.
       is_source: tells whether a tensor is a source (e.g. a reader's value).
       api: the public name used in error messages.
+      py_funcs: walk through Python functions (``tf.py_func`` and the like)
+        instead of refusing them; see :func:`queue_pipeline._rebuild.lift.lift`.
 
     Returns:
       The sources reached (each once).
@@ -358,6 +382,6 @@ def find_sources(
     Raises:
       NotRebuildableError: the walk met an op that cannot be lifted.
     """
-    walker = Walker(api, is_source, follow_control=False)
+    walker = Walker(api, is_source, follow_control=False, py_funcs=py_funcs)
     walker.walk(sinks)
     return list(walker.sources.values())
