@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import tensorflow as tf
 
 from queue_pipeline._core import compat as _compat
+from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 from queue_pipeline._core.graph import queue_op_name
 from queue_pipeline._diagnostics import traps as _diagnostics
@@ -102,6 +103,11 @@ def start_queue_runners(
         )
     from queue_pipeline.runner import QueueRunner  # the runner module re-exports this one
 
+    if _settings.current().engine == "dataset":
+        # NOTE [ Queues filled from tf.data ]: the program's own queues, before any starts.
+        from queue_pipeline._engine import bridge  # noqa: PLC0415 - the engine's imports
+
+        bridge.fill_from_datasets(sess)
     threads: list[Any] = []
     with sess.graph.as_default():
         for qr in tf.compat.v1.get_collection(collection):

@@ -293,6 +293,18 @@ class QueueRunner:
           fixed-length tails; cancels the queue at interpreter exit.
         """
         settings = _settings.current()
+        if settings.engine == "dataset":
+            # NOTE [ Queues filled from tf.data ]: Supervisor starts each runner itself.
+            from queue_pipeline._engine import bridge  # noqa: PLC0415 - the engine's imports
+
+            bridge.fill_from_datasets(sess, ours_only=True)
+            if bridge.is_retired(sess.graph, self):
+                # A list read before the pass still names this runner: the
+                # runner filling its queue now starts instead (once per session).
+                bridged = bridge.replacement(self)
+                if bridged is None:
+                    return []
+                return bridged.create_threads(sess, coord=coord, daemon=daemon, start=start)
         with self._lock:
             if self._runs_per_session.get(sess, 0) > 0:
                 return []

@@ -274,3 +274,40 @@ def test_the_clock_starts_on_a_collected_heap_and_counts_full_collections():
     assert sample["gc_full"] == 3 and sample["gc_ms"] >= 0.0  # the third at StopIteration
     summary = run._summarize([dict(sample, peak_rss_mb=1.0)] * 2)
     assert summary["gc_full"] == 6
+
+
+@pytest.mark.one_suite("the run is a subprocess whose children set their own TF mode")
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # eight fresh processes, each importing TensorFlow
+def test_own_queue_quick_run_every_variant_reads_the_same_epoch(tmp_path):
+    """``benchmarks/own_queue.py --quick``: W5 (an own RandomShuffleQueue, drop-remainder
+    dequeue_many) and W6 (a py_func stage) run in every variant, each reading one whole
+    epoch; the dataset engine's ``served`` is recorded, whatever it is."""
+    out = tmp_path / "own_queue.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "own_queue.py"), "--quick", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["mode"] == "quick" and result["repeats"] == 1 and result["tf_mode"] == "tf2"
+    sizes = result["sizes"]
+    records = sizes["cifar_files"] * sizes["cifar_records"]
+    expected = {"W5": records // 128 * 128, "W6": sizes["tfrecords"]}
+    assert records % 128 and sizes["tfrecords"] % 128  # a partial last batch in both
+    assert result["expected_examples"] == expected
+    for workload, table in result["workloads"].items():
+        assert set(table) == {"tf_queue", "qp_queue", "qp_dataset", "tfdata"}
+        for variant, row in table.items():
+            assert row["examples_per_epoch"] == [expected[workload]], (workload, variant)
+            assert row["median"] > 0
+        assert isinstance(table["qp_dataset"]["served"], bool)
+        assert set(result["ratios"][workload]) == {
+            "qp_dataset/tf_queue",
+            "qp_dataset/tfdata",
+            "qp_queue/tf_queue",
+        }
+        assert f"\n{workload}  ({expected[workload]:,} examples per epoch expected)" in done.stdout
+    assert set(result["workloads"]) == {"W5", "W6"}

@@ -308,27 +308,75 @@ def _python_pipeline(files):
     return qp.batch([upper], 5)
 
 
-def test_py_func_falls_back_to_queues_and_says_why_once(csv_files, caplog):
+def test_a_py_func_stage_runs_in_the_map_with_its_python_function(csv_files, caplog):
+    """A ``tf.py_func`` between reader and batch runs in tf.data's map.
+
+    See NOTE [ Lifting a region ].
+    """
+    calls = []
+
+    def shout(s):
+        calls.append(s)
+        return s.upper()
+
+    def pipeline():
+        queue = qp.string_input_producer(csv_files, num_epochs=1, shuffle=False)
+        _, line = qp.TextLineReader().read(queue)
+        upper = tf.compat.v1.py_func(shout, [line], tf.string, name="shout")
+        upper.set_shape([])
+        return qp.batch([upper], 5)
+
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
-        graph, outputs = build("dataset", lambda: _python_pipeline(csv_files))
-    warnings = [
-        r for r in caplog.records if r.levelno == logging.WARNING and r.name == "queue_pipeline"
+        graph, outputs = build("dataset", pipeline)
+    assert not [
+        r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "queue_pipeline"
     ]
-    assert len(warnings) == 1
-    message = warnings[0].getMessage()
-    assert "batch 'batch' stays on the queue engine" in message
-    assert "'shout'" in message and "Python function" in message and "Fix:" in message
-    assert outputs.name == "batch:0" and not served(outputs)
-    assert {type(r).__name__ for r in graph.get_collection("queue_runners")} == {"QueueRunner"}
+    assert outputs.name == "batch:0" and served(outputs)
+    assert {type(r).__name__ for r in graph.get_collection("queue_runners")} == {"ServedRunner"}
     rows = drain(qp, graph, outputs)
     assert len(rows) == 12 and rows[0].tolist() == [b"0,0", b"1,1", b"2,2", b"3,3", b"4,0"]
+    assert len(calls) == 60  # once per record: the user's own Python function
+
+
+def test_a_failing_py_func_fails_the_step_as_on_tfs_queues(csv_files):
+    def pipeline():
+        queue = qp.string_input_producer(csv_files, num_epochs=1, shuffle=False)
+        _, line = qp.TextLineReader().read(queue)
+        upper = tf.compat.v1.py_func(lambda s: 1 / 0, [line], tf.string, name="shout")
+        upper.set_shape([])
+        return qp.batch([upper], 5)
+
+    graph, outputs = build("dataset", pipeline)
+    assert served(outputs)
+    with pytest.raises(tf.errors.OpError, match="ZeroDivisionError"):
+        drain(qp, graph, outputs)
 
 
 def _foreign_queue_pipeline():
     queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]])
-    enqueue = [queue.enqueue_many([tf.constant([1, 2])])]  # not a plain enqueue
+    # Rows read from a trainable variable, which an optimizer may change while
+    # the input runs: nothing a Dataset can hold.
+    rows = tf.compat.v1.Variable([1, 2], trainable=True)
+    enqueue = [queue.enqueue_many([rows.read_value()])]
     qp.add_queue_runner(qp.QueueRunner(queue, enqueue))
     return qp.batch([queue.dequeue()], 4)
+
+
+def test_a_queue_filled_like_a_producer_is_read_from_the_graph_as_one():
+    """An endless enqueue_many of rows is an input_producer.
+
+    See NOTE [ Stages read from the graph ].
+    """
+
+    def pipeline():
+        queue = tf.queue.FIFOQueue(8, [tf.int32], shapes=[[]])
+        qp.add_queue_runner(qp.QueueRunner(queue, [queue.enqueue_many([tf.constant([1, 2])])]))
+        return qp.batch([queue.dequeue()], 4)
+
+    graph, outputs = build("dataset", pipeline)
+    assert served(outputs)
+    batches = drain(qp, graph, outputs, max_steps=3)
+    assert [b.tolist() for b in batches] == [[1, 2, 1, 2]] * 3
 
 
 def test_a_queue_gathering_several_enqueues_is_interleaved():
@@ -349,7 +397,7 @@ def test_a_queue_gathering_several_enqueues_is_interleaved():
 @pytest.mark.parametrize(
     "make,words",
     [
-        (_foreign_queue_pipeline, ["fifo_queue", "not a plain gathering queue"]),
+        (_foreign_queue_pipeline, ["Variable", "trainable"]),
     ],
     ids=["foreign_queue"],
 )
@@ -450,8 +498,9 @@ def test_a_fallback_gets_back_the_shared_producer_runner(csv_files, caplog):
         _, line = qp.TextLineReader().read(queue)
         served_batch = qp.batch([line], 5)
         _, other = qp.TextLineReader().read(queue)
-        shout = tf.compat.v1.py_func(lambda s: s.upper(), [other], tf.string)
-        shout.set_shape([])
+        # a per-record op reading a trainable variable: no Dataset can hold it
+        weight = tf.compat.v1.Variable(1, trainable=True, name="weight")
+        shout = tf.strings.join([other, tf.strings.as_string(weight.read_value())])
         return served_batch, qp.batch([shout], 5, allow_smaller_final_batch=True)
 
     with caplog.at_level(logging.WARNING, logger="queue_pipeline"):
@@ -588,3 +637,31 @@ def test_large_preloaded_arrays_are_gathered_in_memory(monkeypatch, caplog):
     assert "bytes of preloaded rows gathered in memory" in caplog.text
     assert spec(result["dataset"][0]) == spec(result["queue"][0])
     assert examples(result["dataset"][1]) == examples(result["queue"][1])
+
+
+@pytest.mark.parametrize("cached", ["on", "off"])
+def test_cached_steps_can_be_routed_through_session_run(csv_files, monkeypatch, cached):
+    """QUEUE_PIPELINE_CACHED_STEPS=off: every step reaches a wrapper of Session.run."""
+    from queue_pipeline._diagnostics import session_hook  # noqa: PLC0415
+
+    monkeypatch.setenv(session_hook.CACHED_STEPS_ENV, cached)
+
+    def pipeline():
+        queue = qp.string_input_producer(csv_files, num_epochs=1, shuffle=False)
+        _, line = qp.TextLineReader().read(queue)
+        return qp.batch([line], 5)
+
+    graph, outputs = build("dataset", pipeline)
+    assert served(outputs)
+    calls = []
+    original = tf.compat.v1.Session._run  # noqa: SLF001 - what a profiler wraps
+
+    def profiled(self, handle, fetches, *args, **kwargs):
+        calls.append(fetches)
+        return original(self, handle, fetches, *args, **kwargs)
+
+    monkeypatch.setattr(tf.compat.v1.Session, "_run", profiled)
+    rows = drain(qp, graph, outputs)
+    assert len(rows) == 12
+    steps = sum(1 for fetches in calls if fetches is outputs)
+    assert steps == (13 if cached == "off" else 0), steps

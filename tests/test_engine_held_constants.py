@@ -156,13 +156,18 @@ def test_a_runner_put_back_by_a_fallback_reads_the_real_value(caplog):
         assert held_constants.holds(graph)
         # a second consumer of the same producer that the engine cannot serve
         with caplog.at_level(logging.INFO, logger="queue_pipeline"):
-            kept = qp.batch(
-                [tf.numpy_function(lambda x: x, [image], tf.float32)], 50, shapes=[[10]]
-            )
+            # a per-record op reading a trainable variable: no Dataset can hold it
+            weight = tf.compat.v1.Variable(1.0, trainable=True, name="weight")
+            kept = qp.batch([image * weight.read_value()], 50, shapes=[[10]])
     assert not held_constants.holds(graph)
     assert "'images' stays in the session's graph" in caplog.text
     with graph.as_default(), new_session(graph) as sess:
-        sess.run(tf.compat.v1.local_variables_initializer())
+        sess.run(
+            [
+                tf.compat.v1.global_variables_initializer(),
+                tf.compat.v1.local_variables_initializer(),
+            ]
+        )
         coord = qp.Coordinator()
         threads = qp.start_queue_runners(sess, coord)
         try:

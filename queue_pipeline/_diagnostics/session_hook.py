@@ -39,6 +39,7 @@ Sessions and graphs are held weakly; the state keeps op names, never ops.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import weakref
@@ -51,6 +52,7 @@ from queue_pipeline._core import held_constants, step_cache
 from queue_pipeline._core.compat import logger, readable_error
 
 __all__ = [
+    "CACHED_STEPS_ENV",
     "cache_steps",
     "failure_for_end",
     "forget_failures",
@@ -67,6 +69,7 @@ __all__ = [
 ]
 
 _POLL_SECS = 0.02
+CACHED_STEPS_ENV = "QUEUE_PIPELINE_CACHED_STEPS"
 _SESSION_WIDE = "<the session>"  # a failure key no queue has
 _LOCK = threading.RLock()
 _ORIGINAL: dict[str, Callable] = {}
@@ -363,6 +366,12 @@ def cache_steps(graph: tf.Graph, served: Iterable[tf.Operation] = ()) -> None:
     See NOTE [ Cached step callables ] in ``_core/step_cache.py``. Side
     effect: installs the session hook (once per process).
 
+    ``QUEUE_PIPELINE_CACHED_STEPS=off`` in the environment (read when the
+    pipeline is built) turns this off: every step then runs through
+    ``Session.run``, so a profiler or a program's own wrapper of
+    ``Session.run`` (installed before ``install()``) sees every step; cached
+    steps bypass such wrappers.
+
     Args:
       graph: the served graph.
       served: the ops whose outputs are a served call's batch (its
@@ -370,6 +379,8 @@ def cache_steps(graph: tf.Graph, served: Iterable[tf.Operation] = ()) -> None:
         calling thread (NOTE [ Served batches fetched in the caller's thread ]
         in ``_core/step_cache.py``).
     """
+    if os.environ.get(CACHED_STEPS_ENV, "on").strip().lower() in ("0", "off", "false", "no"):
+        return  # every step through Session.run, where wrappers of it see it
     state = register(graph)
     state.caches_steps = True
     state.served_ops.update(op.name for op in served)

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._core.compat import QUEUE_RUNNERS
+from queue_pipeline._engine import runners
 from queue_pipeline._rebuild.rebuilder import Rebuilder
 from queue_pipeline._rebuild.stream import Stream
 from queue_pipeline.data import batching as data_batching
@@ -91,7 +91,7 @@ class EngineRebuilder(Rebuilder):
         served = [n for n in plan.plan_nodes(self.graph) if n.args.get("engine") == "dataset"]
         added: set[int] = set()
         while True:
-            scope = graph_facts.upstream_ops(leaves, self.graph.get_collection(QUEUE_RUNNERS))
+            scope = graph_facts.upstream_ops(leaves, self.queue_runners())
             more = [
                 n
                 for n in served
@@ -108,6 +108,10 @@ class EngineRebuilder(Rebuilder):
                 added.add(n.index)
                 leaves += [x for x in n.inputs if isinstance(x, (tf.Tensor, tf.SparseTensor))]
         super().restrict_to(leaves)
+
+    def queue_runners(self) -> list:
+        """The graph's runners, with those the engine retired (their queues' fillers)."""
+        return super().queue_runners() + runners.retired(self.graph)
 
     def batching_stream(self, node: plan.PlanNode) -> Stream:
         preloaded = self._preloaded_batches(node)
@@ -173,8 +177,8 @@ class EngineRebuilder(Rebuilder):
         See NOTE [ Large preloaded arrays ]. Smaller or computed rows take
         the rebuilder's own path (``from_tensor_slices`` of the values).
         """
-        arrays = self._large_arrays(node)
-        if arrays is None:
+        arrays = None if self._split is not None else self._large_arrays(node)
+        if arrays is None:  # small or computed rows, or a share of them
             return super().slice_stream(node)
         leaves = list(node.outputs)
         rows_of = self._gatherer(arrays, list(range(len(arrays))), [leaf.dtype for leaf in leaves])

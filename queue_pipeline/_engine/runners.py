@@ -18,7 +18,15 @@ from tensorflow.core.protobuf import queue_runner_pb2
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core.compat import QUEUE_RUNNERS, PrivateKey
 
-__all__ = ["ServedRunner", "restore_retired", "retire_runners", "runner_of", "start_inputs"]
+__all__ = [
+    "ServedRunner",
+    "restore_retired",
+    "retire",
+    "retire_runners",
+    "retired",
+    "runner_of",
+    "start_inputs",
+]
 
 _LOCK = threading.Lock()
 # The faithful runners the engine took out of a graph's collection, kept in
@@ -203,6 +211,20 @@ def retire_runners(graph: tf.Graph, leaves: list, engine_ops=frozenset()) -> lis
     with _LOCK:
         graph.get_collection_ref(_RETIRED).extend(retired)
     return retired
+
+
+def retire(graph: tf.Graph, runners: list) -> None:
+    """Takes `runners` out of `graph`'s collection, kept aside like the retired ones."""
+    collection = graph.get_collection_ref(QUEUE_RUNNERS)
+    collection[:] = [qr for qr in collection if all(qr is not r for r in runners)]
+    with _LOCK:
+        graph.get_collection_ref(_RETIRED).extend(runners)
+
+
+def retired(graph: tf.Graph) -> list:
+    """The runners the engine took out of `graph`'s collection."""
+    with _LOCK:
+        return graph.get_collection(_RETIRED)
 
 
 def _feeds_outside(op: tf.Operation, scope: set, engine_ops) -> bool:

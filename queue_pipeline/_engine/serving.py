@@ -87,8 +87,11 @@ What a legacy program sees, and why:
   deliver ``x * (1 / 255)``; in tf.data's map functions it stays a true
   division, and some values differ in the last bit (strict xfail in
   ``tests/test_engine_programs.py``). ``* (1.0 / 255)`` is the same on both.
-* **Not covered:** a pipeline with no batching call (a reader's value read
-  directly) stays on queues; the components of a batch holding a
+* **The program's own queues** (no batching call of ours) are filled from
+  tf.data when the runners start: NOTE [ Queues filled from tf.data ] in
+  ``_engine/bridge.py``.
+* **Not covered:** a reader's value read directly (no queue but its
+  producer's) stays on queues; the components of a batch holding a
   SparseTensor keep the faithful graph's names (``"batch:0"`` reads the
   unused queue); variables the per-record ops read need a Session at build
   time and fall back.
@@ -178,7 +181,7 @@ from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["serve"]
+__all__ = ["is_seeded", "log_once", "serve"]
 
 _LOCK = threading.Lock()
 # graph -> keys of the messages already logged for it ("once" per pipeline).
@@ -244,7 +247,7 @@ def serve(node: plan.PlanNode, result, *, queue, scope: str, tf_name: str | None
     plan.record(
         api, dict(node.args, engine="dataset"), node.inputs, tf.nest.flatten(out), graph=graph
     )
-    _log_once(
+    log_once(
         graph,
         ("path", where),
         logging.INFO,
@@ -275,7 +278,7 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
         service.check_reachable(settings.service, f"{where} (dataset engine, --service)")
     ops_before = len(graph.get_operations())
     functions_before = set(graph._functions)  # noqa: SLF001 - to tell the rebuild's map bodies
-    deterministic = _is_seeded(graph, leaves)
+    deterministic = is_seeded(graph, leaves)
     rebuilder = engine_rebuilder.EngineRebuilder(
         graph,
         api=f"{node.kind} (dataset engine)",
@@ -315,7 +318,7 @@ def _build(graph: tf.Graph, node: plan.PlanNode, leaves: list, scope: str, where
                     + (f", job {job!r})" if job else ")")
                 )
             else:
-                _log_once(
+                log_once(
                     graph,
                     ("local", where),
                     logging.WARNING,
@@ -400,7 +403,8 @@ def _merge_static_shape(value, leaf):
     return value
 
 
-def _is_seeded(graph: tf.Graph, leaves: list) -> bool:
+def is_seeded(graph: tf.Graph, leaves: list) -> bool:
+    """Whether the pipeline of `leaves` repeats itself: a graph seed, or a seeded stage."""
     if graph.seed is not None:
         return True
     return any(n.args.get("seed") is not None for n in plan.plan_for(leaves))
@@ -428,7 +432,7 @@ def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> N
             )
     else:
         reason, key = f"{type(error).__name__}: {error}", (type(error).__name__, str(error))
-    _log_once(
+    log_once(
         graph,
         ("fallback", where) + key,
         logging.WARNING,
@@ -438,7 +442,8 @@ def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> N
     )
 
 
-def _log_once(graph: tf.Graph, key: tuple, level: int, message: str, *args) -> None:
+def log_once(graph: tf.Graph, key: tuple, level: int, message: str, *args) -> None:
+    """Logs `message` on logger ``queue_pipeline`` once per `graph` and `key`."""
     with _LOCK:
         logged = _LOGGED.setdefault(graph, set())
         if key in logged:
