@@ -218,14 +218,13 @@ def _bridge(graph: tf.Graph, queue_op: tf.Operation, fillers: list) -> None:
     try:
         built = _build(graph, queue_op, enqueue, where)
     except Exception as e:  # noqa: BLE001 - any failure keeps the program's runners
-        reason = str(e) if isinstance(e, tf.errors.OpError) else f"{e}"
         serving.log_once(
             graph,
             ("bridge", name),
             logging.WARNING,
             "queue_pipeline dataset engine: %s stays on its QueueRunners: %s",
             where,
-            reason,
+            e,
         )
         return
     enqueue_op, initializer, feeds, paths = built
