@@ -64,6 +64,7 @@ __all__ = [
     "register",
     "register_queue",
     "registered",
+    "rewrite_steps",
     "time_steps",
     "waiting_since",
 ]
@@ -93,6 +94,7 @@ class _GraphState:
         self.caches_steps = False  # set for a graph the dataset engine serves: see cache_steps
         self.served_ops: set[str] = set()  # its served get_next ops: see cache_steps
         self.holds_constants = False  # see guard_held_constants
+        self.rewrite: Callable | None = None  # see rewrite_steps
         self._consumed: dict[tuple, frozenset] = {}
         self._upstream: dict[str, frozenset] = {}
         self._upstream_version = -1
@@ -325,6 +327,8 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     state = _GRAPHS.get(self._graph)  # noqa: SLF001 - the hook's one lookup
     if state is None:
         return _ORIGINAL["run"](self, fetches, feed_dict, options, run_metadata)
+    if state.rewrite is not None:
+        fetches, feed_dict = state.rewrite(self, fetches, feed_dict, _ORIGINAL["run"])
     if state.holds_constants:
         _check_held(self._graph, fetches)  # noqa: SLF001
     if state.caches_steps and feed_dict is None and options is None and run_metadata is None:
@@ -342,6 +346,8 @@ def _run(self, fetches, feed_dict=None, options=None, run_metadata=None):
 
 def _make_callable(self, fetches, feed_list=None, accept_options=False):
     state = _GRAPHS.get(self._graph)  # noqa: SLF001
+    if state is not None and state.rewrite is not None and not accept_options:
+        return _rewritten_callable(self, fetches, feed_list)
     if state is not None and state.holds_constants:
         _check_held(self._graph, fetches)  # noqa: SLF001
     call = _ORIGINAL["make_callable"](self, fetches, feed_list, accept_options)
@@ -358,6 +364,32 @@ def _make_callable(self, fetches, feed_list=None, accept_options=False):
 
     hooked.__wrapped__ = call
     return hooked
+
+
+def _rewritten_callable(sess, fetches, feed_list):
+    """A callable running `fetches` through the hooked ``run`` (the rewrite sees each call)."""
+    feeds = list(feed_list or ())
+    session = weakref.ref(sess)
+
+    def call(*args):
+        if len(args) != len(feeds):
+            raise TypeError(f"this callable takes {len(feeds)} argument(s), got {len(args)}")
+        return _run(session(), fetches, dict(zip(feeds, args)) if feeds else None)
+
+    return call
+
+
+def rewrite_steps(graph: tf.Graph, rewrite: Callable) -> None:
+    """From now on, each step of `graph` first goes through `rewrite`.
+
+    ``rewrite(sess, fetches, feed_dict, raw_run)`` returns the step's
+    ``(fetches, feed_dict)``; ``raw_run(sess, fetches, feed_dict, options,
+    run_metadata)`` is TF's own ``run``, unhooked. Steps through
+    ``make_callable`` run through the hooked ``run`` instead of a TF
+    callable. Used by NOTE [ Reader values fetched directly ] in
+    ``_engine/direct_reads.py``. Side effect: installs the session hook.
+    """
+    register(graph).rewrite = rewrite
 
 
 def cache_steps(graph: tf.Graph, served: Iterable[tf.Operation] = ()) -> None:

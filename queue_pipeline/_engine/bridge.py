@@ -62,7 +62,7 @@ from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS
-from queue_pipeline._engine import graph_edits, runners, serving
+from queue_pipeline._engine import direct_reads, fed_queues, graph_edits, runners, serving
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._rebuild import graph_model
 from queue_pipeline.data import _common as data_common
@@ -151,9 +151,11 @@ def fill_from_datasets(sess, *, ours_only: bool = False) -> None:
             if queue_op.name not in seen
             and (not ours_only or all(type(qr) is QueueRunner for qr in fillers))
         ]
-        if not candidates:
+        reads = direct_reads.direct_reads(graph, seen)
+        if not candidates and not reads:
             return
         seen.update(queue_op.name for queue_op, _ in candidates)
+        seen.update(op.name for op in reads)
         finalized = graph.finalized
         if finalized:
             graph._unsafe_unfinalize()  # noqa: SLF001 - the pass adds the Dataset's ops
@@ -164,6 +166,7 @@ def fill_from_datasets(sess, *, ours_only: bool = False) -> None:
                     if all(all(qr is not r for r in collection) for qr in fillers):
                         continue  # retired by a queue downstream of it
                     _bridge(graph, queue_op, fillers)
+                direct_reads.serve(graph, reads)
         finally:
             if finalized:
                 graph.finalize()
@@ -216,7 +219,7 @@ def _bridge(graph: tf.Graph, queue_op: tf.Operation, fillers: list) -> None:
     where = f"queue '{name}' ({queue_op.type.replace('V2', '')}, {threads} enqueue thread(s))"
     ops_before = len(graph.get_operations())
     try:
-        built = _build(graph, queue_op, enqueue, where)
+        built = _build(graph, queue_op, enqueue, where, fed_queues.feed_functions(fillers, enqueue))
     except Exception as e:  # noqa: BLE001 - any failure keeps the program's runners
         serving.log_once(
             graph,
@@ -262,8 +265,12 @@ def _bridge(graph: tf.Graph, queue_op: tf.Operation, fillers: list) -> None:
     )
 
 
-def _build(graph: tf.Graph, queue_op: tf.Operation, enqueue: list, where: str):
-    """(enqueue-many op, initializer or None, feeds, paths) filling `queue_op` from tf.data."""
+def _build(graph: tf.Graph, queue_op: tf.Operation, enqueue: list, where: str, fns):
+    """(enqueue-many op, initializer or None, feeds, paths) filling `queue_op` from tf.data.
+
+    `fns`: per enqueue op, the feed function its runner calls, or None (NOTE
+    [ Queues fed from Python ] in ``_engine/fed_queues.py``).
+    """
     kinds = {e.type for e in enqueue}
     if not enqueue or not (kinds <= set(_ENQUEUE_ONE) or kinds <= set(_ENQUEUE_MANY)):
         raise TypeError(
@@ -280,11 +287,14 @@ def _build(graph: tf.Graph, queue_op: tf.Operation, enqueue: list, where: str):
     )
     rebuilder.restrict_to(leaves)
     with graph_edits.quiet_tf_data(), tf.compat.v1.name_scope(f"{queue_op.name}_dataset/"):
-        streams = rebuilder.rebuild_each(
-            [list(e.inputs[1:]) for e in enqueue],
-            [f"enqueue {e.name}" for e in enqueue],
-            exact=True,
-        )
+        if fns is not None:
+            streams = fed_queues.fed_streams(rebuilder, enqueue, fns, where)
+        else:
+            streams = rebuilder.rebuild_each(
+                [list(e.inputs[1:]) for e in enqueue],
+                [f"enqueue {e.name}" for e in enqueue],
+                exact=True,
+            )
         specs = {repr(s.dataset.element_spec) for s in streams}
         if len(specs) != 1:
             raise TypeError(
@@ -298,21 +308,7 @@ def _build(graph: tf.Graph, queue_op: tf.Operation, enqueue: list, where: str):
         if not many:
             whole = all(c.shape.is_fully_defined() for c in components)
             dataset = dataset.batch(_CHUNK if whole else 1)
-        dataset = dataset.prefetch(2)
-        options = tf.data.Options()
-        if rebuilder.deterministic:
-            options.deterministic = True
-        if rebuilder.feeds:  # see NOTE [ Large preloaded arrays ]: a rewrite copies the arrays
-            options.experimental_optimization.apply_default_optimizations = False
-        dataset = dataset.with_options(options)
-        captures = any(region.captured for _, region in rebuilder.regions)
-        if captures or rebuilder.feeds:
-            iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
-            initializer = iterator.initializer
-        else:
-            iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
-            initializer = None
-        values = tf.nest.flatten(iterator.get_next())
+        values, initializer = rebuilder.start(dataset.prefetch(2))
         dtypes = queue_op.get_attr("component_types")
         if [v.dtype for v in values] != list(dtypes):
             raise TypeError(

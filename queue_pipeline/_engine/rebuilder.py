@@ -113,6 +113,27 @@ class EngineRebuilder(Rebuilder):
         """The graph's runners, with those the engine retired (their queues' fillers)."""
         return super().queue_runners() + runners.retired(self.graph)
 
+    def start(self, dataset: tf.data.Dataset) -> tuple[list[tf.Tensor], tf.Operation | None]:
+        """The flat values of `dataset`'s next element, and the initializer to run first.
+
+        Sets the Dataset's options from what was rebuilt (determinism; no
+        default rewrites when large arrays are fed, see NOTE [ Large preloaded
+        arrays ]). The iterator is one-shot unless a region captures
+        variables or arrays are fed: then it is initializable and its
+        initializer (fed :attr:`feeds`) must run once per session first.
+        """
+        options = tf.data.Options()
+        if self.deterministic:
+            options.deterministic = True
+        if self.feeds:  # a rewrite would copy the fed arrays
+            options.experimental_optimization.apply_default_optimizations = False
+        dataset = dataset.with_options(options)
+        if self.feeds or any(region.captured for _, region in self.regions):
+            iterator = tf.compat.v1.data.make_initializable_iterator(dataset)
+            return tf.nest.flatten(iterator.get_next()), iterator.initializer
+        iterator = tf.compat.v1.data.make_one_shot_iterator(dataset)
+        return tf.nest.flatten(iterator.get_next()), None
+
     def batching_stream(self, node: plan.PlanNode) -> Stream:
         preloaded = self._preloaded_batches(node)
         if preloaded is not None:

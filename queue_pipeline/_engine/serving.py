@@ -90,8 +90,10 @@ What a legacy program sees, and why:
 * **The program's own queues** (no batching call of ours) are filled from
   tf.data when the runners start: NOTE [ Queues filled from tf.data ] in
   ``_engine/bridge.py``.
-* **Not covered:** a reader's value read directly (no queue but its
-  producer's) stays on queues; the components of a batch holding a
+* **A reader's value fetched directly** (no queue but its producer's) is
+  read from tf.data step by step: NOTE [ Reader values fetched directly ]
+  in ``_engine/direct_reads.py``.
+* **Not covered:** the components of a batch holding a
   SparseTensor keep the faithful graph's names (``"batch:0"`` reads the
   unused queue); variables the per-record ops read need a Session at build
   time and fall back.

@@ -206,7 +206,7 @@ class Rebuilder(Sources):
         leaves = list(leaves)
         sinks = [t for leaf in leaves for t in graph_facts.components(leaf)]
         sources = _walk.find_sources(
-            sinks, self._is_source, api=self.api, py_funcs=self.capture_variables
+            sinks, self.is_source, api=self.api, py_funcs=self.capture_variables
         )
         groups: dict[str, list[tf.Tensor]] = {}
         for t in sources:
@@ -286,7 +286,8 @@ class Rebuilder(Sources):
 
     # ----------------------------------------------------------------- sources
 
-    def _is_source(self, t: tf.Tensor) -> bool:
+    def is_source(self, t: tf.Tensor) -> bool:
+        """Whether `t` starts a stream: a stage's output (recorded or read), a dequeue, a read."""
         return (
             t.name in self._by_output
             or t.op.type in graph_facts.DEQUEUE_OPS
@@ -381,7 +382,7 @@ class Rebuilder(Sources):
                     t.op.name
                     for t in _walk.find_sources(
                         [c for leaf in leaves for c in graph_facts.components(leaf)],
-                        self._is_source,
+                        self.is_source,
                         api=self.api,
                         py_funcs=self.capture_variables,
                     )
