@@ -45,6 +45,8 @@ RESOURCE_READ_OPS = ("ReaderReadV2", "ReaderReadUpToV2")
 """The reads of resource readers: every reader but IdentityReader's FakeQueue shim."""
 BATCHED_DEQUEUE_OPS = DEQUEUE_MANY_OPS + DEQUEUE_UP_TO_OPS + READ_UP_TO_OPS
 """Ops whose outputs have a leading batch axis."""
+# Per-record counters: each run hands out the variable's value and increments it.
+COUNT_UP_TO_OPS = ("CountUpTo", "ResourceCountUpTo")
 GATHERING_QUEUE_OPS = ("FIFOQueueV2", "PaddingFIFOQueueV2", "RandomShuffleQueueV2")
 """Queues whose contents are plain elements (no builder needed to rebuild them)."""
 

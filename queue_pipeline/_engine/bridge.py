@@ -48,6 +48,29 @@ when the runners start (queue_pipeline's ``start_queue_runners``, which
 * **Not kept**: the input position in checkpoints. The queue is filled when
   the runners start, after any ``Saver`` was made, so a restored run starts
   its input from the beginning, as it does on TF's queues.
+
+NOTE [ Per-record counters ]
+``variable.count_up_to(limit)`` hands out the variable's value and adds one
+at each run, and ends the input with ``OutOfRangeError`` at ``limit``. TF's
+input tests and tutorials number their examples with it (``batch([counter,
+...])``), or pick preloaded rows with it (``tf.gather(images, counter)``).
+Its start is the variable's value when the runners start, known only in the
+session, so a batching call over a counter keeps its queue when it is made
+(one INFO line), and this pass fills that queue, like a program's own queue
+over a counter, from tf.data:
+
+* **The count** is a source of the rebuilt Dataset:
+  ``Dataset.range(value, limit)``, with the value read in the session as the
+  runners start; enqueue ops taking turns at one counter count
+  ``range(value + i, limit, n)`` each, so together they hand out every value
+  once (one of TF's thread schedules).
+* **The variable** shows what was handed out: each enqueue of the bridge
+  first sets it to the largest value of its chunk plus one, so it runs ahead
+  of the consumer by what the queue and the prefetch hold, as TF's runners
+  do, and ends at ``limit``.
+* **Not covered**: a counter the program also runs itself (fetching it in
+  its steps) takes values from TF's input; the Dataset's count does not see
+  those runs (the variable is set past them at the next enqueue).
 """
 
 from __future__ import annotations
@@ -165,7 +188,7 @@ def fill_from_datasets(sess, *, ours_only: bool = False) -> None:
                     collection = graph.get_collection(QUEUE_RUNNERS)
                     if all(all(qr is not r for r in collection) for qr in fillers):
                         continue  # retired by a queue downstream of it
-                    _bridge(graph, queue_op, fillers)
+                    _bridge(sess, queue_op, fillers)
                 direct_reads.serve(graph, reads)
         finally:
             if finalized:
@@ -184,8 +207,10 @@ def _candidates(graph: tf.Graph) -> list:
         if isinstance(qr, (runners.ServedRunner, BridgeRunner)):
             continue
         queue_op = graph_facts.queue_op(getattr(qr, "queue", None))
-        if queue_op is None or queue_op.name in builders:
+        if queue_op is None:
             continue
+        if queue_op.name in builders and not _counters(_enqueue_ops([qr])):
+            continue  # a builder's queue, unless its call left it for a counter
         by_queue.setdefault(queue_op.name, (queue_op, []))[1].append(qr)
     out = []
     for queue_op, fillers in by_queue.values():
@@ -211,15 +236,17 @@ def _enqueue_ops(fillers: list) -> list[tf.Operation]:
     return list(ops.values())
 
 
-def _bridge(graph: tf.Graph, queue_op: tf.Operation, fillers: list) -> None:
+def _bridge(sess, queue_op: tf.Operation, fillers: list) -> None:
     """Fills `queue_op` from tf.data instead of `fillers`, or logs why it cannot."""
+    graph = sess.graph
     name = queue_op.name
     enqueue = _enqueue_ops(fillers)
     threads = sum(len(getattr(qr, "enqueue_ops", None) or ()) for qr in fillers)
     where = f"queue '{name}' ({queue_op.type.replace('V2', '')}, {threads} enqueue thread(s))"
     ops_before = len(graph.get_operations())
     try:
-        built = _build(graph, queue_op, enqueue, where, fed_queues.feed_functions(fillers, enqueue))
+        fns = fed_queues.feed_functions(fillers, enqueue)
+        built = _build(sess, queue_op, enqueue, where, fns)
     except Exception as e:  # noqa: BLE001 - any failure keeps the program's runners
         serving.log_once(
             graph,
@@ -265,12 +292,14 @@ def _bridge(graph: tf.Graph, queue_op: tf.Operation, fillers: list) -> None:
     )
 
 
-def _build(graph: tf.Graph, queue_op: tf.Operation, enqueue: list, where: str, fns):
+def _build(sess, queue_op: tf.Operation, enqueue: list, where: str, fns):
     """(enqueue-many op, initializer or None, feeds, paths) filling `queue_op` from tf.data.
 
     `fns`: per enqueue op, the feed function its runner calls, or None (NOTE
-    [ Queues fed from Python ] in ``_engine/fed_queues.py``).
+    [ Queues fed from Python ] in ``_engine/fed_queues.py``). Per-record
+    counters upstream are read in `sess` (NOTE [ Per-record counters ]).
     """
+    graph = sess.graph
     kinds = {e.type for e in enqueue}
     if not enqueue or not (kinds <= set(_ENQUEUE_ONE) or kinds <= set(_ENQUEUE_MANY)):
         raise TypeError(
@@ -286,15 +315,25 @@ def _build(graph: tf.Graph, queue_op: tf.Operation, enqueue: list, where: str, f
         vectorizer=None,
     )
     rebuilder.restrict_to(leaves)
+    counters = _counters(enqueue)
+    own = [_counters([e]) for e in enqueue]
+    if counters:
+        if fns is not None:
+            raise TypeError("its values are fed from Python and counted by a counter")
+        rebuilder.counter_starts = {c.name: _counter_value(sess, c) for c in counters}
     with graph_edits.quiet_tf_data(), tf.compat.v1.name_scope(f"{queue_op.name}_dataset/"):
         if fns is not None:
             streams = fed_queues.fed_streams(rebuilder, enqueue, fns, where)
         else:
             streams = rebuilder.rebuild_each(
-                [list(e.inputs[1:]) for e in enqueue],
+                [list(e.inputs[1:]) + [c.outputs[0] for c in cs] for e, cs in zip(enqueue, own)],
                 [f"enqueue {e.name}" for e in enqueue],
                 exact=True,
             )
+            for stream, e, cs in zip(streams, enqueue, own):
+                stream.dataset = _with_every_count(
+                    stream.dataset, len(e.inputs) - 1, cs, counters, rebuilder.counter_starts
+                )
         specs = {repr(s.dataset.element_spec) for s in streams}
         if len(specs) != 1:
             raise TypeError(
@@ -309,16 +348,87 @@ def _build(graph: tf.Graph, queue_op: tf.Operation, enqueue: list, where: str, f
             whole = all(c.shape.is_fully_defined() for c in components)
             dataset = dataset.batch(_CHUNK if whole else 1)
         values, initializer = rebuilder.start(dataset.prefetch(2))
+        split = len(values) - len(counters)
+        values, counted = values[:split], values[split:]
+        # NOTE [ Per-record counters ]: the variables show what the counters handed out.
+        updates = [_advance_counter(c, tf.reduce_max(v) + 1) for c, v in zip(counters, counted)]
         dtypes = queue_op.get_attr("component_types")
         if [v.dtype for v in values] != list(dtypes):
             raise TypeError(
                 f"the rebuilt values have dtypes {[v.dtype.name for v in values]}, "
                 f"the queue {[tf.as_dtype(d).name for d in dtypes]}"
             )
-        enqueue_op = tf.raw_ops.QueueEnqueueManyV2(
-            handle=queue_op.outputs[0], components=values, timeout_ms=-1, name="fill_from_dataset"
-        )
+        with tf.control_dependencies(updates):
+            enqueue_op = tf.raw_ops.QueueEnqueueManyV2(
+                handle=queue_op.outputs[0],
+                components=values,
+                timeout_ms=-1,
+                name="fill_from_dataset",
+            )
     return enqueue_op, initializer, dict(rebuilder.feeds), rebuilder.paths
+
+
+def _counters(enqueue: list[tf.Operation]) -> list[tf.Operation]:
+    """The per-record counters the values of `enqueue` are computed from, in graph order.
+
+    Walks data inputs back to the queues and readers before them.
+    """
+    found: dict[str, tf.Operation] = {}
+    stack = [t.op for e in enqueue for t in e.inputs[1:]]
+    seen: set[str] = set()
+    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in graph_facts.COUNT_UP_TO_OPS:
+            found[op.name] = op
+        elif op.type not in graph_facts.DEQUEUE_OPS + graph_facts.READ_OPS:
+            stack.extend(t.op for t in op.inputs)
+    if not found:
+        return []
+    order = {op.name: i for i, op in enumerate(enqueue[0].graph.get_operations())}
+    return sorted(found.values(), key=lambda op: order[op.name])
+
+
+def _counter_value(sess, counter: tf.Operation) -> int:
+    """The current value of `counter`'s variable in `sess` (where its count starts)."""
+    variable = counter.inputs[0]
+    if counter.type == "ResourceCountUpTo":
+        variable = tf.raw_ops.ReadVariableOp(resource=variable, dtype=counter.get_attr("T"))
+    return int(sess.run(variable))
+
+
+def _with_every_count(dataset, width: int, own: list, counters: list, starts) -> tf.data.Dataset:
+    """`dataset` (`width` values, then the counts of `own`) with a count for each of `counters`.
+
+    A counter the stream does not run gets ``start - 1``, which moves no
+    variable (see :func:`_advance_counter`): the enqueue ops of one queue
+    then deliver elements of one kind.
+    """
+    if [c.name for c in own] == [c.name for c in counters]:
+        return dataset
+    where = {c.name: i for i, c in enumerate(own)}
+
+    def every_count(*xs):
+        filled = [
+            xs[width + where[c.name]]
+            if c.name in where
+            else tf.constant(starts[c.name] - 1, c.outputs[0].dtype)
+            for c in counters
+        ]
+        return (*xs[:width], *filled)
+
+    return dataset.map(every_count)
+
+
+def _advance_counter(counter: tf.Operation, value: tf.Tensor) -> tf.Operation:
+    """An op raising `counter`'s variable to `value` (never lowering it)."""
+    variable = counter.inputs[0]
+    if counter.type == "ResourceCountUpTo":
+        current = tf.raw_ops.ReadVariableOp(resource=variable, dtype=value.dtype)
+        return tf.raw_ops.AssignVariableOp(resource=variable, value=tf.maximum(current, value))
+    return tf.compat.v1.assign(variable, tf.maximum(variable, value)).op
 
 
 def _seeded_queue(queue_op: tf.Operation) -> bool:

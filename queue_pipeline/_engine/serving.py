@@ -90,6 +90,10 @@ What a legacy program sees, and why:
 * **The program's own queues** (no batching call of ours) are filled from
   tf.data when the runners start: NOTE [ Queues filled from tf.data ] in
   ``_engine/bridge.py``.
+* **Per-record counters** (``variable.count_up_to(n)`` before a batching
+  call) need the variable's value when the input starts: the call keeps its
+  queue, which is filled from tf.data when the runners start (NOTE
+  [ Per-record counters ] in ``_engine/bridge.py``).
 * **A reader's value fetched directly** (no queue but its producer's) is
   read from tf.data step by step: NOTE [ Reader values fetched directly ]
   in ``_engine/direct_reads.py``.
@@ -424,6 +428,19 @@ def _fall_back(graph: tf.Graph, where: str, leaves: list, error: Exception) -> N
     """Keeps the faithful graph: logs why once and restores runners it needs."""
     runners.restore_retired(graph, leaves)
     held_constants.needed_by_runners(graph)  # the faithful runners may read a held constant
+    if isinstance(error, NotRebuildableError) and error.op_type in graph_facts.COUNT_UP_TO_OPS:
+        # NOTE [ Per-record counters ] in _engine/bridge.py: served when the runners start.
+        log_once(
+            graph,
+            ("counter", where, error.op_name),
+            logging.INFO,
+            "queue_pipeline dataset engine: %s counts records with '%s' (%s): its queue "
+            "is filled from tf.data when the runners start, from the counter's value then.",
+            where,
+            error.op_name,
+            error.op_type,
+        )
+        return
     if isinstance(error, NotRebuildableError):
         reason, key = str(error), (error.op_name, error.reason)
         if error.reason in ("needs a session", "uninitialized variable"):

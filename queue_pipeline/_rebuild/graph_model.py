@@ -57,7 +57,6 @@ _READERS = {
     "WholeFileReaderV2": ("WholeFileReader", ()),
     "IdentityReaderV2": ("IdentityReader", ()),
 }
-_COUNT_UP_TO = ("CountUpTo", "ResourceCountUpTo")
 
 
 def graph_nodes(graph: tf.Graph, recorded: tuple) -> tuple[plan.PlanNode, ...]:
@@ -146,7 +145,7 @@ def _producer(queue_op: tf.Operation, enqueue_ops: list):
         return None
     rows = enqueue.inputs[1]
     num_epochs = None
-    counters = [c for c in rows.op.control_inputs if c.type in _COUNT_UP_TO]
+    counters = [c for c in rows.op.control_inputs if c.type in graph_facts.COUNT_UP_TO_OPS]
     if rows.op.type == "Identity" and counters:
         num_epochs = int(counters[0].get_attr("limit"))
         rows = rows.op.inputs[0]

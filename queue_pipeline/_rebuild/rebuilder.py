@@ -142,6 +142,9 @@ class Rebuilder(Sources):
         self._scope: set[str] | None = None
         self._order: dict[str, int] | None = None
         self._split: SourceSplit | None = None
+        # NOTE [ Per-record counters ]: counter op name -> the variable's value
+        # when the input starts; None: counters are not sources.
+        self.counter_starts: dict[str, int] | None = None
 
     @staticmethod
     def _is_stage(node: plan.PlanNode) -> bool:
@@ -292,6 +295,7 @@ class Rebuilder(Sources):
             t.name in self._by_output
             or t.op.type in graph_facts.DEQUEUE_OPS
             or t.op.type in graph_facts.READ_OPS
+            or (self.counter_starts is not None and t.op.type in graph_facts.COUNT_UP_TO_OPS)
         )
 
     def _stream_key(self, t: tf.Tensor) -> str:
@@ -311,6 +315,8 @@ class Rebuilder(Sources):
                     "create the reader with queue_pipeline (queue_pipeline.TextLineReader "
                     "and the others).",
                 )
+            if op.type in graph_facts.COUNT_UP_TO_OPS:
+                return self._counter_stream(op)
             return self._dequeue_stream(op)
         if node.kind in plan.BATCHING_KINDS:
             return self.batching_stream(node)
@@ -460,6 +466,28 @@ class Rebuilder(Sources):
             count = self._value(op.inputs[1], "dequeue count")
             dataset = dataset.batch(count, drop_remainder=op.type in graph_facts.DEQUEUE_MANY_OPS)
         return Stream(dataset, list(op.outputs), "bare")
+
+    def _counter_stream(self, op: tf.Operation) -> Stream:
+        """The values a per-record counter hands out; see NOTE [ Per-record counters ]."""
+        start = (self.counter_starts or {}).get(op.name)
+        if start is None:
+            raise _walk.not_rebuildable(
+                self.api,
+                op,
+                "is a per-record counter whose start (its variable's value when the "
+                "input starts) is not known here",
+                "let the dataset engine fill the queue when the runners start.",
+            )
+        step = 1
+        if self._split is not None:  # enqueue ops taking turns at one counter
+            start += self._split.index
+            step = self._split.count
+            self._split.used = True
+        dtype = op.outputs[0].dtype
+        dataset = tf.data.Dataset.range(start, int(op.get_attr("limit")), step)
+        if dtype != tf.int64:
+            dataset = dataset.map(lambda v: tf.cast(v, dtype))
+        return Stream(dataset, [op.outputs[0]], "bare")
 
     def _prefetch_stream(self, op: tf.Operation) -> Stream:
         """A queue no builder recorded; see NOTE [ Queues no builder recorded ]."""
