@@ -392,13 +392,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value is the program's own text, which may start with "-".
+_VERBATIM_OPTIONS = ("--argv", "--call")
+
+
+def joined_values(argv: list[str]) -> list[str]:
+    """`argv` with ``--argv --flag=value`` joined as ``--argv=--flag=value``.
+
+    argparse takes a lone value starting with ``-`` for an option (``expected
+    one argument``); a program's own arguments often are one. Only the options
+    of ``migrate`` and ``convert`` are joined: ``run`` hands everything after
+    its script to the script untouched.
+    """
+    argv = list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in ("migrate", "convert"):
+        return argv
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in _VERBATIM_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"{token}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
+
+
 def main(argv=None) -> int:
     """Runs the command line; returns the exit status.
 
     0: success (for ``compare``: the pipelines match); 1: ``compare`` found
     differences; 2: a usage error or a failure.
     """
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(joined_values(sys.argv[1:] if argv is None else argv))
     check = getattr(args, "check", None)  # what can fail before TensorFlow's import
     status = check(args) if check is not None else 0
     if status:

@@ -179,3 +179,18 @@ def test_run_help_documents_tf1(capsys):
         cli.main(["run", "--help"])
     out = capsys.readouterr().out
     assert "--tf1" in out and "QUEUE_PIPELINE_TF1" in out and "tensorflow.compat.v1" in out
+
+
+@pytest.mark.parametrize("command", ["migrate", "convert"])
+@pytest.mark.parametrize("value", ["--input_dir=data", "--input_dir data", "-v"])
+def test_a_program_argument_starting_with_a_dash_is_taken_as_the_value(command, value):
+    """`--argv '--flag=value'` (one token starting with --) is the program's, not an option."""
+    rest = ["--out", "out"] if command == "convert" else []
+    argv = [command, "f.py:inputs", "--argv", value, *rest]
+    args = cli.build_parser().parse_args(cli.joined_values(argv))
+    assert args.argv == value
+
+
+def test_run_hands_its_scripts_arguments_over_untouched():
+    argv = ["run", "s.py", "--argv", "--x=1"]
+    assert cli.joined_values(argv) == argv
