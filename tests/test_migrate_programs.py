@@ -267,3 +267,21 @@ def test_a_namedtuple_with_plain_values_beside_the_batches_is_refused_with_its_l
     )
     with pytest.raises(MigrateError, match=rf"{path}:10: .*Examples with plain values \(count\)"):
         migrate(str(path), "load_examples", call="[1, 2, 3]")
+
+
+def test_a_local_whose_attributes_raise_is_a_plain_value(tmp_path):
+    """A closed file-like local (its attribute access raises ValueError) is not a stage (#41)."""
+    (tmp_path / "d.txt").write_text("a\nb\nc\n")
+    path = tmp_path / "closed.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\nclass ClosedImage:\n"
+        "    def __getattr__(self, name):\n"
+        "        raise ValueError('Operation on closed image')\n\n\n"
+        "def inputs(files):\n"
+        "    preview = ClosedImage()\n"
+        "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "    _, value = tf.compat.v1.TextLineReader().read(q)\n"
+        "    return tf.compat.v1.train.batch([value], 2, allow_smaller_final_batch=True)\n"
+    )
+    result = migrate(str(path), "inputs", args=([str(tmp_path / "d.txt")],))
+    assert result.verdict.status == "MATCH"

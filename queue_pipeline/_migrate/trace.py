@@ -108,15 +108,29 @@ def loader_count(outputs: Any) -> int:
     return count if count < len(outputs) else 0
 
 
+def _has(value: Any, name: str) -> bool:
+    """``hasattr`` for the user's objects: an attribute whose access raises anything is absent.
+
+    ``hasattr`` lets every exception but AttributeError through; a closed
+    image file, a lazy proxy or a handle to a finished resource raises
+    ValueError, RuntimeError or OSError instead.
+    """
+    try:
+        getattr(value, name)
+    except Exception:  # noqa: BLE001 - the object is not a pipeline stage, whatever it raised
+        return False
+    return True
+
+
 def _kind(t: Trace, value: Any, seen: set[int]) -> str:
     if id(value) in seen:
         return "plain"
     seen.add(id(value))
     if isinstance(value, (type, types.ModuleType)) or callable(value):
         return "plain"
-    if hasattr(value, "queue_ref"):
+    if _has(value, "queue_ref"):
         return "queue"
-    if hasattr(value, "reader_ref"):
+    if _has(value, "reader_ref"):
         return "reader"
     if isinstance(value, (tf.Tensor, tf.SparseTensor)):
         names = {c.name for c in graph_facts.components(value)}
@@ -129,7 +143,7 @@ def _kind(t: Trace, value: Any, seen: set[int]) -> str:
         parts = list(value)
     elif isinstance(value, dict):
         parts = list(value.values())
-    elif hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType)):
+    elif _has(value, "__dict__") and isinstance(getattr(value, "__dict__", None), dict):
         parts = list(vars(value).values())
     else:
         return "plain"
@@ -183,7 +197,7 @@ def read_source(path: str) -> tuple[str, str]:
 
 def graph_of(outputs: Any) -> tf.Graph:
     """The graph of the first tensor in `outputs` (a new, empty graph if none)."""
-    leaves = [t for t in tf.nest.flatten(outputs, expand_composites=True) if hasattr(t, "graph")]
+    leaves = [t for t in tf.nest.flatten(outputs, expand_composites=True) if _has(t, "graph")]
     return leaves[0].graph if leaves else tf.Graph()
 
 
@@ -250,7 +264,7 @@ def _recording(path: str, calls: dict) -> Iterator[None]:
 
 def _first_op(node: plan.PlanNode) -> tf.Operation | None:
     for out in node.outputs:
-        op = graph_facts.queue_op(out) if hasattr(out, "queue_ref") else getattr(out, "op", None)
+        op = graph_facts.queue_op(out) if _has(out, "queue_ref") else getattr(out, "op", None)
         if op is not None:
             return op
     return None
