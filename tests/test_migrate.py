@@ -577,11 +577,12 @@ def test_a_missing_function_and_arguments_that_do_not_run_are_clear_errors(tmp_p
         migrate(path, "inputs", call="open('/nowhere')")
 
 
-def test_a_py_func_is_refused_naming_the_op(tmp_path):
+def test_a_py_func_of_a_lambda_migrates_as_numpy_function(tmp_path):
     (tmp_path / "a.txt").write_text("x\ny\n")
     path = _write(tmp_path / "pyfunc.py", PY_FUNC_SCRIPT)
-    with pytest.raises(MigrateError, match=r"runs a Python function"):
-        migrate(path, "inputs", call=repr(str(tmp_path / "a.txt")))
+    result = migrate(path, "inputs", call=repr(str(tmp_path / "a.txt")))
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    assert "tf.numpy_function(lambda s: s + s, [line], tf.string)" in result.source
 
 
 LOADER_FIRST = """
@@ -879,22 +880,21 @@ def test_a_script_without_a_module_level_pipeline_or_with_call_is_a_clear_error(
         migrate(script, "", call="1")
 
 
-PY_FUNC_AT_MODULE_LEVEL = """
+READ_UP_TO_AT_MODULE_LEVEL = """
 import tensorflow as tf
 
 queue = tf.compat.v1.train.string_input_producer(["{path}"], num_epochs=1, shuffle=False)
-_, line = tf.compat.v1.TextLineReader().read(queue)
-doubled = tf.compat.v1.py_func(lambda s: s + s, [line], tf.string)
+_, lines = tf.compat.v1.TextLineReader().read_up_to(queue, 2)
 
-print(doubled)
+print(lines)
 """
 
 
 def test_a_module_level_statement_that_cannot_migrate_is_named_by_the_scripts_line(tmp_path):
     (tmp_path / "a.txt").write_text("x\n")
-    text = PY_FUNC_AT_MODULE_LEVEL.format(path=tmp_path / "a.txt")
-    path = _write(tmp_path / "pyfunc_script.py", text)
-    with pytest.raises(MigrateError, match=r"runs a Python function") as info:
+    text = READ_UP_TO_AT_MODULE_LEVEL.format(path=tmp_path / "a.txt")
+    path = _write(tmp_path / "read_up_to_script.py", text)
+    with pytest.raises(MigrateError, match=r"read_up_to_script\.py:5: .*read_up_to") as info:
         migrate(path, "")
     assert "__qp_migrate_" not in str(info.value)
     assert not list(tmp_path.glob("*__qp_migrate_*"))

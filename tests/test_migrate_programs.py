@@ -16,7 +16,9 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from queue_pipeline._migrate.api import MigrateError, migrate
 from queue_pipeline._migrate.static_check import check_names
@@ -285,3 +287,97 @@ def test_a_local_whose_attributes_raise_is_a_plain_value(tmp_path):
     )
     result = migrate(str(path), "inputs", args=([str(tmp_path / "d.txt")],))
     assert result.verdict.status == "MATCH"
+
+
+def test_plain_values_beside_the_batches_are_returned_and_proven(tmp_path):
+    """`return x_batch, y_batch, num_batches`: the Dataset and the count, compared both (#41)."""
+    (tmp_path / "d.csv").write_text("1,a\n2,b\n3,c\n4,d\n5,e\n")
+    path = tmp_path / "counted.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\ndef inputs(files, batch_size):\n"
+        "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "    _, line = tf.compat.v1.TextLineReader().read(q)\n"
+        "    x, y = tf.io.decode_csv(line, [[0], ['']])\n"
+        "    x_batch, y_batch = tf.compat.v1.train.batch(\n"
+        "        [x, y], batch_size, allow_smaller_final_batch=True)\n"
+        "    num_batches = (5 + batch_size - 1) // batch_size\n"
+        "    return x_batch, y_batch, num_batches\n"
+    )
+    result = migrate(str(path), "inputs", args=([str(tmp_path / "d.csv")], 2))
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    assert "values beside the batches (3) compared too" in result.verdict.reason
+    new = result.load().inputs_dataset([str(tmp_path / "d.csv")], 2)
+    assert isinstance(new[0], tf.data.Dataset) and new[1:] == (3,)
+
+
+def test_the_proof_splits_plain_values_from_the_pipeline():
+    from queue_pipeline._migrate import verify as proof  # noqa: PLC0415
+
+    t = tf.constant([1])
+    assert proof._split_plain((t, 3, "train")) == (t, [3, "train"])
+    assert proof._split_plain([t, t, np.int64(2)])[1] == [np.int64(2)]
+    assert proof._split_plain((t, t)) == ((t, t), [])
+    assert proof._split_plain(t) == (t, [])
+
+
+_PASSED_READER = (
+    "import tensorflow as tf\n"
+    "from tensorflow.compat.v1 import TextLineReader as BoundBeforeInstall\n\n\n"
+    "def read_batch_examples(files, batch_size, reader):\n"
+    "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+    "    _, value = reader().read(q)\n"
+    "    return tf.compat.v1.train.batch([value], batch_size, allow_smaller_final_batch=True)\n\n\n"
+    "def prefetch_input_data(reader, files, batch_size):\n"
+    "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+    "    _, value = reader.read(q)\n"
+    "    return tf.compat.v1.train.batch([value], batch_size, allow_smaller_final_batch=True)\n\n\n"
+    "def bound(files, batch_size):\n"
+    "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+    "    _, value = BoundBeforeInstall(skip_header_lines=1).read(q)\n"
+    "    return tf.compat.v1.train.batch([value], batch_size, allow_smaller_final_batch=True)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "function, call",
+    [
+        ("read_batch_examples", "FILES, 2, tf.compat.v1.TextLineReader"),
+        ("prefetch_input_data", "tf.compat.v1.TextLineReader(skip_header_lines=1), FILES, 2"),
+        ("bound", "FILES, 2"),
+    ],
+    ids=["class", "instance", "bound_before_install"],
+)
+def test_a_reader_passed_in_or_bound_before_install_is_a_stage(tmp_path, function, call):
+    """The reader is TF's own or made by --call: its read is read from the graph (#41 class 1)."""
+    data = tmp_path / "d.txt"
+    data.write_text("header\na\nb\nc\n")
+    path = tmp_path / "passed.py"
+    path.write_text(
+        _PASSED_READER.replace("\n\n\ndef read", f"\nFILES = [{str(data)!r}]\n\n\ndef read", 1)
+    )
+    result = migrate(str(path), function, call=call)
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    skip = "skip(1)" in result.source.split(f"def {function}_dataset")[1]
+    assert skip == (function != "read_batch_examples")
+
+
+def test_a_py_func_stage_migrates_as_numpy_function(tmp_path):
+    """A py_func between the reader and the batch runs as tf.numpy_function in the map (#41)."""
+    (tmp_path / "d.csv").write_text("1,a\n2,b\n3,c\n4,d\n5,e\n")
+    path = tmp_path / "pyfunc.py"
+    path.write_text(
+        "import numpy as np\nimport tensorflow as tf\n\n\ndef _normalize(x):\n"
+        "    return (x.astype(np.float32) - 1.0) / 2.0\n\n\n"
+        "def inputs(files, batch_size):\n"
+        "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "    _, line = tf.compat.v1.TextLineReader().read(q)\n"
+        "    x, y = tf.io.decode_csv(line, [[0], ['']])\n"
+        "    x = tf.compat.v1.py_func(_normalize, [x], tf.float32, stateful=False)\n"
+        "    x.set_shape([])\n"
+        "    return tf.compat.v1.train.batch([x, y], batch_size, allow_smaller_final_batch=True)\n"
+    )
+    result = migrate(str(path), "inputs", args=([str(tmp_path / "d.csv")], 2))
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    new = result.source.split("def inputs_dataset")[1]
+    assert "tf.numpy_function(_normalize, [x], tf.float32, stateful=False)" in new
+    assert "tf.compat.v1.py_func" not in new

@@ -126,7 +126,9 @@ class MigrationResult:
         return "\n".join(lines) + "\n"
 
 
-def _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv=()) -> _verify.Verdict:
+def _prove(
+    traced, rewrite, args, kwargs, epochs, max_batches, argv=(), graph_call=None
+) -> _verify.Verdict:
     """The verification of one rewrite; a failure to run it is a MigrateError.
 
     The migrated module is loaded from a temporary file: the target is
@@ -143,6 +145,7 @@ def _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv=()) -> _veri
                 kwargs,
                 epochs=epochs,
                 max_batches=max_batches,
+                graph_call=graph_call,
             )
     except (PipelineError, ValueError, TypeError, tf.errors.OpError) as e:
         if rewrite.batched:  # the batched decoder failed: retried per record
@@ -248,15 +251,18 @@ def migrate(
                 max_batches, batch_decode, program_argv,
             )  # fmt: skip
         module, _ = _trace.load_module(path, function, program_argv, call)
+        graph_call = None
         if call is not None or (args is None and kwargs is None):
-            args, kwargs = _trace.parse_call(module, call)
+            args, kwargs, graph_call = _trace.call_arguments(module, call)
         args, kwargs = tuple(args or ()), dict(kwargs or {})
-        traced = _trace.trace(path, function, args, kwargs, module=module, argv=program_argv)
+        traced = _trace.trace(
+            path, function, args, kwargs, module=module, argv=program_argv, graph_call=graph_call
+        )
         with open(traced.path, encoding="utf-8") as f:
             original = f.read()
         rewrite, verdict, notes = _rewrite_and_prove(
             traced, original, verify, batch_decode, args, kwargs, epochs, max_batches,
-            program_argv,
+            program_argv, graph_call,
         )  # fmt: skip
         source, steps = rewrite.source, list(rewrite.steps)
         if callers:
@@ -392,8 +398,9 @@ def _trace_copy(copy: str, wrapped, call, args, kwargs, argv) -> tuple[_trace.Tr
 
 
 def _rewrite_and_prove(
-    traced, original, verify, batch_decode, args, kwargs, epochs, max_batches, argv=()
-):
+    traced, original, verify, batch_decode, args, kwargs, epochs, max_batches, argv=(),
+    graph_call=None,
+):  # fmt: skip
     """The rewrite of `traced` (batch-then-decode when allowed), its verdict and notes."""
     batched = verify if batch_decode is None else batch_decode
     rewrite = codegen.rewrite(traced, original, batch_decode=batched)
@@ -401,7 +408,7 @@ def _rewrite_and_prove(
     verdict = None
     notes: list[str] = []
     if verify:
-        verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv)
+        verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv, graph_call)
         if rewrite.batched and verdict.status != "MATCH":
             notes.append(
                 f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
@@ -409,7 +416,7 @@ def _rewrite_and_prove(
             )
             rewrite = codegen.rewrite(traced, original, batch_decode=False)
             check_names(rewrite.source, _new_functions(rewrite), traced.path)
-            verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv)
+            verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv, graph_call)
     elif rewrite.batched:
         notes.append("batch-then-decode was not verified (verify=False)")
     if rewrite.batched:

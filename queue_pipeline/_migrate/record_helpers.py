@@ -237,8 +237,44 @@ class RecordHelpers(RewriterBase):
         elif isinstance(receiver, cst.Call):
             spec = self._reader_ctor(fn, stmt)
         if spec is None:
-            raise self.fail(fn, stmt, "its reader was not created by a traced reader constructor")
+            spec = self._passed_reader(fn, stmt)
+        if spec is None:
+            raise self.fail(
+                fn,
+                stmt,
+                "its reader was not created by a traced reader constructor, and the run "
+                "read no reader with plain settings here",
+            )
         return spec
+
+    def _passed_reader(self, fn: Function, stmt) -> tuple[str, dict] | None:
+        """(reader kind, its settings as literals) of a reader made outside `fn` (passed in).
+
+        ``prefetch_input_data(tf.compat.v1.TFRecordReader(), ...)`` or a
+        reader class argument: the constructor is not in the file, but the
+        run recorded the read at `stmt` (by queue_pipeline's reader, or read
+        from the graph for TF's own), with the reader's settings.
+        """
+        first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
+        for node in self.trace.nodes:
+            if not node.kind.endswith(tuple("." + m for m in READS)):
+                continue
+            if not any(
+                name == fn.name and first <= line <= last
+                for name, line in self.trace.sites.get(node.index, ())
+            ):
+                continue
+            args = {}
+            for arg, value in node.args.items():
+                if arg in ("num_records", "name"):
+                    continue
+                if value is not None and (
+                    not isinstance(value, (int, float, str, bytes)) or isinstance(value, bool)
+                ):
+                    return None
+                args[arg] = repr(value)
+            return node.kind.rpartition(".")[0], args
+        return None
 
     def _read_key(self, stmt) -> str:
         """The name a read statement assigns its key to (``key`` of ``key, value = ...``)."""

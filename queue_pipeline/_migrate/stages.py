@@ -255,6 +255,20 @@ class Stages(RecordHelpers):
             return direct
         return ""
 
+    def _numpy_functions(self, stmt) -> list[tuple]:
+        """(callee, ``tf.numpy_function``) for each ``py_func`` call in `stmt`.
+
+        ``tf.compat.v1.py_func(f, inp, Tout, stateful, name)`` and TF 2.x's
+        ``tf.numpy_function`` take the same arguments in the same order and
+        call `f` on NumPy arrays alike; the migrated map runs the program's
+        own Python function.
+        """
+        return [
+            (call.func, "tf.numpy_function")
+            for call in self.calls_in(stmt)
+            if callee(call) == "py_func" and isinstance(call.func, cst.Attribute)
+        ]
+
     def _flush(self, state: State, returns: str, depth: int) -> list[str]:
         """The pending per-record statements as a nested function mapped over ``records``."""
         pad = "    " * depth
@@ -280,7 +294,10 @@ class Stages(RecordHelpers):
             f"({params})",
         ):
             return []
-        body = "".join(self.text(st, depth + 1, rep) for st, rep in state.pending)
+        body = "".join(
+            self.text(st, depth + 1, [*rep, *self._numpy_functions(st)])
+            for st, rep in state.pending
+        )
         body += f"{pad}    return {returns}\n"
         state.pending = []
         return [

@@ -34,10 +34,21 @@ from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._migrate import loading
 from queue_pipeline._migrate.loading import MigrateError
+from queue_pipeline._rebuild import graph_model
 from queue_pipeline._rebuild.walk import Walker
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["Call", "MigrateError", "Trace", "load_module", "parse_call", "trace"]
+__all__ = [
+    "Call",
+    "GraphCall",
+    "MigrateError",
+    "Trace",
+    "call_arguments",
+    "load_module",
+    "parse_call",
+    "trace",
+]
+
 
 _API = "queue-pipeline migrate"
 _READ_SUFFIXES = (".read", ".read_up_to")
@@ -201,6 +212,50 @@ def graph_of(outputs: Any) -> tf.Graph:
     return leaves[0].graph if leaves else tf.Graph()
 
 
+@dataclasses.dataclass(frozen=True)
+class GraphCall:
+    """`--call` arguments that build graph objects (``tf.compat.v1.TFRecordReader()``).
+
+    Such an argument cannot be made once and for all: eagerly it fails, and
+    made in one graph it cannot be used in another. The call is evaluated
+    again in each graph the function runs in (the trace, each side of the
+    proof).
+    """
+
+    module: types.ModuleType
+    call: str
+
+    def arguments(self) -> tuple[tuple, dict]:
+        """The arguments, made in the current default graph."""
+        return parse_call(self.module, self.call)
+
+
+def call_arguments(
+    module: types.ModuleType, call: str | None
+) -> tuple[tuple, dict, GraphCall | None]:
+    """`--call`'s arguments, or ``((), {}, GraphCall)`` when they hold graph objects.
+
+    The call is evaluated once in a graph of its own: a reader, queue or
+    tensor it makes belongs to a graph and is made again in each graph that
+    runs the function (:class:`GraphCall`); plain values are used as they are.
+
+    Raises:
+      MigrateError: the arguments cannot be evaluated.
+    """
+    with tf.Graph().as_default():
+        args, kwargs = parse_call(module, call)
+    if any(_graph_bound(v) for v in tf.nest.flatten((list(args), kwargs))):
+        return (), {}, GraphCall(module, call or "")
+    return args, kwargs, None
+
+
+def _graph_bound(value: Any) -> bool:
+    """Whether `value` belongs to a graph (a tensor, an op, a reader or queue object)."""
+    if isinstance(value, type):
+        return False
+    return any(_has(value, a) for a in ("graph", "reader_ref", "queue_ref"))
+
+
 def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]:
     """The positional and keyword arguments that `call` (``"'a.csv', 2, num_epochs=1"``) spells.
 
@@ -213,6 +268,8 @@ def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]
     def capture(*args, **kwargs):
         return args, kwargs
 
+    from queue_pipeline._scripts.install import install  # noqa: PLC0415 - no cycle at import
+
     namespace = dict(vars(module))
     namespace["__qp_capture__"] = capture
     try:
@@ -223,7 +280,11 @@ def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]
             "the arguments as in a Python call, e.g. --call \"'train.csv', 32\"."
         ) from e
     try:
-        return eval(code, namespace)  # noqa: S307 - the user's own arguments
+        # Under install(), as the call itself runs: a reader class passed in
+        # (`reader=tf.compat.v1.TFRecordReader`) is queue_pipeline's, which
+        # records its stage.
+        with install():
+            return eval(code, namespace)  # noqa: S307 - the user's own arguments
     except Exception as e:  # noqa: BLE001
         raise MigrateError(
             f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}: {e}. Fix: "
@@ -284,12 +345,15 @@ def trace(
     *,
     module: types.ModuleType | None = None,
     argv: Sequence[str] = (),
+    graph_call: GraphCall | None = None,
 ) -> Trace:
     """Runs ``function(*args, **kwargs)`` of the file at `path` once and records what it built.
 
     Args:
       module: the file as :func:`load_module` loaded it (else it is loaded
         here with `argv`); the call runs with ``sys.argv`` the program's own.
+      graph_call: arguments made in the trace's graph instead of `args`,
+        `kwargs` (see :class:`GraphCall`).
 
     Raises:
       MigrateError: the function does not exist, fails, or builds no queue
@@ -315,6 +379,8 @@ def trace(
             _recording(real, calls),
             loading.own_argv(module.__file__ or real, argv),
         ):
+            if graph_call is not None:
+                args, kwargs = graph_call.arguments()
             outputs = fn(*args, **(kwargs or {}))
     except MigrateError:
         raise
@@ -326,7 +392,12 @@ def trace(
         ) from e
     # The graph is fresh: everything recorded on it is this call's pipeline,
     # including the stages behind a queue no builder recorded (a prefetch).
-    nodes = plan.plan_nodes(graph) if outputs is not None else ()
+    # Stages TF built (a reader class passed in, a name bound before install())
+    # are read from the graph: NOTE [ Stages read from the graph ].
+    nodes: tuple[plan.PlanNode, ...] = ()
+    if outputs is not None:
+        recorded = plan.plan_nodes(graph)
+        nodes = recorded + graph_model.graph_nodes(graph, recorded)
     if not nodes:
         raise MigrateError(
             f"{_API}: {function}() in {real} builds no queue pipeline (nothing it returns "
@@ -366,6 +437,7 @@ def _classify(nodes, outputs) -> tuple[set[str], set[str]]:
         _API,
         lambda t: t.name in stage_outputs or t.op.type in graph_facts.DEQUEUE_OPS,
         follow_control=False,
+        py_funcs=True,  # a py_func stage is per-record code like any other (written as it is)
     )
     try:
         walker.walk(sinks)

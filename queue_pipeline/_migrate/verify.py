@@ -7,6 +7,7 @@ import dataclasses
 import types
 
 from queue_pipeline import plan
+import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._compare.harness import add_session_setup, exact_arithmetic
@@ -69,6 +70,7 @@ def verify(
     epochs: int = 1,
     max_batches: int | None = None,
     timeout: float = 60.0,
+    graph_call=None,
 ) -> Verdict:
     """Compares ``original(*args)`` with ``migrated.function(*args)`` through compare.
 
@@ -78,7 +80,9 @@ def verify(
     A legacy input that repeats forever is read for `epochs` epochs on both
     sides (unless `max_batches` bounds the run), and random draws are pinned:
     NOTE [ Proving a random, endless input pipeline ]. The verdict's reason
-    names each condition the proof held.
+    names each condition the proof held. `graph_call` (a
+    :class:`~queue_pipeline._migrate.trace.GraphCall`) makes the arguments
+    anew in each side's graph instead of `args`, `kwargs`.
     """
     from queue_pipeline.compare import compare  # noqa: PLC0415
 
@@ -112,14 +116,36 @@ def verify(
             # A loader runs in a session: the twin is read in one as well, even
             # under TF 2.x defaults (such a function builds placeholders anyway).
             stack.enter_context(tf.Graph().as_default())
+        plain: dict[str, list] = {}
+
+        def side(name, build):
+            call = (args, kwargs)
+            if graph_call is not None:
+                # The twin may be built eagerly; a graph object it is passed
+                # (the legacy reader it no longer reads) is made in a graph of its own.
+                scratch = tf.executing_eagerly()
+                with tf.Graph().as_default() if scratch else contextlib.nullcontext():
+                    call = graph_call.arguments()
+            pipeline, plain[name] = _split_plain(build(*call))
+            return _with_loaders_run(pipeline)
+
         report = compare(
-            lambda: _with_loaders_run(_build_legacy(original, args, kwargs, installed=bound)),
-            lambda: _with_loaders_run(new(*args, **kwargs)),
+            lambda: side("legacy", lambda a, k: _build_legacy(original, a, k, installed=bound)),
+            lambda: side("twin", lambda a, k: new(*a, **k)),
             epochs=epochs,
             max_batches=_BOUNDED_MAX_BATCHES if bound else max_batches,
             timeout=timeout,
         )
+    if plain.get("legacy"):
+        conditions.append(f"the values beside the batches ({_shown(plain['legacy'])}) compared too")
     suffix = "".join(f"; {c}" for c in conditions)
+    if plain.get("legacy") != plain.get("twin"):
+        return Verdict(
+            "DIFFER",
+            f"the values returned beside the batches differ: {_shown(plain.get('legacy'))} "
+            f"(legacy) against {_shown(plain.get('twin'))} (migrated)" + suffix,
+            report,
+        )
     if report.matched:
         return Verdict("MATCH", report.mode + suffix, report)
     tail = _dropped_tail(trace, report)
@@ -131,6 +157,33 @@ def verify(
             report,
         )
     return Verdict("DIFFER", report.mode + suffix, report)
+
+
+# Values a pipeline function may return beside its batches (counts, steps per epoch, names).
+_PLAIN_TYPES = (bool, int, float, complex, str, bytes, type(None), np.generic)
+
+
+def _split_plain(outputs) -> tuple[object, list]:
+    """(the pipeline's part of `outputs`, the plain values returned beside it, in order).
+
+    A function may return ``x_batch, y_batch, num_batches``: the plain values
+    are not part of what compare reads; the proof checks them for equality
+    instead. Outputs that are not a tuple or list, or hold no plain value,
+    come back as they are.
+    """
+    if not isinstance(outputs, (tuple, list)) or hasattr(outputs, "_fields"):
+        return outputs, []
+    plain = [v for v in outputs if isinstance(v, _PLAIN_TYPES)]
+    if not plain:
+        return outputs, []
+    rest = [v for v in outputs if not isinstance(v, _PLAIN_TYPES)]
+    if len(rest) == 1 and not loader_count(tuple(rest)):
+        return rest[0], plain
+    return (tuple(rest) if isinstance(outputs, tuple) else rest), plain
+
+
+def _shown(values) -> str:
+    return ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values or ())
 
 
 def _build_legacy(original, args, kwargs, *, installed: bool):
