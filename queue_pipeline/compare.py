@@ -26,9 +26,11 @@ NOTE [ Comparing examples, epochs and order ]
   legacy example count over the epoch count (no per-epoch check if it does not
   divide). Per-epoch multisets are required to match unless the legacy side
   itself mixes epochs (threads or a RandomShuffleQueue).
-* Bounds: the legacy side ends on OutOfRangeError, `max_batches` or a
+* Bounds: the legacy side ends on OutOfRangeError, `max_batches`,
+  `max_bytes` (the memory its batches hold, 256 MiB by default) or a
   `timeout` stall; a legacy pipeline whose producers repeat forever needs
-  `max_batches`. The twin is read for at most the legacy example count plus
+  `max_batches`. Stopped at `max_bytes`, the comparison covers the batches
+  read so far, and the report says so. The twin is read for at most the legacy example count plus
   one epoch (or one batch), so an infinite twin ends as "twin has more".
 """
 
@@ -108,6 +110,10 @@ class _Side:
         self.batches += 1
 
 
+# The memory a comparison's legacy batches may hold by default (NOTE above).
+DEFAULT_MAX_BYTES = 256 * 2**20
+
+
 def compare(
     legacy: Callable[[], Any],
     twin: Callable[[], tf.data.Dataset] | None = None,
@@ -118,6 +124,7 @@ def compare(
     timeout: float = 30.0,
     reference: Callable[[], tf.data.Dataset] | None = None,
     progress: bool | None = False,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
 ) -> ComparisonReport:
     """Runs a legacy pipeline and its tf.data twin and reports how their outputs differ.
 
@@ -145,6 +152,9 @@ def compare(
         the examples sorted by value).
       progress: draw a progress bar on stderr: True, False, or None for
         "only when stderr is a terminal".
+      max_bytes: stop the legacy side once its batches hold this many bytes
+        (the twin is then read for as many examples), so a comparison never
+        exhausts the machine's memory; None: no bound.
 
     Returns:
       A :class:`ComparisonReport`; ``report.matched`` is the verdict.
@@ -165,7 +175,9 @@ def compare(
     if rebuilt:
         twin = rebuilt_twin(legacy, timeout=timeout)
     _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference)
-    left = _run_legacy(legacy, epochs, max_batches, timeout, progress)
+    if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 1):
+        raise ValueError(f"{_API}: `max_bytes` must be None or a positive int; got {max_bytes!r}.")
+    left = _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes)
     total = len(left.examples)
     if left.exhausted:
         limit = total + max(left.epoch_size or 0, left.max_batch, 1)
@@ -270,7 +282,7 @@ def _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference) ->
         )
 
 
-def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
+def _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes=None) -> _Side:
     graph = tf.Graph()
     with graph.as_default():
         outputs = _harness.call_builder(_API, "legacy", legacy)
@@ -318,6 +330,7 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
             timeout=timeout,
             api=f"{_API} (legacy side)",
             on_batch=bar.update,
+            max_bytes=max_bytes,
         )
     for batch in result.batches:
         side.add(_normalize.leaves_of(batch))
@@ -330,7 +343,13 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress) -> _Side:
             f"no per-epoch comparison: {total} legacy examples do not split "
             f"into {side.epochs} equal epochs (a dropped final batch?)."
         )
-    if not side.exhausted:
+    if result.held_bytes:
+        side.notes.append(
+            f"the legacy side was stopped after {side.batches} batch(es) holding "
+            f"{result.held_bytes / 2**20:.0f} MiB (max_bytes={max_bytes}); the twin is "
+            "compared on as many examples, and 'twin has more' is not checked."
+        )
+    elif not side.exhausted:
         side.notes.append(
             f"the legacy side was stopped after {side.batches} batch(es) "
             "(max_batches); the twin is compared on as many examples, and "

@@ -270,9 +270,25 @@ def test_legacy_that_never_ends_needs_max_batches():
     assert any("max_batches" in n for n in r.notes)
 
 
+def test_the_legacy_side_is_bounded_in_memory():
+    """`max_bytes` stops reading once the batches hold that much; the twin reads as many."""
+    r = run(P.legacy_forever, P.twin_forever, max_batches=10_000, max_bytes=64)
+    assert r.matched, r.render()
+    assert not r.legacy.exhausted and r.legacy.batches == r.twin.batches < 10_000
+    assert any("max_bytes=64" in n and "MiB" in n for n in r.notes), r.notes
+
+
+def test_a_fetched_batch_counts_its_arrays_and_strings():
+    from queue_pipeline._compare.harness import nbytes  # noqa: PLC0415
+
+    batch = [np.zeros((4, 2), np.float32), np.array([b"ab", b"cde"], object), {"k": b"x"}]
+    assert nbytes(batch) == 32 + 5 + 1
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
+        ({"max_bytes": 0}, "`max_bytes`"),
         ({"epochs": 0}, "`epochs`"),
         ({"max_batches": -1}, "`max_batches`"),
         ({"ordered": "yes"}, "`ordered`"),

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+import numpy as np
 import tensorflow as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 
@@ -57,6 +58,7 @@ class RunResult:
     exhausted: bool
     seconds: float
     startup_seconds: float
+    held_bytes: int = 0  # the bytes of the batches held, when `max_bytes` stopped the run
 
 
 def _backstop(timeout: float) -> float:
@@ -123,8 +125,13 @@ def run_graph(
     start_runners: bool = True,
     initialize: bool = True,
     on_batch: Callable[[int], None] | None = None,
+    max_bytes: int | None = None,
 ) -> RunResult:
-    """Fetches `fetches` until OutOfRangeError or `max_batches`, never hanging.
+    """Fetches `fetches` until OutOfRangeError, `max_batches` or `max_bytes`, never hanging.
+
+    `max_bytes` bounds the memory the fetched batches hold (their arrays'
+    bytes, strings' lengths): the run stops after the batch that reaches it,
+    and :attr:`RunResult.held_bytes` says so.
 
     Raises:
       PipelineStalledError: a fetch blocked for `timeout` seconds.
@@ -150,6 +157,7 @@ def run_graph(
     threads_by_runner: dict[int, list] = {}
     batches: list = []
     exhausted = False
+    held, stopped_at = 0, 0
     error: PipelineError | None = None
     try:
         with graph.as_default():
@@ -191,6 +199,11 @@ def run_graph(
                 break
             if on_batch is not None:
                 on_batch(len(batches))
+            if max_bytes is not None:
+                held += nbytes(batches[-1])
+                if held >= max_bytes:
+                    stopped_at = held
+                    break
             if coord.should_stop():
                 break
         t2 = time.perf_counter()
@@ -210,7 +223,22 @@ def run_graph(
         sess.close()
     if error is not None:
         raise error
-    return RunResult(batches, exhausted, t2 - t1, t1 - t0)
+    return RunResult(batches, exhausted, t2 - t1, t1 - t0, stopped_at)
+
+
+def nbytes(value) -> int:
+    """The bytes a fetched value holds: arrays' buffers, strings' lengths, nested values'."""
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            return sum(nbytes(v) for v in value.flat)
+        return int(value.nbytes)
+    if isinstance(value, (bytes, str)):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(nbytes(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(nbytes(v) for v in value)
+    return int(getattr(value, "nbytes", 8))
 
 
 # ---------------------------------------------------------------- twin side

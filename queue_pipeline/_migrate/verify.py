@@ -136,6 +136,9 @@ def verify(
             max_batches=_BOUNDED_MAX_BATCHES if bound else max_batches,
             timeout=timeout,
         )
+    held = [n for n in report.notes if "max_bytes=" in n]
+    if held:  # NOTE [ Proving a random, endless input pipeline ]: memory is bounded too
+        conditions.append("read up to the memory bound: " + held[0].split(";")[0])
     if plain.get("legacy"):
         conditions.append(f"the values beside the batches ({_shown(plain['legacy'])}) compared too")
     suffix = "".join(f"; {c}" for c in conditions)
