@@ -381,3 +381,51 @@ def test_a_py_func_stage_migrates_as_numpy_function(tmp_path):
     new = result.source.split("def inputs_dataset")[1]
     assert "tf.numpy_function(_normalize, [x], tf.float32, stateful=False)" in new
     assert "tf.compat.v1.py_func" not in new
+
+
+_KEYED_HELPER = (
+    "import tensorflow as tf\n\n\n"
+    "def read_image(queue):\n"
+    "    unused = tf.Variable([0], dtype=tf.int8)\n"
+    "    key, contents = tf.compat.v1.WholeFileReader().read(queue)\n"
+    "    size = tf.strings.length(contents)\n"
+    "    return size, key\n\n\n"
+    "def pipeline(files, batch_size):\n"
+    "    queue = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+    "    size, name = read_image(queue)\n"
+    "    return tf.compat.v1.train.batch(\n"
+    "        [size, name], batch_size, allow_smaller_final_batch=True)\n"
+)
+
+
+def test_a_reading_helper_that_returns_the_key_reads_key_value_pairs(tmp_path):
+    """Cat-GAN's readJPEG: WholeFileReader's key (the file name) returned as the label; an
+    unread tf.Variable in the helper is dropped with its line (#41)."""
+    files = []
+    for i in range(5):
+        (tmp_path / f"f{i}.bin").write_bytes(b"x" * (i + 1))
+        files.append(str(tmp_path / f"f{i}.bin"))
+    path = tmp_path / "keyed.py"
+    path.write_text(_KEYED_HELPER)
+    result = migrate(str(path), "pipeline", args=(files, 2))
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    assert "def read_image_record(key, contents):" in result.source
+    assert ".map(lambda f: (f, tf.io.read_file(f)))" in result.source
+    assert any("keyed.py:5: `unused = tf.Variable" in d for d in result.dropped), result.dropped
+
+
+def test_a_second_pipeline_from_a_helper_is_refused_with_its_line(tmp_path):
+    """segnet's inputs: one helper builds a producer + reader per file, called twice."""
+    path = tmp_path / "two.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\ndef one(name):\n"
+        "    q = tf.compat.v1.train.string_input_producer([name], num_epochs=1, shuffle=False)\n"
+        "    _, line = tf.compat.v1.TextLineReader().read(q)\n"
+        "    return line\n\n\ndef inputs(a, b):\n"
+        "    first = one(a)\n    second = one(b)\n"
+        "    return tf.compat.v1.train.batch([first, second], 2)\n"
+    )
+    (tmp_path / "a.txt").write_text("1\n2\n")
+    (tmp_path / "b.txt").write_text("3\n4\n")
+    with pytest.raises(MigrateError, match=r"two\.py:12: .*starts a second pipeline"):
+        migrate(str(path), "inputs", args=(str(tmp_path / "a.txt"), str(tmp_path / "b.txt")))

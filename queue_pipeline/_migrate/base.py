@@ -51,6 +51,9 @@ _QUEUE_WORDS = re.compile(
 PRODUCERS = ("string_input_producer", "input_producer", "range_input_producer")
 BATCHING = tuple(sorted(plan.BATCHING_KINDS))
 READS = ("read", "read_up_to")
+# The calls that build or read a function's own queue (NOTE [ Migrating the function's own queue ]).
+OWN_QUEUES = ("RandomShuffleQueue", "FIFOQueue", "PaddingFIFOQueue")
+OWN_QUEUE_CALLS = OWN_QUEUES + ("dequeue_many", "dequeue_up_to", "dequeue")
 READER_CLASSES = (
     "TextLineReader",
     "TFRecordReader",
@@ -120,7 +123,8 @@ class Function:
 
     def _first_made(self) -> dict[str, int]:
         made: dict[str, int] = {}
-        stages = set(PRODUCERS + BATCHING + READS + READER_CLASSES) | {"slice_input_producer"}
+        stages = set(PRODUCERS + BATCHING + READS + READER_CLASSES + OWN_QUEUE_CALLS)
+        stages.add("slice_input_producer")
         lines = [s for s in m.findall(self.node.body, m.SimpleStatementLine())]
         lines.sort(key=lambda s: self.rw.positions[s].start.line)
         for stmt in lines:
@@ -179,6 +183,12 @@ class State:
     loaders: list[str] = dataclasses.field(default_factory=list)
     # names of ``tf.constant(x)`` whose `x` the variables are fed (their lines go)
     unwrapped: list[str] = dataclasses.field(default_factory=list)
+    # NOTE [ Migrating the function's own queue ]: queue var -> (class, its arguments)
+    own_queues: dict[str, tuple[str, dict]] = dataclasses.field(default_factory=dict)
+    # queue var -> (the enqueued values' text, enqueue_many)
+    enqueued: dict[str, tuple[str, bool]] = dataclasses.field(default_factory=dict)
+    # inside a loop of N readers filling an own queue: N (as written); else ""
+    parallel_readers: str = ""
 
 
 def tensor_names(fn: Function) -> set[str]:
@@ -238,6 +248,8 @@ class RewriterBase:
         self.differences: list[str] = []
         self.reader_sites = {line for frames in trace.reader_sites.values() for _, line in frames}
         self.record_helpers: dict[str, tuple[str, str, str, list[str], str]] = {}
+        # record helper name -> (the key's name, the reader's (kind, args)) when it reads the key
+        self.record_keys: dict[str, tuple[str, tuple[str, dict]]] = {}
         self.kept_params: dict[str, list[str]] = {}
         self.batch_helpers: dict[str, str] = {}  # <name>_record -> <name>_batch
         self._pending_batch_code: dict[str, tuple[str, str]] = {}  # written when used
@@ -316,11 +328,10 @@ class RewriterBase:
 
     def _builds(self, fn: Function) -> bool:
         """Whether a legacy call was made inside `fn` (directly or through its helpers)."""
-        for frames in list(self.trace.sites.values()) + list(self.trace.reader_sites.values()):
-            for name, line in frames:
-                if name == fn.name and fn.first <= line <= fn.last:
-                    return True
-        return False
+        frames = [f for fs in self.trace.sites.values() for f in fs]
+        frames += [f for fs in self.trace.reader_sites.values() for f in fs]
+        frames += self.trace.queue_sites  # NOTE [ Migrating the function's own queue ]
+        return any(name == fn.name and fn.first <= line <= fn.last for name, line in frames)
 
     def flag_queue_docstring(self, fn: Function, stmt: cst.CSTNode) -> None:
         """Reports a docstring kept in `fn`'s tf.data version that still speaks of queues."""

@@ -59,6 +59,7 @@ from queue_pipeline._migrate.syntax import (
     call_text,
     callee,
     dead_code,
+    filled_blocks,
     list_of_reads,
     mutated_names,
     names_in,
@@ -129,7 +130,7 @@ class _Rewriter(Returns):
             params = [p for p in params if p not in record_params]
             params.insert(at, "dataset")
         stmts = list(fn.node.body.body)
-        lines = dead_code(self._block(fn, stmts, state, depth=1))
+        lines = filled_blocks(dead_code(self._block(fn, stmts, state, depth=1)))
         lines = preloaded.drop_constant_lines(lines, state.unwrapped)
         used = "".join(lines)
         if fn.name != self.trace.function:  # a helper: keep only what its version uses
@@ -216,6 +217,13 @@ class _Rewriter(Returns):
         line = fn.line(stmt)
         if isinstance(stmt, (cst.With, cst.If)) and self._has_stage(fn, stmt):
             return self._compound(fn, stmt, state, depth)
+        if isinstance(stmt, cst.For):
+            loop = self.own_reader_loop(fn, stmt, state, depth)
+            if loop is not None:
+                return loop
+        own = self.own_queue_statement(fn, stmt, calls, state, depth)
+        if own is not None:  # NOTE [ Migrating the function's own queue ]
+            return own
         producer = next((c for c in calls if callee(c) in PRODUCERS), None)
         if producer is not None:
             return self._producer(fn, stmt, producer, state, depth)
@@ -243,6 +251,22 @@ class _Rewriter(Returns):
         if reads and any(fn.kind_at(n, line) in ("queue", "reader") for n in names):
             kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], state.readers)
             files = self._files(fn, stmt, reads[0], state)
+            if state.parallel_readers:  # NOTE [ Migrating the function's own queue ]
+                if key_used:
+                    raise self.fail(fn, stmt, "a key read by one of several parallel readers")
+                records = (
+                    f"{files}.interleave(\n    {reader_fn}, cycle_length={state.parallel_readers}, "
+                    f"num_parallel_calls={chains.AUTOTUNE}\n)"
+                )
+                state.element = [value]
+                self.steps.append(
+                    Step(
+                        line,
+                        f"{kind}.{callee(reads[0])} x {state.parallel_readers}",
+                        " ".join(records.split()),
+                    )
+                )
+                return [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
             if key_used:  # (key, value) pairs with the legacy reader's key strings
                 spec = self._reader_spec(fn, stmt, reads[0], state.readers)
                 try:
@@ -344,17 +368,28 @@ class _Rewriter(Returns):
             new, kind, reader_fn, extra, value = self.record_helper(helper)
             files = self._files(fn, stmt, call, state)
             args = self._extra_args(helper, call, extra) if extra else []
+            records = chains.records_of(reader_fn, files)
             state.element = [value]
-            state.pending.append((stmt, ((call, f"{new}({', '.join([value] + args)})"),)))
+            if helper.name in self.record_keys:  # (key, value): the legacy reader's keys
+                key, spec = self.record_keys[helper.name]
+                try:
+                    records = chains.keyed_records_of(spec[0], spec[1], files)
+                except chains.Unsupported as e:
+                    raise self.fail(fn, stmt, str(e)) from e
+                state.element = [key, value]
+            passed = ", ".join(state.element + args)
+            state.pending.append((stmt, ((call, f"{new}({passed})"),)))
             state.direct = (stmt, new if not args else "")
             self.steps.append(
                 Step(
                     fn.line(stmt),
                     f"{kind}.read (in {helper.name})",
-                    f"{chains.records_of(reader_fn, files)}, then {new} in Dataset.map",
+                    f"{' '.join(records.split())}, then {new} in Dataset.map",
                 )
             )
-            return [f"{pad}records = {chains.records_of(reader_fn, files)}\n"]
+            return [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
+        if role == "pipeline":
+            self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
         new = self.pipeline(helper)
         kept = self.kept_params[new]
         out: list[str] = []

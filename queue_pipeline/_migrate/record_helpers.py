@@ -69,13 +69,16 @@ class RecordHelpers(RewriterBase):
                 continue
             if reads:
                 reader_kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], readers)
-                if key_used:
-                    raise self.fail(
-                        fn,
-                        stmt,
-                        "the code uses the reader's key (tf.data readers give no key); "
-                        "migrate by hand with keys from the file name",
-                    )
+                if key_used:  # the caller reads (key, value) pairs with the reader's keys
+                    spec = self._reader_spec(fn, stmt, reads[0], readers)
+                    self.record_keys[fn.name] = (self._read_key(stmt), spec)
+                continue
+            if self._unread_variable(stmt, stmts):
+                self.dropped.append(
+                    f"{self.where(fn.line(stmt))}: `{self.code(stmt).strip()}`: a variable "
+                    "nothing in the record's code reads (a Dataset function cannot make one "
+                    "per record)"
+                )
                 continue
             body.append(self.text(stmt, 1, tuple_returns(stmt)))
             kept_stmts.append(stmt)
@@ -83,7 +86,8 @@ class RecordHelpers(RewriterBase):
         queue_params = [p for p in fn.params if fn.kind(p) == "queue"]
         extra = [p for p in fn.params if p not in queue_params and p in used]
         name = f"{fn.name}_record"
-        params = ", ".join([value] + extra)
+        key = [self.record_keys[fn.name][0]] if fn.name in self.record_keys else []
+        params = ", ".join(key + [value] + extra)
         text = (
             f"def {name}({params}):\n"
             + (doc or f'    """{fn.name} after the reader: one record, decoded."""\n')
@@ -91,10 +95,19 @@ class RecordHelpers(RewriterBase):
         )
         self.generated.setdefault(fn.name, "")
         self.generated[fn.name] += "\n\n" + text
-        if self.batch_decode and not extra:
+        if self.batch_decode and not extra and not key:
             self._batch_helper(fn, name, value, doc, kept_stmts)
         self.record_helpers[fn.name] = (name, reader_kind, reader_fn, extra, value)
         return self.record_helpers[fn.name]
+
+    def _unread_variable(self, stmt, stmts: list) -> bool:
+        """Whether `stmt` only makes a ``tf.Variable`` under names no later statement reads."""
+        calls = self.calls_in(stmt)
+        if not calls or not all(callee(c) in ("Variable", "get_variable") for c in calls):
+            return False
+        targets = set(assigned_names(stmt))
+        later = stmts[stmts.index(stmt) + 1 :]
+        return bool(targets) and not any(targets & names_in(st) for st in later)
 
     def _batch_helper(self, fn: Function, name: str, value: str, doc: str, stmts) -> None:
         """``<name>_batch``: the record helper on whole batches, if the rules allow it.

@@ -18,13 +18,13 @@ import tensorflow as tf
 
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import Function, State, Step
-from queue_pipeline._migrate.stages import Stages
+from queue_pipeline._migrate.own_queues import OwnQueues
 from queue_pipeline._migrate.syntax import names_in
 
 __all__ = ["Returns"]
 
 
-class Returns(Stages):
+class Returns(OwnQueues):
     """The ``return`` statements of a pipeline function."""
 
     def _prefetched(self, fn: Function, expr: cst.CSTNode, state: State) -> bool:

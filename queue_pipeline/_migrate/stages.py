@@ -380,9 +380,15 @@ class Stages(RecordHelpers):
             return text[1:-1].strip().rstrip(",")
         return text
 
-    def _batching(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+    def _batching(self, fn, stmt, call, state: State, depth: int, legacy=None) -> list[str]:
+        """`stmt`'s batching call as its chain; `legacy`: (kind, arguments, label) instead of
+        the call's own (an own queue's dequeue, NOTE [ Migrating the function's own queue ])."""
         pad = "    " * depth
-        kind, args = self._legacy_arguments(fn, stmt, call)
+        if legacy is None:
+            kind, args = self._legacy_arguments(fn, stmt, call)
+            label = kind
+        else:
+            kind, args, label = legacy
         out: list[str] = []
         after: list[str] | None = None
         first = "tensors_list" if kind.endswith("_join") else "tensors"
@@ -410,10 +416,10 @@ class Stages(RecordHelpers):
         out += [f"{pad}{line}\n" for line in lines]
         if after is not None:
             out += after
-        self.steps.append(Step(fn.line(stmt), kind, " / ".join(lines), chain.fates))
+        self.steps.append(Step(fn.line(stmt), label, " / ".join(lines), chain.fates))
         if "shuffle" in kind:
             self.differences.append(
-                f"{self.where(fn.line(stmt))}: {kind}: a shuffle buffer is not a "
+                f"{self.where(fn.line(stmt))}: {label}: a shuffle buffer is not a "
                 "RandomShuffleQueue; the examples are the same, their order is not"
             )
         if (
@@ -461,6 +467,8 @@ class Stages(RecordHelpers):
         if helper is None or helper.role != "record" or not isinstance(elt, cst.Call):
             raise self.fail(fn, stmt, "the join's lists must come from one reading helper")
         new, kind, reader_fn, extra, _ = self.record_helper(helper)
+        if helper.name in self.record_keys:
+            raise self.fail(fn, stmt, "a reader's key read by one of several parallel readers")
         queue = elt.args[0].value if elt.args else None
         if not isinstance(queue, cst.Name) or queue.value not in state.queues:
             raise self.fail(fn, stmt, "the helper must read from a producer of this function")

@@ -262,4 +262,25 @@ def dead_code(lines: list[str]) -> list[str]:
     return out
 
 
+def filled_blocks(lines: list[str]) -> list[str]:
+    """`lines` with each block left empty (its only line was dropped) filled or removed.
+
+    An empty ``else:`` goes; any other empty block gets ``pass``.
+    """
+    out: list[str] = []
+    for i, text in enumerate(lines):
+        stripped = text.rstrip()
+        header = stripped.endswith(":") and "\n" not in stripped
+        indent = len(text) - len(text.lstrip(" "))
+        following = next((t for t in lines[i + 1 :] if t.strip()), None)
+        empty = following is None or len(following) - len(following.lstrip(" ")) <= indent
+        if header and empty and not stripped.lstrip().startswith("#"):
+            if stripped.strip() == "else:":
+                continue
+            out += [text, " " * (indent + 4) + "pass\n"]
+            continue
+        out.append(text)
+    return out
+
+
 _PLAIN_ASSIGN = re.compile(r"^(\s*)([\w, ]+?)\s*=\s*(?!=)(.*)$", re.S)

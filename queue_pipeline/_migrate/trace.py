@@ -82,6 +82,8 @@ class Trace:
       calls: (function name, first line) -> its last finished call.
       record: names of the per-record tensors (sources included).
       batch: names of the batch tensors and of what was computed from them.
+      queue_sites: the frames that built the function's own queues, their
+        enqueues and dequeues (NOTE [ Migrating the function's own queue ]).
     """
 
     path: str
@@ -94,6 +96,7 @@ class Trace:
     calls: dict[tuple[str, int], Call]
     record: set[str]
     batch: set[str]
+    queue_sites: tuple[tuple[str, int], ...] = ()
 
     def kind_of(self, value: Any) -> str:
         """``queue``, ``reader``, ``record``, ``batch`` or ``plain`` for a value of the run."""
@@ -411,16 +414,85 @@ def trace(
             read_op = _first_op(n)
             if read_op is not None and read_op.inputs:
                 reader_sites[n.index] = _frames(read_op.inputs[0].op, real)
-    record, batch = _classify(nodes, outputs)
-    return Trace(real, module, function, outputs, nodes, sites, reader_sites, calls, record, batch)
+    own = _own_queues(graph, nodes)
+    record, batch = _classify(nodes, outputs, own)
+    queue_sites = tuple(
+        frame
+        for queue_op, enqueues in own.items()
+        for op in [queue_op, *enqueues, *_dequeues(queue_op)]
+        for frame in _frames(op, real)
+    )
+    return Trace(
+        real, module, function, outputs, nodes, sites, reader_sites, calls, record, batch,
+        queue_sites,
+    )  # fmt: skip
 
 
 def _spell(args, kwargs) -> str:
     return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()])
 
 
-def _classify(nodes, outputs) -> tuple[set[str], set[str]]:
-    """The names of the per-record tensors and of the batch tensors; see the module doc."""
+def _own_queues(graph: tf.Graph, nodes) -> dict:
+    """The queues runners fill with records that no stage built (the function's own).
+
+    Returns queue op -> its enqueue ops. A queue of whole batches (a prefetch
+    queue after a batching call) is not one: it keeps its own rules.
+    """
+    batches = {
+        t.name
+        for n in nodes
+        if n.kind in plan.BATCHING_KINDS
+        for out in n.outputs
+        for t in _components(out)
+    }
+    builders = {graph_facts.queue_op_name(n.fills) for n in nodes}
+    builders |= {
+        op.name
+        for n in nodes
+        for out in n.outputs
+        if _has(out, "queue_ref") and (op := graph_facts.queue_op(out)) is not None
+    }
+    own: dict[tf.Operation, list[tf.Operation]] = {}
+    for qr in graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
+        queue_op = graph_facts.queue_op(getattr(qr, "queue", None))
+        if queue_op is None or queue_op.name in builders:
+            continue
+        enqueues = [getattr(e, "op", e) for e in getattr(qr, "enqueue_ops", None) or ()]
+        if _reads_batches(enqueues, batches):
+            continue
+        ops = own.setdefault(queue_op, [])
+        for op in enqueues:
+            if all(op is not o for o in ops):
+                ops.append(op)
+    return own
+
+
+def _reads_batches(enqueues: list, batches: set) -> bool:
+    """Whether the values `enqueues` enqueue are computed from batching calls' batches."""
+    stack = [t for e in enqueues for t in e.inputs[1:]]
+    seen: set[str] = set()
+    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
+        t = stack.pop()
+        if t.name in batches:
+            return True
+        if t.name in seen or t.op.type in graph_facts.DEQUEUE_OPS:
+            continue
+        seen.add(t.name)
+        stack.extend(t.op.inputs)
+    return False
+
+
+def _dequeues(queue_op: tf.Operation) -> list[tf.Operation]:
+    return [c for t in queue_op.outputs for c in t.consumers() if c.type in graph_facts.DEQUEUE_OPS]
+
+
+def _classify(nodes, outputs, own=None) -> tuple[set[str], set[str]]:
+    """The names of the per-record tensors and of the batch tensors; see the module doc.
+
+    `own`: the function's own queues -> their enqueue ops; what they enqueue
+    is per record, what ``dequeue_many`` / ``dequeue_up_to`` hand out a batch.
+    """
+    own = own or {}
     stage_outputs: set[str] = set()
     for n in nodes:
         if n.kind.endswith(_READ_SUFFIXES) or n.kind == "slice_input_producer":
@@ -439,6 +511,7 @@ def _classify(nodes, outputs) -> tuple[set[str], set[str]]:
         follow_control=False,
         py_funcs=True,  # a py_func stage is per-record code like any other (written as it is)
     )
+    sinks += [t for enqueues in own.values() for e in enqueues for t in e.inputs[1:]]
     try:
         walker.walk(sinks)
     except NotRebuildableError as e:
@@ -448,6 +521,13 @@ def _classify(nodes, outputs) -> tuple[set[str], set[str]]:
         record.update(t.name for t in op.outputs)
     batch: set[str] = set()
     frontier = [t for n in batching for out in n.outputs for t in _components(out)]
+    frontier += [
+        t
+        for queue_op in own
+        for d in _dequeues(queue_op)
+        if d.type in graph_facts.BATCHED_DEQUEUE_OPS
+        for t in d.outputs
+    ]
     seen = 0
     while frontier and seen < graph_facts.MAX_WALK_OPS:
         t = frontier.pop()

@@ -1,0 +1,252 @@
+"""The function's own queue in a migration: queue, enqueue, QueueRunner, dequeue.
+
+NOTE [ Migrating the function's own queue ]
+Model code often builds the queue that hands out its batches itself (CIFAR-10's
+official input, im2txt's prefetch queue)::
+
+    queue = tf.queue.RandomShuffleQueue(capacity, min_after_dequeue, dtypes, shapes=...)
+    enqueue = queue.enqueue([image, label])
+    tf.compat.v1.train.add_queue_runner(tf.compat.v1.train.QueueRunner(queue, [enqueue] * 16))
+    images, labels = queue.dequeue_many(batch_size)
+
+Its statements migrate as the batching call they amount to:
+
+* **The queue** line goes; its kind and arguments are kept.
+* **The enqueue** names what one element is (the enqueued values); the
+  per-record statements before it become the mapped function returning them,
+  as before a batching call. ``enqueue_many`` enqueues rows, so the mapped
+  elements are unbatched.
+* **The runner** lines go. Several enqueue threads deliver in an order of
+  their own (said among the differences); the tf.data map is ordered.
+* **The dequeue** is the batching call: a RandomShuffleQueue's
+  ``dequeue_many(n)`` is ``shuffle_batch``'s chain (``shuffle(capacity,
+  seed)``, then ``batch(n, drop_remainder=True)``), a FIFO queue's is
+  ``batch``'s, a padding FIFO queue's ``padded_batch``'s; ``dequeue_up_to``
+  keeps the last partial batch; ``dequeue()`` hands out one element (after the
+  shuffle, for a RandomShuffleQueue).
+* **Branches** (a train branch that distorts, an eval branch that crops) keep
+  their own per-record statements, as any ``if`` does.
+* Refused, with the line: a queue filled by a loop of readers, an enqueue
+  outside the function, a dequeue of a queue no enqueue of the function fills.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import libcst as cst
+import tensorflow as tf
+
+from queue_pipeline._migrate.base import OWN_QUEUES, READS, State, Step
+from queue_pipeline._migrate.stages import Stages
+from queue_pipeline._migrate.syntax import assigned_names, bind_arguments, callee, names_in
+
+__all__ = ["OwnQueues"]
+
+_QUEUES = OWN_QUEUES
+_DEQUEUES = ("dequeue_many", "dequeue_up_to", "dequeue")
+_ENQUEUES = ("enqueue", "enqueue_many")
+_RUNNER_CALLS = ("QueueRunner", "add_queue_runner")
+
+
+class OwnQueues(Stages):
+    """The own-queue rewrites (a mixin of the rewriter); see the NOTE above."""
+
+    _block: Callable[..., list[str]]  # the rewriter's: rewrites a list of statements
+
+    def own_queue_statement(self, fn, stmt, calls: list, state: State, depth: int):
+        """The lines `stmt` becomes if it builds, fills, runs or reads an own queue; else None."""
+        ctor = next((c for c in calls if callee(c) in _QUEUES), None)
+        if ctor is not None:
+            return self._own_queue(fn, stmt, ctor, state, depth)
+        own = state.own_queues
+        enqueue = next((c for c in calls if callee(c) in _ENQUEUES and _on(c, own)), None)
+        runners = [c for c in calls if callee(c) in _RUNNER_CALLS]
+        out = None
+        if enqueue is not None:
+            out = self._own_enqueue(fn, stmt, enqueue, state, depth)
+        if runners and own:
+            self._own_runner(fn, stmt, runners)
+            out = out or []
+        if out is not None:
+            return out
+        dequeue = next((c for c in calls if callee(c) in _DEQUEUES and _on(c, own)), None)
+        if dequeue is not None:
+            return self._own_dequeue(fn, stmt, dequeue, state, depth)
+        foreign = next(
+            (
+                c
+                for c in calls
+                if callee(c) in _DEQUEUES[:2]
+                and _on(c, {n: 0 for n in names_in(stmt) if fn.kind(n) == "queue"})
+                and _queue_name(c) not in state.queues
+            ),
+            None,
+        )
+        if foreign is not None:
+            raise self.fail(
+                fn, stmt, f"it dequeues from `{_queue_name(foreign)}`, a queue another function "
+                "built and returned; the migration follows a queue within the function that "
+                "builds, fills and reads it: move the dequeue into that function (return the "
+                "batches), then migrate it"
+            )  # fmt: skip
+        if any(callee(c) == "size" and _on(c, own) for c in calls) and not assigned_names(stmt):
+            self.dropped.append(
+                f"{self.where(fn.line(stmt))}: `{self.code(stmt).strip().splitlines()[0]}`: "
+                "a summary of the queue's fill (the Dataset has no queue; its buffers are "
+                "autotuned)"
+            )
+            return []
+        return None
+
+    def own_reader_loop(self, fn, stmt: cst.For, state: State, depth: int):
+        """A loop of N readers filling an own queue, as one interleave of N files at a time.
+
+        ``for _ in range(num_readers): _, value = reader.read(filename_queue);
+        enqueue_ops.append(queue.enqueue([value]))``: N readers take the next
+        file from the filename queue as they need one; ``interleave`` with
+        ``cycle_length=N`` reads N files, one record of each in turn (one of
+        their schedules). None if `stmt` is not such a loop.
+        """
+        calls = self.calls_in(stmt)
+        enqueues = [c for c in calls if callee(c) in _ENQUEUES and _on(c, state.own_queues)]
+        if not enqueues or not any(callee(c) in READS for c in calls):
+            return None
+        count = self.code(stmt.iter).strip()
+        match = re.fullmatch(r"range\((.+)\)", count)
+        state.parallel_readers = match.group(1) if match else f"len({count})"
+        try:
+            return self._block(fn, list(stmt.body.body), state, depth)
+        finally:
+            state.parallel_readers = ""
+
+    def _own_queue(self, fn, stmt, call: cst.Call, state: State, depth: int) -> list[str]:
+        kind = callee(call)
+        targets = assigned_names(stmt)
+        if len(targets) != 1:
+            raise self.fail(fn, stmt, f"assign the {kind} to one variable")
+        init = getattr(tf.queue, kind).__init__
+        try:
+            args = bind_arguments(init, call, self.module, skip_self=True)
+        except (TypeError, ValueError) as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        state.own_queues[targets[0]] = (kind, args)
+        state.enqueued.pop(targets[0], None)  # a new queue under that name
+        if kind != "RandomShuffleQueue":
+            return []
+        # The shuffle is the queue's, where it is made (a branch may make
+        # another queue): the records it is fed, in a buffer of its capacity.
+        var = "dataset" if fn.role == "batch" and not state.pending else "records"
+        seed = f", seed={args['seed']}" if "seed" in args else ""
+        line = f"{var} = {var}.shuffle({args['capacity']}{seed})"
+        self.steps.append(Step(fn.line(stmt), kind, line))
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: {kind}: a shuffle buffer is not a "
+            "RandomShuffleQueue; the examples are the same, their order is not"
+        )
+        return ["    " * depth + line + "\n"]
+
+    def _own_enqueue(self, fn, stmt, call: cst.Call, state: State, depth: int) -> list[str]:
+        """The per-record statements so far, mapped to the enqueued values; then the
+        queue's own part of its dequeue (rows of an enqueue_many, a shuffle buffer)."""
+        pad = "    " * depth
+        name = _queue_name(call)
+        if name in state.enqueued:
+            raise self.fail(
+                fn, stmt, f"it enqueues into {name} a second time (one enqueue per queue: "
+                "enqueue ops repeated in the QueueRunner's list are threads)"
+            )  # fmt: skip
+        if not call.args:
+            raise self.fail(fn, stmt, "the enqueue has no values")
+        node = call.args[0].value
+        values = self.code(node)
+        if isinstance(node, (cst.List, cst.Tuple)):
+            element = [self.code(e.value) for e in node.elements]
+        else:
+            element = [values]
+        kind, args = state.own_queues[name]
+        out = self._flush(state, self._element_of(values), depth)
+        lines = []
+        if callee(call) == "enqueue_many":  # rows; a shuffling queue mixes rows, not chunks
+            lines.append("records = records.unbatch()")
+            if kind == "RandomShuffleQueue":
+                seed = f", seed={args['seed']}" if "seed" in args else ""
+                lines.append(f"records = records.shuffle({args['capacity']}{seed})")
+        out += [f"{pad}{line}\n" for line in lines]
+        self.steps.append(
+            Step(fn.line(stmt), f"{kind}.{callee(call)}", " / ".join(lines) or "the mapped records")
+        )
+        state.element = element
+        state.enqueued[name] = (values, callee(call) == "enqueue_many")
+        return out
+
+    def _own_runner(self, fn, stmt, runners: list) -> None:
+        """The QueueRunner lines go; several threads are a difference in order."""
+        for call in runners:
+            if callee(call) != "QueueRunner" or len(call.args) < 2:
+                continue
+            ops = self.code(call.args[1].value)
+            threads = re.fullmatch(r"\[.+\]\s*\*\s*(\w+)", ops.strip())
+            if threads is not None and threads.group(1) != "1":
+                count = threads.group(1)
+                count = count if count.isdigit() else f"`{count}`"
+                self.differences.append(
+                    f"{self.where(fn.line(stmt))}: QueueRunner with {count} enqueue "
+                    "threads: the legacy order depends on its threads; the tf.data map "
+                    "delivers in the order of the records"
+                )
+
+    def _own_dequeue(self, fn, stmt, call: cst.Call, state: State, depth: int) -> list[str]:
+        name = _queue_name(call)
+        kind, _ = state.own_queues[name]
+        if name not in state.enqueued:
+            raise self.fail(fn, stmt, f"it dequeues from {name}, which no enqueue of it fills")
+        method = callee(call)
+        if method == "dequeue":
+            return self._own_single(fn, stmt, kind, state)
+        count = call.args[0].value if call.args else None
+        if count is None:
+            raise self.fail(fn, stmt, f"{method} needs its count")
+        batching = {
+            "tensors": ", ".join(state.element),
+            "batch_size": self.code(count),
+            "allow_smaller_final_batch": repr(method == "dequeue_up_to"),
+        }
+        if kind == "PaddingFIFOQueue":
+            batching["dynamic_pad"] = "True"
+        label = f"{kind}.{method}"
+        return self._batching(fn, stmt, call, state, depth, legacy=("batch", batching, label))
+
+    def _own_single(self, fn, stmt, kind: str, state: State) -> list[str]:
+        """``dequeue()``: the records go on, one element at a time, under the new names."""
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if not isinstance(assign, cst.Assign):
+            raise self.fail(fn, stmt, f"assign what {kind}.dequeue() returns to variables")
+        target = assign.targets[0].target
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [self.code(e.value) for e in target.elements]
+        else:
+            names = [self.code(target)]
+        if len(names) != len(state.element):
+            raise self.fail(fn, stmt, "unpack every value the queue holds")
+        state.element = names
+        self.steps.append(Step(fn.line(stmt), f"{kind}.dequeue", "one record at a time"))
+        return []
+
+
+def _queue_name(call: cst.Call) -> str:
+    """The queue variable `call` is a method call on (checked by :func:`_on`)."""
+    func = call.func
+    assert isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+    return func.value.value
+
+
+def _on(call: cst.Call, queues: dict) -> bool:
+    """Whether `call` is a method call on one of `queues` (a plain name)."""
+    func = call.func
+    return (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value in queues
+    )
