@@ -184,6 +184,47 @@ def python_argv(*args: str) -> list[str]:
     return [sys.executable, "-c", _TF1_BOOT, *args]
 
 
+# Runs the CLI with the package's INFO lines on stderr (the engine's "served" lines).
+_CLI_BOOT = (
+    "import logging, sys; logging.basicConfig(level=logging.INFO); "
+    "from queue_pipeline import cli; sys.exit(cli.main(sys.argv[1:]))"
+)
+_DIGEST = re.compile(r"^DIGEST .*$", re.M)
+
+
+def run_script_both_ways(name: str, args_for, engines=("dataset",)) -> tuple:
+    """Runs ``tests/scripts/NAME`` natively and through ``queue-pipeline run --engine E``.
+
+    `args_for(way)` gives the script's arguments for ``"native"`` and each
+    engine (e.g. a data directory of its own). Every run must exit 0 and
+    print the same ``DIGEST`` lines (at least one), in the suite's TF mode.
+
+    Returns:
+      (the native run, {engine: its run}) as CompletedProcess objects.
+    """
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    script = os.path.join(os.path.dirname(__file__), "scripts", name)
+    native = subprocess.run(
+        python_argv(script, *args_for("native")), capture_output=True, text=True, timeout=300
+    )
+    assert native.returncode == 0, native.stderr[-3000:]
+    mode = ["--tf1"] if tf1_mode() else []
+    runs = {}
+    for engine in engines:
+        runs[engine] = subprocess.run(
+            [sys.executable, "-c", _CLI_BOOT, "run", "--engine", engine, *mode, script]
+            + list(args_for(engine)),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert runs[engine].returncode == 0, runs[engine].stderr[-3000:]
+        assert _DIGEST.findall(runs[engine].stdout) == _DIGEST.findall(native.stdout) != []
+    return native, runs
+
+
 # ----------------------------------------------------------------------- datasets
 
 

@@ -10,15 +10,11 @@ variable's value when the runners start.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
-from helpers import new_session, python_argv, running, tf1_mode
+from helpers import new_session, running, run_script_both_ways
 
 v1 = tf.compat.v1
 SERVED = "is filled from tf.data"
@@ -69,25 +65,11 @@ def test_counter_before_a_batching_call_is_counted_by_the_dataset(start, caplog)
 @pytest.mark.parametrize("args", [[], ["--own_queue"]], ids=["batch", "own_queue"])
 def test_counter_indexed_trainer_runs_unmodified_on_both_engines(args):
     """tests/scripts/counter_indexed_arrays.py natively and through `queue-pipeline run`."""
-    script = os.path.join(os.path.dirname(__file__), "scripts", "counter_indexed_arrays.py")
-    native = subprocess.run(python_argv(script, *args), capture_output=True, text=True, timeout=300)
-    assert native.returncode == 0, native.stderr[-3000:]
-    assert "examples=48 " in native.stdout and "counter=48" in native.stdout
-    digest = re.compile(r"^DIGEST .*$", re.M)
-    boot = (
-        "import logging, sys; logging.basicConfig(level=logging.INFO); "
-        "from queue_pipeline import cli; sys.exit(cli.main(sys.argv[1:]))"
+    native, runs = run_script_both_ways(
+        "counter_indexed_arrays.py", lambda way: args, engines=("queue", "dataset")
     )
-    mode_flags = ["--tf1"] if tf1_mode() else []
-    for engine in ("queue", "dataset"):
-        run = subprocess.run(
-            [sys.executable, "-c", boot, "run", "--engine", engine, *mode_flags, script, *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert run.returncode == 0, run.stderr[-3000:]
-        assert digest.findall(run.stdout) == digest.findall(native.stdout) != []
+    assert "examples=48 " in native.stdout and "counter=48" in native.stdout
+    for engine, run in runs.items():
         assert (SERVED in run.stderr) == (engine == "dataset"), run.stderr[-2000:]
         assert "stays on" not in run.stderr
 

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import TF, build, drain, new_session, python_argv, running, tf1_mode
+from helpers import TF, build, drain, new_session, running, run_script_both_ways
 
 RECORDS = 24
 v1 = tf.compat.v1
@@ -52,6 +49,16 @@ def decoded(files, *, num_epochs=2):
     return key, image, label
 
 
+def _native_and_served(make, steps, caplog) -> tuple[list, list]:
+    """`steps` of every fetch of `make()`'s tensors, natively and on the dataset engine."""
+    out = []
+    for way in ("native", "dataset"):
+        with caplog.at_level(logging.INFO, logger="queue_pipeline"), running(way):
+            graph, fetch = build(TF, lambda _: make())
+            out.append(steps(drain(TF, graph, fetch)))
+    return out[0], out[1]
+
+
 def _basename(key) -> str:
     return os.path.basename(key.decode())
 
@@ -70,12 +77,7 @@ def test_values_fetched_directly_are_read_from_tf_data(record_files, form, caplo
         values = [[v["key"], v["image"], v["label"]] if form == "dict" else v for v in values]
         return [(_basename(k), i.tolist(), int(lab)) for k, i, lab in values]
 
-    with running("native"):
-        graph, fetch = build(TF, lambda _: make())
-        native = steps(drain(TF, graph, fetch))
-    with caplog.at_level(logging.INFO, logger="queue_pipeline"), running("dataset"):
-        graph, fetch = build(TF, lambda _: make())
-        served = steps(drain(TF, graph, fetch))
+    native, served = _native_and_served(make, steps, caplog)
     assert len(native) == 2 * RECORDS
     assert served == native
     assert SERVED in caplog.text
@@ -94,12 +96,7 @@ def test_a_training_op_on_the_value_gets_the_steps_record(record_files, caplog):
             (round(float(s), 5), int(lab), round(float(i.sum()) * 2, 5)) for s, lab, i in values
         ]
 
-    with running("native"):
-        graph, fetch = build(TF, lambda _: make())
-        native = steps(drain(TF, graph, fetch))
-    with caplog.at_level(logging.INFO, logger="queue_pipeline"), running("dataset"):
-        graph, fetch = build(TF, lambda _: make())
-        served = steps(drain(TF, graph, fetch))
+    native, served = _native_and_served(make, steps, caplog)
     assert served == native
     assert [lab for _, lab, _ in served] == list(range(RECORDS))
     assert all(s == twice for s, _, twice in served)
@@ -155,29 +152,9 @@ def test_a_work_queue_no_producer_fills_stays_on_its_reader(record_files, caplog
 @pytest.mark.parametrize("mode", ["inspect", "train"])
 def test_record_inspector_runs_unmodified_on_the_dataset_engine(tmp_path, mode):
     """tests/scripts/direct_read_records.py natively and through `queue-pipeline run`."""
-    script = os.path.join(os.path.dirname(__file__), "scripts", "direct_read_records.py")
-    args = ["--train"] if mode == "train" else []
-    native = subprocess.run(
-        python_argv(script, "--data_dir", str(tmp_path / "native"), *args),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    flags = ["--train"] if mode == "train" else []
+    native, runs = run_script_both_ways(
+        "direct_read_records.py", lambda way: ["--data_dir", str(tmp_path / way), *flags]
     )
-    assert native.returncode == 0, native.stderr[-3000:]
-    boot = (
-        "import logging, sys; logging.basicConfig(level=logging.INFO); "
-        "from queue_pipeline import cli; sys.exit(cli.main(sys.argv[1:]))"
-    )
-    mode_flags = ["--tf1"] if tf1_mode() else []
-    engine = subprocess.run(
-        [sys.executable, "-c", boot, "run", "--engine", "dataset", *mode_flags, script]
-        + ["--data_dir", str(tmp_path / "engine"), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert engine.returncode == 0, engine.stderr[-3000:]
-    digest = re.compile(r"^DIGEST .*$", re.M)
-    assert digest.findall(engine.stdout) == digest.findall(native.stdout) != []
     assert "steps=80 " in native.stdout
-    assert SERVED in engine.stderr and "stays on" not in engine.stderr
+    assert SERVED in runs["dataset"].stderr and "stays on" not in runs["dataset"].stderr

@@ -9,17 +9,13 @@ the dataset engine, in both TF modes (the suite runs this file with
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import threading
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import drain, python_argv, running, tf1_mode
+from helpers import drain, running, run_script_both_ways
 from queue_pipeline._engine import fed_queues
 
 v1 = tf.compat.v1
@@ -123,25 +119,11 @@ def test_feed_function_missing_a_placeholder_is_named():
 @pytest.mark.parametrize("args", [[], ["--shuffle", "--threads", "2"]], ids=["fifo", "shuffle"])
 def test_numpy_input_trainer_runs_unmodified_on_both_engines(args):
     """tests/scripts/fed_numpy_input.py natively and through `queue-pipeline run`."""
-    script = os.path.join(os.path.dirname(__file__), "scripts", "fed_numpy_input.py")
-    native = subprocess.run(python_argv(script, *args), capture_output=True, text=True, timeout=300)
-    assert native.returncode == 0, native.stderr[-3000:]
-    digest = re.compile(r"^DIGEST .*$", re.M)
-    assert "rows=%d " % (400 if args else 200) in native.stdout
-    boot = (
-        "import logging, sys; logging.basicConfig(level=logging.INFO); "
-        "from queue_pipeline import cli; sys.exit(cli.main(sys.argv[1:]))"
+    native, runs = run_script_both_ways(
+        "fed_numpy_input.py", lambda way: args, engines=("queue", "dataset")
     )
-    mode_flags = ["--tf1"] if tf1_mode() else []
-    for engine in ("queue", "dataset"):
-        run = subprocess.run(
-            [sys.executable, "-c", boot, "run", "--engine", engine, *mode_flags, script, *args],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert run.returncode == 0, run.stderr[-3000:]
-        assert digest.findall(run.stdout) == digest.findall(native.stdout) != []
+    assert "rows=%d " % (400 if args else 200) in native.stdout
+    for engine, run in runs.items():
         assert (SERVED in run.stderr) == (engine == "dataset"), run.stderr[-2000:]
 
 

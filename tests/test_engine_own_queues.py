@@ -16,17 +16,13 @@ from __future__ import annotations
 
 import collections
 import logging
-import os
-import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 import queue_pipeline as qp
-from helpers import TF, build, drain, new_session, python_argv, running, tf1_mode
+from helpers import TF, build, drain, new_session, running, run_script_both_ways
 
 RECORDS = 60
 v1 = tf.compat.v1
@@ -209,30 +205,11 @@ def test_a_decode_error_in_a_filled_queue_reaches_the_program(tmp_path):
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_cifar_shaped_trainer_runs_unmodified_on_the_dataset_engine(tmp_path, mode):
     """tests/scripts/own_queue_cifar_trainer.py natively and through `queue-pipeline run`."""
-    script = os.path.join(os.path.dirname(__file__), "scripts", "own_queue_cifar_trainer.py")
-    args = ["--eval"] if mode == "eval" else []
-    native = subprocess.run(
-        python_argv(script, "--data_dir", str(tmp_path / "native"), *args),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    flags = ["--eval"] if mode == "eval" else []
+    _, runs = run_script_both_ways(
+        "own_queue_cifar_trainer.py", lambda way: ["--data_dir", str(tmp_path / way), *flags]
     )
-    assert native.returncode == 0, native.stderr[-3000:]
-    boot = (
-        "import logging, sys; logging.basicConfig(level=logging.INFO); "
-        "from queue_pipeline import cli; sys.exit(cli.main(sys.argv[1:]))"
-    )
-    mode_flags = ["--tf1"] if tf1_mode() else []
-    engine = subprocess.run(
-        [sys.executable, "-c", boot, "run", "--engine", "dataset", *mode_flags, script]
-        + ["--data_dir", str(tmp_path / "engine"), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert engine.returncode == 0, engine.stderr[-3000:]
-    digest = re.compile(r"^DIGEST .*$", re.M)
-    assert digest.findall(engine.stdout) == digest.findall(native.stdout) != []
+    engine = runs["dataset"]
     queue = "random_shuffle_queue" if mode == "train" else "fifo_queue"
     assert f"queue '{queue}'" in engine.stderr and "is filled from tf.data" in engine.stderr
     assert "stays on" not in engine.stderr
