@@ -429,3 +429,26 @@ def test_a_second_pipeline_from_a_helper_is_refused_with_its_line(tmp_path):
     (tmp_path / "b.txt").write_text("3\n4\n")
     with pytest.raises(MigrateError, match=r"two\.py:12: .*starts a second pipeline"):
         migrate(str(path), "inputs", args=(str(tmp_path / "a.txt"), str(tmp_path / "b.txt")))
+
+
+def test_an_import_the_function_does_not_need_may_fail(tmp_path):
+    """A DCGAN-era file imports scipy.misc.imread (gone from SciPy); the pipeline needs none."""
+    (tmp_path / "d.txt").write_text("a\nb\n")
+    path = tmp_path / "old_imports.py"
+    path.write_text(
+        "from os import no_such_name\nimport tensorflow as tf\n\n\ndef inputs(files):\n"
+        "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "    _, value = tf.compat.v1.TextLineReader().read(q)\n"
+        "    return tf.compat.v1.train.batch([value], 2, allow_smaller_final_batch=True)\n"
+    )
+    result = migrate(str(path), "inputs", args=([str(tmp_path / "d.txt")],))
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    assert any(
+        "old_imports.py:1" in n and "does not need it" in n for n in result.report().splitlines()
+    )
+    needed = tmp_path / "needed.py"
+    needed.write_text(
+        path.read_text().replace("files, num_epochs", "no_such_name or files, num_epochs")
+    )
+    with pytest.raises(MigrateError, match=r"needed\.py:1: .*ImportError"):
+        migrate(str(needed), "inputs", args=([str(tmp_path / "d.txt")],))

@@ -55,6 +55,7 @@ import sys
 import types
 from typing import Iterable, Iterator, Sequence
 
+from queue_pipeline._migrate import selection
 from queue_pipeline._migrate.selection import DEFINITIONS, first_line, names_read, select
 
 __all__ = [
@@ -162,7 +163,14 @@ def load(
         (its line and the error).
     """
     tree = _parse(source, code_path or path)
-    keep, skipped = select(tree, function, also)
+    keep, skipped, needed = select(tree, function, also)
+    # An import the function does not need may fail (a name SciPy removed): it is
+    # listed as not run instead (NOTE [ What migrate runs of the user's file ]).
+    optional = {
+        id(s): skipped
+        for s in keep
+        if selection.bound_names(s) and not selection.bound_names(s) & needed
+    }
     name, directory = module_name(path)
     if directory not in sys.path:
         sys.path.insert(0, directory)  # the module's own imports need it
@@ -178,7 +186,7 @@ def load(
     _forget_flags(name)
     try:
         with own_argv(path, argv):
-            _run(tree, keep, module, code_path or path)
+            _run(tree, keep, module, code_path or path, optional)
             _parse_absl_flags(module, path, argv)
     except BaseException:
         if previous is not None:
@@ -234,7 +242,15 @@ def _register_source(code_path: str, source: str) -> None:
     linecache.cache[code_path] = (len(source), None, source.splitlines(True), code_path)
 
 
-def _run(tree: ast.Module, keep: list[ast.stmt], module: types.ModuleType, filename: str) -> None:
+def _run(
+    tree: ast.Module,
+    keep: list[ast.stmt],
+    module: types.ModuleType,
+    filename: str,
+    optional: dict | None = None,
+) -> None:
+    """Runs `keep` in `module`; a failing statement of `optional` (id -> the list of
+    statements not run) is added to that list instead of failing the load."""
     for stmt in keep:
         code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
         try:
@@ -246,6 +262,16 @@ def _run(tree: ast.Module, keep: list[ast.stmt], module: types.ModuleType, filen
                 "arguments with --argv '...' (its parser's usage is above)."
             ) from e
         except Exception as e:  # noqa: BLE001 - the user's statement failed
+            if optional is not None and id(stmt) in optional:
+                optional[id(stmt)].append(
+                    (
+                        stmt.lineno,
+                        stmt.end_lineno or stmt.lineno,
+                        f"`{first_line(stmt)}`: raised {type(e).__name__} ({e}); the function "
+                        "does not need it",
+                    )
+                )
+                continue
             usual = (
                 "run migrate where the file's imports and data are found, or give its "
                 "arguments with --argv"

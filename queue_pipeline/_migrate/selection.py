@@ -34,8 +34,9 @@ def first_line(stmt: ast.stmt) -> str:
 
 def select(
     tree: ast.Module, function: str | None, also: Iterable[str] = ()
-) -> tuple[list[ast.stmt], list]:
-    """The top-level statements to run for `function`, and (first, last, what) of the rest.
+) -> tuple[list[ast.stmt], list, set[str]]:
+    """The top-level statements to run for `function`, (first, last, what) of the rest,
+    and the names the function needs.
 
     `also`: more names needed (read by the call's arguments).
     """
@@ -91,7 +92,14 @@ def select(
             run = []
         if item is not None and id(item) not in keep_ids:
             skipped.append((item.lineno, item.end_lineno or item.lineno, _why_skipped(item)))
-    return keep, skipped
+    return keep, skipped, needed
+
+
+def bound_names(stmt: ast.stmt) -> set[str]:
+    """The names an import statement binds (``import a.b`` binds ``a``)."""
+    if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return set()
+    return {(a.asname or a.name).split(".")[0] for a in stmt.names}
 
 
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
