@@ -452,3 +452,30 @@ def test_an_import_the_function_does_not_need_may_fail(tmp_path):
     )
     with pytest.raises(MigrateError, match=r"needed\.py:1: .*ImportError"):
         migrate(str(needed), "inputs", args=([str(tmp_path / "d.txt")],))
+
+
+_NO_RETURN = (
+    "import tensorflow as tf\n\n\ndef main(argv):\n"
+    "    q = tf.compat.v1.train.string_input_producer(FILES, num_epochs=1, shuffle=False)\n"
+    "    _, value = tf.compat.v1.TextLineReader().read(q)\n"
+    "    images = tf.compat.v1.train.batch([value], 2)\n\n\n"
+    "if __name__ == '__main__':\n    main([])\n"
+)
+
+
+def test_a_pipeline_returned_nowhere_is_told_so_not_a_crash(tmp_path):
+    """An MNIST tutorial's main() builds the batches and returns nothing; its module level
+    only calls main: clear errors with what to do, never an IndexError."""
+    (tmp_path / "d.txt").write_text("a\nb\n")
+    path = tmp_path / "no_return.py"
+    path.write_text(
+        _NO_RETURN.replace(
+            "\n\n\ndef main", f"\nFILES = [{str(tmp_path / 'd.txt')!r}]\n\n\ndef main"
+        )
+    )
+    with pytest.raises(
+        MigrateError, match=r"main\(\) .* builds a queue pipeline but returns nothing"
+    ):
+        migrate(str(path), "main", call="[]")
+    with pytest.raises(MigrateError, match=r"at module level builds no queue pipeline"):
+        migrate(str(path), "")

@@ -270,6 +270,8 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         scope_stmts = list(fn.body.body)
         params = cst.Module([]).code_for_node(fn.params)
     found = _find(scope_stmts)
+    if found is not None and found[1] >= found[2]:
+        found = None  # nothing before the session code builds a stage
     if found is None:
         raise MigrateError(
             f"{API}: {where} builds no queue pipeline (no producer, reader or batching call "

@@ -401,6 +401,13 @@ def trace(
     if outputs is not None:
         recorded = plan.plan_nodes(graph)
         nodes = recorded + graph_model.graph_nodes(graph, recorded)
+    if not nodes and outputs is None and plan.plan_nodes(graph):
+        raise MigrateError(
+            f"{_API}: {function}() in {real} builds a queue pipeline but returns nothing "
+            "(None): migrate rewrites a function that returns the pipeline's tensors. Fix: "
+            "return them (e.g. `return images, labels`), or migrate the function that "
+            "runs the session on them."
+        )
     if not nodes:
         raise MigrateError(
             f"{_API}: {function}() in {real} builds no queue pipeline (nothing it returns "
