@@ -479,3 +479,24 @@ def test_a_pipeline_returned_nowhere_is_told_so_not_a_crash(tmp_path):
         migrate(str(path), "main", call="[]")
     with pytest.raises(MigrateError, match=r"at module level builds no queue pipeline"):
         migrate(str(path), "")
+
+
+def test_a_file_indented_with_tabs_migrates(tmp_path):
+    """influenzaVirus' testbatch_2.py is indented with tabs; the new code uses spaces."""
+    (tmp_path / "d.csv").write_text("".join(f"{i},a{i},b{i}\n" for i in range(6)))
+    path = tmp_path / "tabs.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\ndef read_format(queue):\n"
+        "\t_, value = tf.compat.v1.TextLineReader().read(queue)\n"
+        "\tcol1, col2, col3 = tf.io.decode_csv(value, record_defaults=[[0], [''], ['']])\n"
+        "\treturn col3, col1\n\n\ndef pipeline(files, batch_size):\n"
+        "\tqueue = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "\texamples = read_format(queue)\n"
+        "\treturn tf.compat.v1.train.batch(\n"
+        "\t\texamples, batch_size, allow_smaller_final_batch=True)\n"
+    )
+    result = migrate(str(path), "pipeline", args=([str(tmp_path / "d.csv")], 4))
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    added = result.source[result.source.index("def read_format_") :]
+    added = added[: added.index("def pipeline(")] + added[added.index("def pipeline_dataset") :]
+    assert "\t" not in added

@@ -221,6 +221,15 @@ def is_shuffled(args) -> bool:
     return args.get("shuffle", "True").strip() == "True"
 
 
+def untabbed(line: str, column: int) -> str:
+    """`line` without the first `column` characters of its indentation, its other
+    leading tabs as four spaces each (a file indented with tabs: the new code uses spaces)."""
+    indent = len(line) - len(line.lstrip(" \t"))
+    rest = line[min(indent, column) :]
+    tabs = len(rest) - len(rest.lstrip("\t"))
+    return "    " * tabs + rest[tabs:]
+
+
 class RewriterBase:
     """The parsed module, its positions and what one rewrite produced so far."""
 
@@ -315,8 +324,7 @@ class RewriterBase:
             if first + offset in self.in_string or not line.strip():
                 out.append(line if line.strip() else "\n")
                 continue
-            spaces = len(line) - len(line.lstrip(" "))
-            out.append("    " * depth + line[min(spaces, column) :])
+            out.append("    " * depth + untabbed(line, column))
         return "".join(out)
 
     def helper_of(self, call: cst.Call) -> Function | None:

@@ -29,6 +29,7 @@ from queue_pipeline._migrate.base import (
     READS,
     Function,
     RewriterBase,
+    untabbed,
 )
 
 __all__ = ["RecordHelpers"]
@@ -174,8 +175,7 @@ class RecordHelpers(RewriterBase):
             if not line.strip():
                 out.append("\n")
                 continue
-            spaces = len(line) - len(line.lstrip(" "))
-            out.append("    " * depth + line[min(spaces, column) :])
+            out.append("    " * depth + untabbed(line, column))
         return "".join(out)
 
     def _reader_ctor(self, fn: Function, stmt: cst.CSTNode) -> tuple[str, dict] | None:
