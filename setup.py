@@ -22,7 +22,7 @@ setup(
     packages=find_packages(include=["queue_pipeline", "queue_pipeline.*"]),
     # py.typed: the package's annotations are meant for type checkers (PEP 561).
     package_data={"queue_pipeline": ["py.typed"]},
-    python_requires=">=3.9",
+    python_requires=">=3.10",
     # No TensorFlow here: like TensorFlow Probability and TensorFlow Datasets,
     # the package runs on whichever TensorFlow distribution the user has
     # (tensorflow, tensorflow-cpu, tf-nightly, a vendor's build), and pip must
@@ -89,6 +89,10 @@ setup(
     license_files=["LICENSE"],
     classifiers=[
         "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3.10",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.12",
+        "Programming Language :: Python :: 3.13",
         "Topic :: Scientific/Engineering :: Artificial Intelligence",
     ],
 )
