@@ -100,6 +100,21 @@ def ancestors(start: Iterable[tf.Operation], limit: int = MAX_WALK_OPS) -> set[t
     return seen
 
 
+def enqueue_ops(runners, queue_name: str | None = None) -> list[tf.Operation]:
+    """The distinct enqueue ops `runners` run (of the queue named `queue_name` only, if given),
+    in the order the runners list them (a runner's ``[op] * 16`` is one op)."""
+    ops: dict[str, tf.Operation] = {}
+    for qr in runners:
+        if queue_name is not None:
+            op = queue_op(getattr(qr, "queue", None))
+            if op is None or op.name != queue_name:
+                continue
+        for e in getattr(qr, "enqueue_ops", None) or ():
+            e = getattr(e, "op", e)
+            ops.setdefault(e.name, e)
+    return list(ops.values())
+
+
 def upstream_ops(leaves, runners) -> set[str]:
     """Names of the ops `leaves` depend on, through data and control inputs and queues.
 

@@ -209,7 +209,7 @@ def _candidates(graph: tf.Graph) -> list:
         queue_op = graph_facts.queue_op(getattr(qr, "queue", None))
         if queue_op is None:
             continue
-        if queue_op.name in builders and not _counters(_enqueue_ops([qr])):
+        if queue_op.name in builders and not _counters(graph_facts.enqueue_ops([qr])):
             continue  # a builder's queue, unless its call left it for a counter
         by_queue.setdefault(queue_op.name, (queue_op, []))[1].append(qr)
     out = []
@@ -227,20 +227,11 @@ def _candidates(graph: tf.Graph) -> list:
     return out
 
 
-def _enqueue_ops(fillers: list) -> list[tf.Operation]:
-    ops: dict[str, tf.Operation] = {}
-    for qr in fillers:
-        for e in getattr(qr, "enqueue_ops", None) or ():
-            op = getattr(e, "op", e)
-            ops.setdefault(op.name, op)
-    return list(ops.values())
-
-
 def _bridge(sess, queue_op: tf.Operation, fillers: list) -> None:
     """Fills `queue_op` from tf.data instead of `fillers`, or logs why it cannot."""
     graph = sess.graph
     name = queue_op.name
-    enqueue = _enqueue_ops(fillers)
+    enqueue = graph_facts.enqueue_ops(fillers)
     threads = sum(len(getattr(qr, "enqueue_ops", None) or ()) for qr in fillers)
     where = f"queue '{name}' ({queue_op.type.replace('V2', '')}, {threads} enqueue thread(s))"
     ops_before = len(graph.get_operations())

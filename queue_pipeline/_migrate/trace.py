@@ -464,13 +464,11 @@ def _own_queues(graph: tf.Graph, nodes) -> dict:
         queue_op = graph_facts.queue_op(getattr(qr, "queue", None))
         if queue_op is None or queue_op.name in builders:
             continue
-        enqueues = [getattr(e, "op", e) for e in getattr(qr, "enqueue_ops", None) or ()]
+        enqueues = graph_facts.enqueue_ops([qr])
         if _reads_batches(enqueues, batches):
             continue
         ops = own.setdefault(queue_op, [])
-        for op in enqueues:
-            if all(op is not o for o in ops):
-                ops.append(op)
+        ops += [op for op in enqueues if all(op is not o for o in ops)]
     return own
 
 

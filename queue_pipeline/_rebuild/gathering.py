@@ -77,14 +77,7 @@ def gathering_stream(rebuilder: Rebuilder, op: tf.Operation) -> Stream:
         enqueue ops' rebuilt elements differ.
     """
     queue_op = op.inputs[0].op
-    enqueue_ops = {}
-    for qr in rebuilder.queue_runners():
-        q = graph_facts.queue_op(getattr(qr, "queue", None))
-        if q is not None and q.name == queue_op.name:
-            for e in qr.enqueue_ops:
-                e = getattr(e, "op", e)
-                enqueue_ops[e.name] = e
-    enqueue = list(enqueue_ops.values())
+    enqueue = graph_facts.enqueue_ops(rebuilder.queue_runners(), queue_op.name)
     plain = (
         queue_op.type in graph_facts.GATHERING_QUEUE_OPS
         and op.type in graph_facts.DEQUEUE_OPS
