@@ -62,6 +62,7 @@ def test_counter_before_a_batching_call_is_counted_by_the_dataset(start, caplog)
     assert "stays on" not in caplog.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [[], ["--own_queue"]], ids=["batch", "own_queue"])
 def test_counter_indexed_trainer_runs_unmodified_on_both_engines(args):
     """tests/scripts/counter_indexed_arrays.py natively and through `queue-pipeline run`."""

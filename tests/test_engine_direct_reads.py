@@ -149,12 +149,16 @@ def test_a_work_queue_no_producer_fills_stays_on_its_reader(record_files, caplog
     assert "stays on its reader" in caplog.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["inspect", "train"])
 def test_record_inspector_runs_unmodified_on_the_dataset_engine(tmp_path, mode):
     """tests/scripts/direct_read_records.py natively and through `queue-pipeline run`."""
     flags = ["--train"] if mode == "train" else []
     native, runs = run_script_both_ways(
-        "direct_read_records.py", lambda way: ["--data_dir", str(tmp_path / way), *flags]
+        "direct_read_records.py",
+        lambda way: ["--data_dir", str(tmp_path / way), *flags],
+        engines=("queue", "dataset"),
     )
     assert "steps=80 " in native.stdout
     assert SERVED in runs["dataset"].stderr and "stays on" not in runs["dataset"].stderr
+    assert SERVED not in runs["queue"].stderr

@@ -116,6 +116,7 @@ def test_feed_function_missing_a_placeholder_is_named():
             drain(v1.train, g, fetch)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [[], ["--shuffle", "--threads", "2"]], ids=["fifo", "shuffle"])
 def test_numpy_input_trainer_runs_unmodified_on_both_engines(args):
     """tests/scripts/fed_numpy_input.py natively and through `queue-pipeline run`."""

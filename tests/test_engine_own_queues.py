@@ -202,13 +202,17 @@ def test_a_decode_error_in_a_filled_queue_reaches_the_program(tmp_path):
     assert _bridged(graph) == ["fifo_queue"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_cifar_shaped_trainer_runs_unmodified_on_the_dataset_engine(tmp_path, mode):
     """tests/scripts/own_queue_cifar_trainer.py natively and through `queue-pipeline run`."""
     flags = ["--eval"] if mode == "eval" else []
     _, runs = run_script_both_ways(
-        "own_queue_cifar_trainer.py", lambda way: ["--data_dir", str(tmp_path / way), *flags]
+        "own_queue_cifar_trainer.py",
+        lambda way: ["--data_dir", str(tmp_path / way), *flags],
+        engines=("queue", "dataset"),
     )
+    assert "is filled from tf.data" not in runs["queue"].stderr
     engine = runs["dataset"]
     queue = "random_shuffle_queue" if mode == "train" else "fifo_queue"
     assert f"queue '{queue}'" in engine.stderr and "is filled from tf.data" in engine.stderr
