@@ -177,7 +177,7 @@ def test_the_loader_runs_what_the_function_needs_by_its_scopes():
         "X, Y = inputs()\nos.makedirs('out')\nlogits = X * 2\n"
         "if __name__ == '__main__':\n    inputs()\n"
     )
-    keep, skipped = selection.select(ast.parse(source), "inputs")
+    keep, skipped, _ = selection.select(ast.parse(source), "inputs")
     kept = [ast.unparse(s).splitlines()[0] for s in keep]
     assert kept == [
         "import os",
@@ -367,7 +367,7 @@ def test_a_py_func_stage_migrates_as_numpy_function(tmp_path):
     path = tmp_path / "pyfunc.py"
     path.write_text(
         "import numpy as np\nimport tensorflow as tf\n\n\ndef _normalize(x):\n"
-        "    return (x.astype(np.float32) - 1.0) / 2.0\n\n\n"
+        "    return ((x - 1) / 2).astype(np.float32)\n\n\n"
         "def inputs(files, batch_size):\n"
         "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
         "    _, line = tf.compat.v1.TextLineReader().read(q)\n"
