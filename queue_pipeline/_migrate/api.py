@@ -29,6 +29,7 @@ import types
 from typing import Sequence
 
 from queue_pipeline._migrate import codegen
+from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import preloaded as _preloaded
 from queue_pipeline._migrate import script as _script
@@ -245,6 +246,16 @@ def migrate(
         if call is not None and (args is not None or kwargs is not None):
             raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
         program_argv = split_argv(argv)
+        if function and "." in function:  # NOTE [ Migrating a method ]
+            if args is not None or kwargs is not None:
+                raise MigrateError(
+                    f"{_API}: {function} is a method: give its class's constructor arguments "
+                    "with `call` (--call), not `args` / `kwargs`."
+                )
+            return _migrate_method(
+                path, function, call, target, in_place, verify, epochs, max_batches,
+                batch_decode, program_argv,
+            )  # fmt: skip
         if not function or _holds_session_code(path, function):
             return _migrate_inline(
                 path, function or None, call, args, kwargs, target, in_place, verify, epochs,
@@ -353,6 +364,46 @@ def _migrate_inline(
         dataclasses.replace(rewrite, function=name), steps,
         [fix(d) for d in rewrite.dropped], [fix(d) for d in differences + notes],
         verdict, traced.module, script=True,
+    )  # fmt: skip
+
+
+def _migrate_method(
+    path, qualified, call, target, in_place, verify, epochs, max_batches, batch_decode, argv
+) -> MigrationResult:
+    """``Class.method``: NOTE [ Migrating a method ] in methods.py."""
+    real, original = _trace.read_source(path)
+    lifted = _methods.lift(original, real, qualified)
+    copy = _methods.copy_path_for(real)
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(lifted.source)
+    try:
+        module, _ = _trace.load_module(copy, lifted.function, argv, call)
+        args, kwargs, graph_call = _trace.call_arguments(module, f"{lifted.cls}({call or ''})")
+        traced = _trace.trace(
+            copy, lifted.function, args, kwargs, module=module, argv=argv, graph_call=graph_call
+        )
+        rewrite, verdict, notes = _rewrite_and_prove(
+            traced, lifted.source, verify, batch_decode, args, kwargs, epochs, max_batches,
+            argv, graph_call,
+        )  # fmt: skip
+        source = _methods.write_back(lifted, original, rewrite.source, rewrite.function)
+    except MigrateError as e:
+        raise MigrateError(lifted.map_lines(str(e), copy, real)) from e
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(copy)
+    steps = [
+        dataclasses.replace(step, line=lifted.file_line(step.line)) if step.line else step
+        for step in rewrite.steps
+    ]
+    fix = functools.partial(lifted.map_lines, copy_path=copy, path=real)
+    name = f"{lifted.cls}.{lifted.method}_dataset"
+    return _finish(
+        path, original, source, target, in_place,
+        dataclasses.replace(rewrite, function=name), steps,
+        [fix(d) for d in rewrite.dropped], [fix(d) for d in rewrite.differences + notes],
+        verdict, traced.module,
+        not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
 
 

@@ -252,11 +252,17 @@ def call_arguments(
     return args, kwargs, None
 
 
-def _graph_bound(value: Any) -> bool:
-    """Whether `value` belongs to a graph (a tensor, an op, a reader or queue object)."""
+def _graph_bound(value: Any, depth: int = 0) -> bool:
+    """Whether `value` belongs to a graph (a tensor, an op, a reader or queue object), or is
+    an object whose attributes do (a class whose constructor built tensors)."""
     if isinstance(value, type):
         return False
-    return any(_has(value, a) for a in ("graph", "reader_ref", "queue_ref"))
+    if any(_has(value, a) for a in ("graph", "reader_ref", "queue_ref")):
+        return True
+    attributes = getattr(value, "__dict__", None) if depth == 0 else None
+    if not isinstance(attributes, dict):
+        return False
+    return any(_graph_bound(v, 1) for v in tf.nest.flatten(list(attributes.values())))
 
 
 def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]:

@@ -1,0 +1,202 @@
+"""A pipeline behind a class: ``FILE.py:Class.method`` migrated, written back as a method.
+
+NOTE [ Migrating a method ]
+Model code often keeps its input behind a class: ``Reader(files).feed()``,
+a method reading ``self.files`` and ``self.batch_size`` that the constructor
+set. ``queue-pipeline migrate FILE.py:Class.method --call 'CONSTRUCTOR ARGS'``
+migrates such a method:
+
+* **The copy.** A copy of the file beside it (as for an inline pipeline)
+  gets one more module-level function, ``Class__method(self, ...)``: the
+  method's own lines, dedented, after a marker line. Nothing else changes,
+  so every other line keeps its number.
+* **The run.** ``--call`` holds the constructor's arguments: the function is
+  called with ``Class(ARGS)`` as ``self``, made again in each graph that runs
+  it (the trace, each side of the proof), since a constructor may build
+  tensors. The method itself takes no other arguments.
+* **The rewrite and the proof** are those of any function (the proof
+  compares ``Class__method(self)`` with its tf.data version).
+* **Written back.** The tf.data version becomes the method
+  ``method_dataset(self, ...)``, right after the method, indented as the
+  class body is; the helpers' versions stay where the rewrite put them.
+  Lines named in the report are the file's own.
+* Refused: a method that calls ``super()`` or reads a name-mangled
+  ``self.__attribute`` (both change meaning outside the class), a static or
+  class method, and a class or method the file does not define at its top
+  level.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from queue_pipeline._migrate.loading import MigrateError
+
+__all__ = ["Lifted", "lift", "write_back"]
+
+_API = "queue-pipeline migrate"
+_MARKER = "# queue_pipeline migrate: the method, lifted"
+
+
+@dataclasses.dataclass
+class Lifted:
+    """A method lifted to a module-level function in a copy of its file.
+
+    Attributes:
+      source: the copy's text.
+      function: the lifted function's name (``Class__method``).
+      cls, method: the class and method names.
+      method_first: the method's ``def`` line in the file.
+      lifted_first: the lifted function's ``def`` line in the copy.
+      indent: the class body's indentation.
+      original_lines: how many lines the file has (the copy's first lines).
+    """
+
+    source: str
+    function: str
+    cls: str
+    method: str
+    method_first: int
+    lifted_first: int
+    indent: str
+    original_lines: int
+
+    def file_line(self, line: int) -> int:
+        """The file's line for line `line` of the copy."""
+        if line >= self.lifted_first:
+            return self.method_first + (line - self.lifted_first)
+        return line
+
+    def map_lines(self, text: str, copy_path: str, path: str) -> str:
+        """`text` with each ``<copy>:<line>`` as ``<file>:<its line>``."""
+        pattern = re.escape(copy_path) + r":(\d+)"
+        return re.sub(pattern, lambda mt: f"{path}:{self.file_line(int(mt.group(1)))}", text)
+
+
+def lift(source: str, path: str, qualified: str) -> Lifted:
+    """The copy of `source` with ``Class.method`` (`qualified`) as a module-level function.
+
+    Raises:
+      MigrateError: no such class or method at the file's top level, or a
+        method that cannot run outside its class (see the NOTE above).
+    """
+    cls_name, _, method_name = qualified.partition(".")
+    wrapper = MetadataWrapper(cst.parse_module(source))
+    module = wrapper.module
+    positions = wrapper.resolve(PositionProvider)
+    cls = next(
+        (s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == cls_name),
+        None,
+    )
+    if cls is None:
+        raise MigrateError(f"{_API}: {path} defines no class {cls_name!r} at its top level.")
+    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ()
+    method = next(
+        (s for s in body if isinstance(s, cst.FunctionDef) and s.name.value == method_name),
+        None,
+    )
+    if method is None:
+        raise MigrateError(f"{_API}: {path}: class {cls_name} defines no method {method_name!r}.")
+    line = positions[method].start.line
+    where = f"{path}:{line}: {qualified}()"
+    decorators = {module.code_for_node(d.decorator).strip() for d in method.decorators}
+    if decorators & {"staticmethod", "classmethod"}:
+        raise MigrateError(
+            f"{_API}: {where} is a {' '.join(sorted(decorators))}: migrate a plain method, or "
+            "the function it calls."
+        )
+    params = method.params.params
+    if not params or params[0].name.value != "self":
+        raise MigrateError(f"{_API}: {where} takes no `self` first; migrate a plain method.")
+    text = module.code_for_node(method)
+    if "super(" in text or re.search(r"\bself\.__\w+", text):
+        raise MigrateError(
+            f"{_API}: {where} calls super() or reads a name-mangled self.__attribute, which "
+            "mean something else outside the class: migrate the function it calls, or "
+            "rename the attribute."
+        )
+    indent = cls.body.indent if isinstance(cls.body, cst.IndentedBlock) else None
+    unit = indent if isinstance(indent, str) else module.default_indent
+    first = positions[method].start.line
+    last = positions[method].end.line
+    lines = source.splitlines(keepends=True)
+    method_lines = lines[first - 1 : last]
+    dedented = [ln[len(unit) :] if ln.startswith(unit) else ln.lstrip(" \t") for ln in method_lines]
+    function = f"{cls_name}__{method_name}"
+    dedented[0] = re.sub(
+        rf"^(\s*(?:async\s+)?def\s+){re.escape(method_name)}\b", rf"\g<1>{function}", dedented[0]
+    )
+    head = "".join(lines)
+    if not head.endswith("\n"):
+        head += "\n"
+    # Decorators sit above the def line in the file; the lifted function keeps none.
+    def_offset = next(i for i, ln in enumerate(dedented) if re.match(r"\s*(async\s+)?def\b", ln))
+    dedented = dedented[def_offset:]
+    prefix = head + "\n\n" + _MARKER + "\n"
+    lifted_first = prefix.count("\n") + 1
+    return Lifted(
+        source=prefix + "".join(dedented),
+        function=function,
+        cls=cls_name,
+        method=method_name,
+        method_first=first + def_offset,
+        lifted_first=lifted_first,
+        indent=unit,
+        original_lines=len(lines),
+    )
+
+
+def write_back(lifted: Lifted, original: str, rewritten: str, new_function: str) -> str:
+    """The file's text with the lifted function's tf.data version written back as a method.
+
+    `rewritten` is the copy after the rewrite (the helpers' versions inserted
+    in the file's part, the lifted function's version after it at the end).
+    """
+    marker = rewritten.index(_MARKER)
+    head, tail = rewritten[:marker].rstrip("\n") + "\n", rewritten[marker:]
+    tail_module = cst.parse_module(tail)
+    versions = [
+        s
+        for s in tail_module.body
+        if isinstance(s, cst.FunctionDef) and s.name.value != lifted.function
+    ]
+    if not versions:
+        raise MigrateError(f"{_API}: the rewrite of {lifted.cls}.{lifted.method} wrote nothing.")
+    method_name = f"{lifted.method}_dataset"
+    blocks = []
+    for fn in versions:
+        name = fn.name.value
+        if name == new_function:
+            fn = fn.with_changes(name=cst.Name(method_name))
+        code = tail_module.code_for_node(fn.with_changes(leading_lines=[])).rstrip("\n")
+        blocks.append(
+            "\n".join(lifted.indent + ln if ln.strip() else "" for ln in code.splitlines())
+        )
+    # The file's part of `rewritten` is the file with the helpers' versions
+    # inserted; the method's version goes after the method in it.
+    wrapper = MetadataWrapper(cst.parse_module(head))
+    positions = wrapper.resolve(PositionProvider)
+    cls = next(
+        s for s in wrapper.module.body if isinstance(s, cst.ClassDef) and s.name.value == lifted.cls
+    )
+    method = next(
+        s
+        for s in cls.body.body  # type: ignore[union-attr]
+        if isinstance(s, cst.FunctionDef) and s.name.value == lifted.method
+    )
+    end = positions[method].end.line
+    lines = head.splitlines(keepends=True)
+    inserted = "\n" + "\n\n".join(blocks) + "\n"
+    return "".join(lines[:end]) + inserted + "".join(lines[end:])
+
+
+def copy_path_for(path: str) -> str:
+    """Where the copy goes: beside the file (its imports and ``__file__`` work)."""
+    directory, base = os.path.split(os.path.realpath(path))
+    stem = re.sub(r"\W", "_", os.path.splitext(base)[0])
+    return os.path.join(directory, f"_{stem}__qp_method_{os.getpid()}.py")

@@ -1,0 +1,104 @@
+"""migrate on a pipeline behind a class: ``FILE.py:Class.method`` (#41 class 2).
+
+See NOTE [ Migrating a method ] in ``_migrate/methods.py``. The method is
+migrated and proven like a function, in the suite's TF mode (the suite runs
+this file with ``--tf1`` too), and written back as a method of its class.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from queue_pipeline._migrate.api import MigrateError, migrate
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
+
+
+@pytest.fixture
+def reader_dir(tmp_path):
+    """class_reader.py and its utils module beside a TFRecord file of 30 small JPEGs."""
+    for name in ("class_reader.py", "class_reader_utils.py"):
+        shutil.copy(os.path.join(SCRIPTS, name), tmp_path / name)
+    rng = np.random.default_rng(0)
+    with tf.Graph().as_default(), tf.compat.v1.Session() as sess:  # either TF mode
+        pixels = tf.compat.v1.placeholder(tf.uint8, [20, 24, 3])
+        encoded = tf.io.encode_jpeg(pixels)
+        jpegs = [
+            sess.run(encoded, {pixels: rng.integers(0, 256, size=(20, 24, 3), dtype=np.uint8)})
+            for _ in range(30)
+        ]
+    with tf.io.TFRecordWriter(str(tmp_path / "apples.tfrecords")) as writer:
+        for i, jpeg in enumerate(jpegs):
+            feature = {
+                "image/file_name": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[b"a%d.jpg" % i])
+                ),
+                "image/encoded_image": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[jpeg])
+                ),
+            }
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+    return tmp_path
+
+
+def test_a_gan_readers_feed_method_migrates_as_a_method(reader_dir):
+    """CycleGAN's shape: Reader(...).feed(), a reader made in __init__, a preprocessing method."""
+    path = str(reader_dir / "class_reader.py")
+    files = repr(str(reader_dir / "apples.tfrecords"))
+    out = str(reader_dir / "migrated_reader.py")
+    result = migrate(path, "Reader.feed", call=f"{files}, name='apples'", out=out)
+    assert result.verdict.status == "MATCH", result.verdict.reason
+    assert result.function == "Reader.feed_dataset"
+    source = open(out).read()
+    method = source.split("    def feed_dataset(self):\n")[1].split("\n    def ")[0]
+    assert "self._preprocess(image)" in method and "self.batch_size" in method
+    assert "__qp_method" not in source and "Reader__feed" not in source
+    lines = open(path).read().splitlines()
+    read_line = 1 + next(i for i, text in enumerate(lines) if "self.reader.read(" in text)
+    assert any(s.line == read_line and "TFRecordReader" in s.legacy for s in result.steps)
+    summary = 1 + next(i for i, text in enumerate(lines) if "summary.image(" in text)
+    assert any(f"class_reader.py:{summary}:" in d for d in result.dropped), result.dropped
+    assert not [n for n in os.listdir(reader_dir) if "__qp_method" in n]
+
+
+_REFUSED = """
+import tensorflow as tf
+
+
+class Base:
+    def feed(self):
+        return None
+
+
+class Reader(Base):
+    @staticmethod
+    def make(files):
+        return files
+
+    def feed(self):
+        super().feed()
+        return None
+"""
+
+
+@pytest.mark.parametrize(
+    "target, match",
+    [
+        ("Missing.feed", r"defines no class 'Missing'"),
+        ("Reader.nothing", r"class Reader defines no method 'nothing'"),
+        ("Reader.make", r"refused\.py:12: Reader\.make\(\) is a staticmethod"),
+        ("Reader.feed", r"refused\.py:15: Reader\.feed\(\) calls super\(\)"),
+    ],
+)
+def test_methods_that_cannot_run_outside_their_class_are_refused(tmp_path, target, match):
+    path = tmp_path / "refused.py"
+    path.write_text(_REFUSED)
+    with pytest.raises(MigrateError, match=match):
+        migrate(str(path), target, call="")
