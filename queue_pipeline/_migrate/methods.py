@@ -185,9 +185,7 @@ def write_back(lifted: Lifted, original: str, rewritten: str, new_function: str)
         s for s in wrapper.module.body if isinstance(s, cst.ClassDef) and s.name.value == lifted.cls
     )
     method = next(
-        s
-        for s in cls.body.body  # type: ignore[union-attr]
-        if isinstance(s, cst.FunctionDef) and s.name.value == lifted.method
+        s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == lifted.method
     )
     end = positions[method].end.line
     lines = head.splitlines(keepends=True)
