@@ -373,7 +373,7 @@ def _migrate_method(
     """``Class.method``: NOTE [ Migrating a method ] in methods.py."""
     real, original = _trace.read_source(path)
     lifted = _methods.lift(original, real, qualified)
-    copy = _methods.copy_path_for(real)
+    copy = _script.copy_path_for(real, kind="method")
     with open(copy, "w", encoding="utf-8") as f:
         f.write(lifted.source)
     try:

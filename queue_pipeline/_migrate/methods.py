@@ -29,7 +29,6 @@ migrates such a method:
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 
 import libcst as cst
@@ -191,10 +190,3 @@ def write_back(lifted: Lifted, original: str, rewritten: str, new_function: str)
     lines = head.splitlines(keepends=True)
     inserted = "\n" + "\n\n".join(blocks) + "\n"
     return "".join(lines[:end]) + inserted + "".join(lines[end:])
-
-
-def copy_path_for(path: str) -> str:
-    """Where the copy goes: beside the file (its imports and ``__file__`` work)."""
-    directory, base = os.path.split(os.path.realpath(path))
-    stem = re.sub(r"\W", "_", os.path.splitext(base)[0])
-    return os.path.join(directory, f"_{stem}__qp_method_{os.getpid()}.py")

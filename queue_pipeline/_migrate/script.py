@@ -475,8 +475,12 @@ def map_lines(text: str, wrapped: Wrapped, copy_path: str, script_path: str) -> 
     )
 
 
-def copy_path_for(path: str) -> str:
-    """Where the wrapped copy goes: beside the file (its imports and ``__file__`` work)."""
+def copy_path_for(path: str, kind: str = "migrate") -> str:
+    """Where a copy of the file goes: beside it (its imports and ``__file__`` work).
+
+    `kind` tells the copies apart (``migrate``: the wrapped copy of an inline
+    pipeline; ``method``: NOTE [ Migrating a method ]).
+    """
     directory, base = os.path.split(os.path.realpath(path))
     stem = re.sub(r"\W", "_", os.path.splitext(base)[0])
-    return os.path.join(directory, f"_{stem}__qp_migrate_{os.getpid()}.py")
+    return os.path.join(directory, f"_{stem}__qp_{kind}_{os.getpid()}.py")
