@@ -306,8 +306,8 @@ def _build(sess, queue_op: tf.Operation, enqueue: list, where: str, fns):
         vectorizer=None,
     )
     rebuilder.restrict_to(leaves)
-    counters = _counters(enqueue)
     own = [_counters([e]) for e in enqueue]
+    counters = list({c.name: c for cs in own for c in cs}.values())
     if counters:
         if fns is not None:
             raise TypeError("its values are fed from Python and counted by a counter")

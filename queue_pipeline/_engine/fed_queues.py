@@ -40,6 +40,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
+from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline._rebuild.stream import Stream
 
@@ -132,21 +133,9 @@ def fed_streams(rebuilder, enqueue: list[tf.Operation], fns: list, where: str) -
 
 def _placeholders(leaves: list[tf.Tensor]) -> list[tf.Tensor]:
     """The placeholders upstream of `leaves`, in the graph's order."""
-    found: dict[str, tf.Tensor] = {}
-    stack = [t.op for t in leaves]
-    seen = set()
-    while stack:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        if op.type in _PLACEHOLDERS:
-            found[op.name] = op.outputs[0]
-            continue
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
+    found = [op for op in graph_facts.ancestors(t.op for t in leaves) if op.type in _PLACEHOLDERS]
     order = {op.name: i for i, op in enumerate(leaves[0].graph.get_operations())}
-    return sorted(found.values(), key=lambda t: order[t.op.name])
+    return [op.outputs[0] for op in sorted(found, key=lambda op: order[op.name])]
 
 
 def _generator(fn: Callable, placeholders: list[tf.Tensor], where: str) -> Callable:

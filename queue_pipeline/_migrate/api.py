@@ -386,7 +386,7 @@ def _migrate_method(
             traced, lifted.source, verify, batch_decode, args, kwargs, epochs, max_batches,
             argv, graph_call,
         )  # fmt: skip
-        source = _methods.write_back(lifted, original, rewrite.source, rewrite.function)
+        source = _methods.write_back(lifted, rewrite.source, rewrite.function)
     except MigrateError as e:
         raise MigrateError(lifted.map_lines(str(e), copy, real)) from e
     finally:

@@ -167,9 +167,7 @@ def load(
     # An import the function does not need may fail (a name SciPy removed): it is
     # listed as not run instead (NOTE [ What migrate runs of the user's file ]).
     optional = {
-        id(s): skipped
-        for s in keep
-        if selection.bound_names(s) and not selection.bound_names(s) & needed
+        id(s) for s in keep if selection.bound_names(s) and not selection.bound_names(s) & needed
     }
     name, directory = module_name(path)
     if directory not in sys.path:
@@ -186,7 +184,7 @@ def load(
     _forget_flags(name)
     try:
         with own_argv(path, argv):
-            _run(tree, keep, module, code_path or path, optional)
+            _run(tree, keep, module, code_path or path, optional, skipped)
             _parse_absl_flags(module, path, argv)
     except BaseException:
         if previous is not None:
@@ -247,10 +245,11 @@ def _run(
     keep: list[ast.stmt],
     module: types.ModuleType,
     filename: str,
-    optional: dict | None = None,
+    optional: set[int] | frozenset[int] = frozenset(),
+    skipped: list | None = None,
 ) -> None:
-    """Runs `keep` in `module`; a failing statement of `optional` (id -> the list of
-    statements not run) is added to that list instead of failing the load."""
+    """Runs `keep` in `module`; a failing statement whose id is in `optional` is added to
+    `skipped` (the statements not run) instead of failing the load."""
     for stmt in keep:
         code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
         try:
@@ -262,8 +261,8 @@ def _run(
                 "arguments with --argv '...' (its parser's usage is above)."
             ) from e
         except Exception as e:  # noqa: BLE001 - the user's statement failed
-            if optional is not None and id(stmt) in optional:
-                optional[id(stmt)].append(
+            if id(stmt) in optional and skipped is not None:
+                skipped.append(
                     (
                         stmt.lineno,
                         stmt.end_lineno or stmt.lineno,

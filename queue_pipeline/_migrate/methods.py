@@ -53,7 +53,6 @@ class Lifted:
       method_first: the method's ``def`` line in the file.
       lifted_first: the lifted function's ``def`` line in the copy.
       indent: the class body's indentation.
-      original_lines: how many lines the file has (the copy's first lines).
     """
 
     source: str
@@ -63,7 +62,6 @@ class Lifted:
     method_first: int
     lifted_first: int
     indent: str
-    original_lines: int
 
     def file_line(self, line: int) -> int:
         """The file's line for line `line` of the copy."""
@@ -146,11 +144,10 @@ def lift(source: str, path: str, qualified: str) -> Lifted:
         method_first=first + def_offset,
         lifted_first=lifted_first,
         indent=unit,
-        original_lines=len(lines),
     )
 
 
-def write_back(lifted: Lifted, original: str, rewritten: str, new_function: str) -> str:
+def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     """The file's text with the lifted function's tf.data version written back as a method.
 
     `rewritten` is the copy after the rewrite (the helpers' versions inserted

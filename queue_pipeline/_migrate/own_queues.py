@@ -44,7 +44,6 @@ from queue_pipeline._migrate.syntax import assigned_names, bind_arguments, calle
 
 __all__ = ["OwnQueues"]
 
-_QUEUES = OWN_QUEUES
 _DEQUEUES = ("dequeue_many", "dequeue_up_to", "dequeue")
 _ENQUEUES = ("enqueue", "enqueue_many")
 _RUNNER_CALLS = ("QueueRunner", "add_queue_runner")
@@ -57,7 +56,7 @@ class OwnQueues(Stages):
 
     def own_queue_statement(self, fn, stmt, calls: list, state: State, depth: int):
         """The lines `stmt` becomes if it builds, fills, runs or reads an own queue; else None."""
-        ctor = next((c for c in calls if callee(c) in _QUEUES), None)
+        ctor = next((c for c in calls if callee(c) in OWN_QUEUES), None)
         if ctor is not None:
             return self._own_queue(fn, stmt, ctor, state, depth)
         own = state.own_queues
