@@ -102,3 +102,58 @@ def test_methods_that_cannot_run_outside_their_class_are_refused(tmp_path, targe
     path.write_text(_REFUSED)
     with pytest.raises(MigrateError, match=match):
         migrate(str(path), target, call="")
+
+
+def _write_labelled_images(directory, files=3, per_file=7, size=8):
+    """TFRecord files of `size`x`size`x3 uint8 images with int64 labels."""
+    rng = np.random.default_rng(1)
+    for f in range(files):
+        with tf.io.TFRecordWriter(str(directory / f"part-{f}.tfrecords")) as writer:
+            for i in range(per_file):
+                pixels = rng.integers(0, 256, size=(size, size, 3), dtype=np.uint8).tobytes()
+                feature = {
+                    "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels])),
+                    "label": tf.train.Feature(
+                        int64_list=tf.train.Int64List(value=[f * per_file + i])
+                    ),
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
+                writer.write(example.SerializeToString())
+
+
+def test_a_constructor_that_builds_the_pipeline_migrates_as_init_dataset(tmp_path):
+    """``FILE.py:Class``: batches kept as attributes by __init__ (#41 class 2).
+
+    NOTE [ Migrating a constructor ]: the batch attributes become the
+    Dataset's elements by name; plain settings and a non-queue tensor stay
+    statements of the method.
+    """
+    shutil.copy(os.path.join(SCRIPTS, "ctor_pipeline_loader.py"), tmp_path / "loader.py")
+    _write_labelled_images(tmp_path)
+    out = str(tmp_path / "migrated.py")
+    result = migrate(str(tmp_path / "loader.py"), "DataLoader", call=repr(str(tmp_path)), out=out)
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.function == "DataLoader.init_dataset"
+    source = open(out).read()
+    assert "    def init_dataset(self, data_dir, batch_size=4, image_size=8" in source
+    assert "{'images': images, 'labels': labels}" in source
+    assert "self.learning_rate = tf.constant(1e-3)" in source.split("def init_dataset")[1]
+    assert any("__init__ is kept as it was" in d for d in result.differences)
+    assert not [n for n in os.listdir(tmp_path) if "__qp_method" in n]
+    if not tf.executing_eagerly():
+        return
+    module = result.load()
+    loader = module.DataLoader.__new__(module.DataLoader)
+    dataset = loader.init_dataset(str(tmp_path))
+    labels = sorted(int(v) for batch in dataset for v in batch["labels"].numpy())
+    assert labels == list(range(21)) and loader.num_files == 3
+
+
+def test_a_class_that_keeps_no_batch_is_refused(tmp_path):
+    path = tmp_path / "plain.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\nclass Settings:\n"
+        "    def __init__(self, n):\n        self.n = n\n        self.t = tf.constant(n)\n"
+    )
+    with pytest.raises(MigrateError, match=r"Settings\(\.\.\.\) keeps no tensor read from a queue"):
+        migrate(str(path), "Settings", call="3")

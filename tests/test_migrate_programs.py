@@ -256,19 +256,101 @@ def test_each_readers_key_strings_migrate_as_the_legacy_reader_gives_them(
         assert names[1] == expected
 
 
-def test_a_namedtuple_with_plain_values_beside_the_batches_is_refused_with_its_line(tmp_path):
-    """pix2pix's ``Examples(paths=..., inputs=..., count=len(input_paths))``."""
+_EXAMPLES = (
+    "import collections\nimport tensorflow as tf\n\n"
+    'Examples = collections.namedtuple("Examples", "paths, inputs, count, steps_per_epoch")\n\n\n'
+    "def load_examples(values, batch_size):\n"
+    "    (x,) = tf.compat.v1.train.slice_input_producer([values], num_epochs=1, shuffle=False)\n"
+    "    batch = tf.compat.v1.train.batch([x], batch_size, allow_smaller_final_batch=True)\n"
+    "    steps = (len(values) + batch_size - 1) // batch_size\n"
+    "    return RETURNED\n\n\n"
+    "def train():\n"
+    "    examples = load_examples([1, 2, 3, 4, 5], 2)\n"
+    "    total = examples.inputs * 3\n"
+    "    seen = []\n"
+    "    with tf.compat.v1.Session() as sess:\n"
+    "        coord = tf.compat.v1.train.Coordinator()\n"
+    "        threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)\n"
+    "        for _ in range(examples.steps_per_epoch):\n"
+    "            seen.append(sess.run(total).tolist())\n"
+    "        coord.request_stop()\n"
+    "        coord.join(threads)\n"
+    "    return seen, examples.count\n"
+)
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [
+        "Examples(paths=batch, inputs=batch * 2, count=len(values), steps_per_epoch=steps)",
+        "Examples(batch, batch * 2, len(values), steps)",
+    ],
+)
+def test_a_namedtuple_with_plain_values_beside_the_batches_migrates(tmp_path, returned):
+    """pix2pix's ``Examples(paths=..., inputs=..., count=len(input_paths), ...)`` (#41 class 4).
+
+    The batch fields become the Dataset's elements (a dict by field name), the
+    plain ones a dict returned beside it; the caller rebuilds the namedtuple
+    and keeps its loop.
+    """
     path = tmp_path / "p2p.py"
-    path.write_text(
-        "import collections\nimport tensorflow as tf\n\n"
-        'Examples = collections.namedtuple("Examples", "paths, inputs, count")\n\n\n'
-        "def load_examples(values):\n"
-        "    (x,) = tf.compat.v1.train.slice_input_producer([values], num_epochs=1)\n"
-        "    batch = tf.compat.v1.train.batch([x], 2, allow_smaller_final_batch=True)\n"
-        "    return Examples(paths=batch, inputs=batch * 2, count=len(values))\n"
+    path.write_text(_EXAMPLES.replace("RETURNED", returned))
+    result = migrate(str(path), "load_examples", call="[1, 2, 3, 4, 5], 2", callers=True)
+    assert result.verdict.status == "MATCH", result.report()
+    assert "({'count': 5, 'steps_per_epoch': 3}) compared too" in result.verdict.reason
+    assert "lambda batch: {'paths': batch, 'inputs': batch * 2}" in result.source
+    assert "examples = Examples(**tf.compat.v1.data.make_one_shot_iterator(" in result.source
+    module = result.load()
+    with tf.Graph().as_default():
+        dataset, plain = module.load_examples_dataset([1, 2, 3], 2)
+        assert plain == {"count": 3, "steps_per_epoch": 2}
+        assert dataset.element_spec["inputs"].dtype == tf.int32
+    with tf.Graph().as_default():  # the rewritten caller runs as it did on the queues
+        assert module.train() == ([[6, 12], [18, 24], [30]], 5)
+
+
+def test_a_dict_with_plain_values_and_a_counted_tuple_keep_their_callers(tmp_path):
+    """``return {"x": ..., "num_batches": n}`` and ``return x, y, n`` with --callers."""
+    (tmp_path / "d.csv").write_text("1,a\n2,b\n3,c\n4,d\n5,e\n")
+    body = (
+        "    q = tf.compat.v1.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "    _, line = tf.compat.v1.TextLineReader().read(q)\n"
+        "    x, y = tf.io.decode_csv(line, [[0], ['']])\n"
+        "    xb, yb = tf.compat.v1.train.batch([x, y], 2, allow_smaller_final_batch=True)\n"
     )
-    with pytest.raises(MigrateError, match=rf"{path}:10: .*Examples with plain values \(count\)"):
-        migrate(str(path), "load_examples", call="[1, 2, 3]")
+    path = tmp_path / "counted.py"
+    path.write_text(
+        "import tensorflow as tf\n\n\ndef as_dict(files):\n" + body
+        + '    return {"x": xb, "y": yb, "num_batches": 3}\n\n\n'
+        "def as_tuple(files):\n" + body + "    return xb, yb, 3\n\n\n"
+        "def main(files):\n"
+        "    d = as_dict(files)\n"
+        "    x, y, n = as_tuple(files)\n"
+        "    out = []\n"
+        "    with tf.compat.v1.Session() as sess:\n"
+        "        sess.run(tf.compat.v1.local_variables_initializer())\n"
+        "        coord = tf.compat.v1.train.Coordinator()\n"
+        "        threads = tf.compat.v1.train.start_queue_runners(sess=sess, coord=coord)\n"
+        "        for _ in range(d['num_batches']):\n"
+        "            out.append([v.tolist() for v in sess.run([d['x'], y])] + [n])\n"
+        "        coord.request_stop()\n"
+        "        coord.join(threads)\n"
+        "    return out\n"
+    )  # fmt: skip
+    files = [str(tmp_path / "d.csv")]
+    first = migrate(str(path), "as_dict", args=(files,), callers=True)
+    assert first.verdict.status == "MATCH", first.report()
+    assert "d = {**tf.compat.v1.data.make_one_shot_iterator(dataset).get_next(), **plain}" in (
+        first.source
+    )
+    step = tmp_path / "step.py"
+    step.write_text(first.source)
+    second = migrate(str(step), "as_tuple", args=(files,), callers=True)
+    assert second.verdict.status == "MATCH", second.report()
+    assert "input_dataset, n = as_tuple_dataset(files)" in second.source
+    expected = [[[1, 2], [b"a", b"b"], 3], [[3, 4], [b"c", b"d"], 3], [[5], [b"e"], 3]]
+    with tf.Graph().as_default():
+        assert second.load().main(files) == expected
 
 
 def test_a_local_whose_attributes_raise_is_a_plain_value(tmp_path):

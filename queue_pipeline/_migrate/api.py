@@ -256,6 +256,16 @@ def migrate(
                 path, function, call, target, in_place, verify, epochs, max_batches,
                 batch_decode, program_argv,
             )  # fmt: skip
+        if function and _defines_class(path, function):  # NOTE [ Migrating a constructor ]
+            if args is not None or kwargs is not None:
+                raise MigrateError(
+                    f"{_API}: {function} is a class: give its constructor's arguments with "
+                    "`call` (--call), not `args` / `kwargs`."
+                )
+            return _migrate_method(
+                path, function, call, target, in_place, verify, epochs, max_batches,
+                batch_decode, program_argv,
+            )  # fmt: skip
         if not function or _holds_session_code(path, function):
             return _migrate_inline(
                 path, function or None, call, args, kwargs, target, in_place, verify, epochs,
@@ -280,8 +290,9 @@ def migrate(
             skip = set(rewrite.names) | {function}
             loaders = _trace.loader_count(traced.outputs)
             source, changed = rewrite_callers(
-                source, function, rewrite.function, skip, loaders, len(rewrite.loaders)
-            )
+                source, function, rewrite.function, skip, loaders, len(rewrite.loaders),
+                _verify.plain_beside(traced.outputs),
+            )  # fmt: skip
             steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
         return _finish(
             path, original, source, target, in_place, rewrite, steps, rewrite.dropped,
@@ -372,13 +383,26 @@ def _migrate_method(
 ) -> MigrationResult:
     """``Class.method``: NOTE [ Migrating a method ] in methods.py."""
     real, original = _trace.read_source(path)
-    lifted = _methods.lift(original, real, qualified)
+    constructor = "." not in qualified
+    if constructor:
+        lifted = _methods.lift_constructor(
+            original, real, qualified, _constructor_batches(path, qualified, call, argv)
+        )
+    else:
+        lifted = _methods.lift(original, real, qualified)
     copy = _script.copy_path_for(real, kind="method")
     with open(copy, "w", encoding="utf-8") as f:
         f.write(lifted.source)
     try:
         module, _ = _trace.load_module(copy, lifted.function, argv, call)
-        args, kwargs, graph_call = _trace.call_arguments(module, f"{lifted.cls}({call or ''})")
+        cls = lifted.cls
+        if constructor:
+            made = f"{cls}.__new__({cls}), {call or ''}"
+        elif _names_the_instance(module, cls, call):  # `--call 'Reader(a, b), 4'`
+            made = call or ""
+        else:
+            made = f"{cls}({call or ''})"
+        args, kwargs, graph_call = _trace.call_arguments(module, made)
         traced = _trace.trace(
             copy, lifted.function, args, kwargs, module=module, argv=argv, graph_call=graph_call
         )
@@ -397,7 +421,15 @@ def _migrate_method(
         for step in rewrite.steps
     ]
     fix = functools.partial(lifted.map_lines, copy_path=copy, path=real)
-    name = f"{lifted.cls}.{lifted.method}_dataset"
+    name = f"{lifted.cls}.{lifted.new_method or lifted.method + '_dataset'}"
+    notes = list(notes)
+    if constructor:
+        notes.append(
+            f"{real}:{lifted.method_first}: {name}(self, ...) does the constructor's work with "
+            "its batch attributes as the Dataset's elements (a dict by attribute name); "
+            "__init__ is kept as it was: call init_dataset from it in place of the pipeline "
+            "to switch"
+        )
     return _finish(
         path, original, source, target, in_place,
         dataclasses.replace(rewrite, function=name), steps,
@@ -405,6 +437,43 @@ def _migrate_method(
         verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
+
+
+def _names_the_instance(module, cls: str, call: str | None) -> bool:
+    """Whether a method's `call` starts with an instance of `cls`: ``Reader(a, b), 4`` gives
+    ``self`` and the method's own arguments (else `call` is the constructor's arguments)."""
+    if not call or not call.lstrip().startswith(cls):
+        return False
+    try:
+        with tf.Graph().as_default():
+            args, _ = _trace.parse_call(module, call)
+    except MigrateError:
+        return False
+    return bool(args) and isinstance(args[0], getattr(module, cls))
+
+
+def _defines_class(path: str, name: str) -> bool:
+    """Whether the file at `path` defines class `name` at its top level."""
+    import libcst as cst  # noqa: PLC0415 - the migration's own dependency
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            module = cst.parse_module(f.read())
+    except (OSError, cst.ParserSyntaxError):
+        return False  # the usual path reports it
+    return any(isinstance(s, cst.ClassDef) and s.name.value == name for s in module.body)
+
+
+def _constructor_batches(path: str, cls: str, call: str | None, argv) -> list[str]:
+    """The attributes that ``cls(call)`` keeps holding tensors read from a queue.
+
+    The constructor runs once, in a graph of its own (under install(), as
+    `--call` is evaluated): NOTE [ Migrating a constructor ].
+    """
+    module, _ = _trace.load_module(path, cls, argv, call)
+    with tf.Graph().as_default():
+        (instance,), _ = _trace.parse_call(module, f"{cls}({call or ''})")
+    return _methods.queue_tensors(instance)
 
 
 def _holds_session_code(path: str, function: str) -> bool:

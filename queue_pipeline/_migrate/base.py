@@ -197,6 +197,18 @@ def tensor_names(fn: Function) -> set[str]:
     return {k for k, v in values.items() if isinstance(v, (tf.Tensor, tf.SparseTensor))}
 
 
+def batch_params(fn: Function, target: str) -> list[str]:
+    """The parameters naming a Dataset element that `fn` assigned to one name, `target`.
+
+    ``batch = tf.train.batch([x], n)`` holds a tensor (TF returns a list of one
+    as its tensor): one parameter; a list of several is ``*batch``.
+    """
+    values = fn.call.local_values if fn.call is not None else {}
+    if isinstance(values.get(target), (tf.Tensor, tf.SparseTensor)):
+        return [target]
+    return ["*" + target]
+
+
 def fresh(fn: Function, *candidates: str) -> str:
     """The first of `candidates` that `fn` does not use as a name."""
     used = names_in(fn.node)

@@ -62,8 +62,15 @@ def _method_of(node: cst.CSTNode, names: set[str], method: str) -> bool:
 
 
 class _Caller(cst.CSTTransformer):
-    def __init__(self, function: str, new: str, loaders: int = 0, added: int = 0):
+    def __init__(
+        self, function: str, new: str, loaders: int = 0, added: int = 0, beside: int | str = 0
+    ):
         self.function, self.new, self.loaders = function, new, loaders
+        # the plain values the function returns beside its batches: how many
+        # follow them in a tuple, or the name of the namedtuple (or "dict")
+        # holding them (NOTE [ A namedtuple with plain values beside the batches ])
+        self.beside = beside
+        self.plain = "plain"  # the caller's name for the dict of plain fields
         # loaders the new function returns that the legacy one did not: the
         # caller gets them with the Dataset and runs them where its runners started
         self.added = added
@@ -90,10 +97,12 @@ class _Caller(cst.CSTTransformer):
             self.datasets.append(updated.with_changes(func=cst.Name(self.new)))
             if self.loaders or self.added:
                 return cst.parse_expression(f"{self.iterator}.get_next()")
-            expression = cst.parse_expression(
-                f"tf.compat.v1.data.make_one_shot_iterator({self.name}).get_next()"
-            )
-            return expression
+            batches = f"tf.compat.v1.data.make_one_shot_iterator({self.name}).get_next()"
+            if isinstance(self.beside, str):  # the structure again, from both parts
+                kind = self.beside
+                both = f"**{batches}, **{self.plain}"
+                return cst.parse_expression(f"{{{both}}}" if kind == "dict" else f"{kind}({both})")
+            return cst.parse_expression(batches)
         return updated
 
     def _with_loaders(self, updated: cst.SimpleStatementLine) -> list[cst.BaseStatement]:
@@ -105,37 +114,54 @@ class _Caller(cst.CSTTransformer):
         """
         small = updated.body[0]
         target = small.targets[0].target if isinstance(small, cst.Assign) else None
+        count = self.loaders or int(self.beside)
+        what = f"{count} loader(s)" if self.loaders else f"{count} plain value(s)"
         if (
             len(self.datasets) != 1
             or not isinstance(target, (cst.Tuple, cst.List))
-            or len(target.elements) <= self.loaders
-            or not all(isinstance(e.value, cst.Name) for e in target.elements[-self.loaders :])
+            or len(target.elements) <= count
+            or not all(isinstance(e.value, cst.Name) for e in target.elements[-count:])
         ):
             self.unsupported = (
-                f"{self.function}(...) returns its batches and {self.loaders} loader(s): "
-                "unpack them in one assignment (`images, labels, load = ...`) to have it rewritten"
+                f"{self.function}(...) returns its batches and {what}: unpack them in one "
+                "assignment (`images, labels, extra = ...`) to have it rewritten"
             )
             return [updated]
         assert isinstance(small, cst.Assign) and isinstance(target, (cst.Tuple, cst.List))
-        names = [e.value for e in target.elements[-self.loaders :]]
-        self.loader_names |= {n.value for n in names if isinstance(n, cst.Name)}
-        kept = target.elements[: -self.loaders]
+        names = [e.value for e in target.elements[-count:]]
+        if self.loaders:
+            self.loader_names |= {n.value for n in names if isinstance(n, cst.Name)}
+        kept = target.elements[:-count]
         code = cst.Module([]).code_for_node
         batches = ", ".join(code(e.value) for e in kept)
-        loaders = ", ".join(code(n) for n in names)
+        extra = ", ".join(code(n) for n in names)
+        if not self.loaders:  # plain values: nothing to initialize
+            return [
+                *self._dataset_and(extra, updated.leading_lines),
+                cst.parse_statement(
+                    f"{batches} = tf.compat.v1.data.make_one_shot_iterator({self.name})"
+                    ".get_next()\n"
+                ),
+            ]
         return [
-            *self._dataset_and_iterator(loaders, updated.leading_lines),
+            *self._dataset_and_iterator(extra, updated.leading_lines),
             cst.parse_statement(f"{batches} = {self.iterator}.get_next()\n"),
+        ]
+
+    def _dataset_and(self, extra: str, leading_lines) -> list[cst.BaseStatement]:
+        """``dataset, <extra> = f_dataset(...)``."""
+        call = cst.Module([]).code_for_node(self.datasets[0])
+        self.datasets = []
+        return [
+            cst.parse_statement(f"{self.name}, {extra} = {call}\n").with_changes(
+                leading_lines=leading_lines
+            )
         ]
 
     def _dataset_and_iterator(self, loaders: str, leading_lines) -> list[cst.BaseStatement]:
         """``dataset, <loaders> = f_dataset(...)``, then its initializable iterator."""
-        call = cst.Module([]).code_for_node(self.datasets[0])
-        self.datasets = []
         return [
-            cst.parse_statement(f"{self.name}, {loaders} = {call}\n").with_changes(
-                leading_lines=leading_lines
-            ),
+            *self._dataset_and(loaders, leading_lines),
             cst.parse_statement(
                 f"{self.iterator} = tf.compat.v1.data.make_initializable_iterator({self.name})\n"
             ),
@@ -212,8 +238,21 @@ class _Caller(cst.CSTTransformer):
         return [first.with_changes(leading_lines=updated.leading_lines), *rest]
 
     def leave_SimpleStatementLine(self, original, updated):
-        if self.datasets and self.loaders:
+        if self.datasets and (self.loaders or isinstance(self.beside, int) and self.beside):
             return cst.FlattenSentinel(self._with_loaders(updated))
+        if self.datasets and isinstance(self.beside, str):
+            if len(self.datasets) != 1:
+                self.unsupported = (
+                    f"{self.function}(...) is called more than once in one statement; its "
+                    f"version returns (dataset, {self.plain})"
+                )
+                return updated
+            return cst.FlattenSentinel(
+                [
+                    *self._dataset_and(self.plain, updated.leading_lines),
+                    updated.with_changes(leading_lines=[]),
+                ]
+            )
         if self.datasets and self.added:
             return cst.FlattenSentinel(self._with_added_loaders(updated))
         if self.loader_names and len(updated.body) == 1:
@@ -294,7 +333,13 @@ def _statement_text(stmt: cst.CSTNode) -> str:
 
 
 def rewrite_callers(
-    source: str, function: str, new: str, skip: set[str], loaders: int = 0, added: int = 0
+    source: str,
+    function: str,
+    new: str,
+    skip: set[str],
+    loaders: int = 0,
+    added: int = 0,
+    beside: int | str = 0,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`source` with the callers of `function` rewritten; see NOTE [ Rewriting the callers ... ].
 
@@ -311,6 +356,12 @@ def rewrite_callers(
         the legacy one did not (NOTE [ Preloaded arrays in a migrated TF1-mode
         program ]): each caller gets them from the call and runs them, then the
         iterator's initializer, where it called ``start_queue_runners``.
+      beside: the plain values the function returns beside its batches: how
+        many follow them in a tuple (``x, y, n = f(...)`` becomes ``dataset, n
+        = f_dataset(...)`` and ``x, y = ...get_next()``), or the name of the
+        namedtuple holding them, or ``"dict"`` (``e = f(...)`` becomes
+        ``dataset, plain = f_dataset(...)`` and ``e = Examples(**...get_next(),
+        **plain)``).
 
     Returns:
       The new source and, per caller rewritten, ``(its name, what changed)``.
@@ -335,7 +386,7 @@ def rewrite_callers(
         ):
             calls = [c for c in m.findall(stmt, m.Call()) if isinstance(c, cst.Call)]
             remaining = {callee(c) for c in calls} - {function}
-            transformer = _Caller(function, new, loaders, added)
+            transformer = _Caller(function, new, loaders, added, beside)
             used = {n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)}
             transformer.name = next(
                 n for n in ("dataset", "input_dataset", "migrated_dataset") if n not in used
@@ -346,6 +397,9 @@ def rewrite_callers(
             free = (n for n in ("load", "load_inputs", "load_arrays") + tuple(
                 f"load_{i}" for i in range(2, 100)) if n not in used)  # fmt: skip
             transformer.loads = [next(free) for _ in range(added)]
+            transformer.plain = next(
+                n for n in ("plain", "plain_values", "values") if n not in used
+            )
             transformer.keep_queues = bool(remaining & (_QUEUE_NAMES | pipelines))
             for c in calls:
                 if callee(c) == "Coordinator":

@@ -49,11 +49,13 @@ from typing import cast
 import libcst as cst
 import libcst.matchers as m
 import numpy as np
+import tensorflow as tf
 
 from queue_pipeline._migrate import chains, preloaded
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
+    attributes_read,
     bare,
     bind_arguments,
     call_text,
@@ -64,7 +66,7 @@ from queue_pipeline._migrate.syntax import (
     mutated_names,
     names_in,
 )
-from queue_pipeline._migrate.trace import MigrateError, Trace
+from queue_pipeline._migrate.trace import MigrateError, Trace, attribute
 from queue_pipeline._migrate.base import (
     API,
     BATCHING,
@@ -73,6 +75,7 @@ from queue_pipeline._migrate.base import (
     Function,
     State,
     Step,
+    batch_params,
     fresh,
 )
 from queue_pipeline._migrate.returns import Returns
@@ -282,7 +285,7 @@ class _Rewriter(Returns):
             return [f"{pad}records = {records}\n"]
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Return):
             return self._return(fn, stmt, state, depth)
-        kinds = {fn.kind_at(n, line) for n in names}
+        kinds = {self._kind_used(fn, stmt, n, line) for n in names}
         pending_names = {n for st, _ in state.pending for n in assigned_names(st)}
         if (
             "record" in kinds
@@ -311,6 +314,20 @@ class _Rewriter(Returns):
                 fn, stmt, "it uses a queue or reader in a way the migration does not know"
             )
         return [self.text(stmt, depth)]
+
+    def _kind_used(self, fn: Function, stmt, name: str, line: int) -> str:
+        """What `stmt` uses of `name`: an object used only through its attributes is what
+        those attributes hold (``self.size = size`` uses nothing of a ``self`` that keeps a
+        reader; ``self.images`` is a batch)."""
+        kind = fn.kind_at(name, line)
+        value = fn.call.local_values.get(name) if fn.call is not None else None
+        if kind == "plain" or value is None or isinstance(value, (tf.Tensor, tf.SparseTensor)):
+            return kind
+        read = attributes_read(stmt, name)
+        if read is None:
+            return kind
+        kinds = {self.trace.kind_of(attribute(value, a)) for a in read}
+        return next((k for k in ("queue", "reader", "record", "batch") if k in kinds), "plain")
 
     def _has_stage(self, fn: Function, stmt) -> bool:
         for call in self.calls_in(stmt):
@@ -412,7 +429,7 @@ class _Rewriter(Returns):
             state.batch_element = (
                 [self.code(e.value) for e in t.elements]
                 if isinstance(t, (cst.Tuple, cst.List))
-                else ["*" + self.code(t)]
+                else batch_params(fn, self.code(t))
             )
             own = [fresh(fn, *(f"{n}{s}" for s in ("", "_inputs", "_arrays"))) for n in loaders]
             state.loaders += own

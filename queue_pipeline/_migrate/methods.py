@@ -20,6 +20,8 @@ migrates such a method:
   ``method_dataset(self, ...)``, right after the method, indented as the
   class body is; the helpers' versions stay where the rewrite put them.
   Lines named in the report are the file's own.
+* **A constructor** (``FILE.py:Class``, NOTE [ Migrating a constructor ]
+  below) is lifted the same way, its batch attributes made locals.
 * Refused: a method that calls ``super()`` or reads a name-mangled
   ``self.__attribute`` (both change meaning outside the class), a static or
   class method, and a class or method the file does not define at its top
@@ -32,11 +34,12 @@ import dataclasses
 import re
 
 import libcst as cst
+import tensorflow as tf
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from queue_pipeline._migrate.loading import MigrateError
 
-__all__ = ["Lifted", "lift", "write_back"]
+__all__ = ["Lifted", "lift", "lift_constructor", "write_back"]
 
 _API = "queue-pipeline migrate"
 _MARKER = "# queue_pipeline migrate: the method, lifted"
@@ -53,6 +56,7 @@ class Lifted:
       method_first: the method's ``def`` line in the file.
       lifted_first: the lifted function's ``def`` line in the copy.
       indent: the class body's indentation.
+      new_method: the name the tf.data version gets in the class.
     """
 
     source: str
@@ -62,6 +66,7 @@ class Lifted:
     method_first: int
     lifted_first: int
     indent: str
+    new_method: str = ""  # the tf.data version's name in the class (default method_dataset)
 
     def file_line(self, line: int) -> int:
         """The file's line for line `line` of the copy."""
@@ -163,7 +168,7 @@ def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     ]
     if not versions:
         raise MigrateError(f"{_API}: the rewrite of {lifted.cls}.{lifted.method} wrote nothing.")
-    method_name = f"{lifted.method}_dataset"
+    method_name = lifted.new_method or f"{lifted.method}_dataset"
     blocks = []
     for fn in versions:
         name = fn.name.value
@@ -187,3 +192,68 @@ def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     lines = head.splitlines(keepends=True)
     inserted = "\n" + "\n\n".join(blocks) + "\n"
     return "".join(lines[:end]) + inserted + "".join(lines[end:])
+
+
+def lift_constructor(source: str, path: str, cls: str, attributes: list[str]) -> Lifted:
+    """``Class.__init__`` lifted, its batch `attributes` returned as a dict.
+
+    NOTE [ Migrating a constructor ]
+    A model's input class may build the whole pipeline in ``__init__`` and
+    keep the batches as attributes (``self.images, self.labels =
+    tf.train.shuffle_batch(...)``). ``FILE.py:Class --call 'ARGS'`` migrates
+    it as a method: the constructor is run once (in a graph of its own) to
+    learn which attributes hold tensors read from a queue; in the lifted copy
+    each ``self.<attribute>`` becomes a local of that name and one line is
+    added after the body, ``return {"images": images, "labels": labels}``
+    (every line of the file keeps its number). The function runs with an
+    instance made by ``Class.__new__`` as ``self`` (so the constructor's
+    other statements and its calls of other methods work), is rewritten and
+    proven as any function, and is written back into the class as
+    ``init_dataset(self, ARGS)``: the constructor's work with the pipeline as
+    a Dataset whose elements are those attributes, by name.
+
+    Raises:
+      MigrateError: see :func:`lift`; or no attribute holds a batch.
+    """
+    if not attributes:
+        raise MigrateError(
+            f"{_API}: {path}: {cls}(...) keeps no tensor read from a queue as an attribute; "
+            "migrate the method or function that builds its pipeline (FILE.py:Class.method)."
+        )
+    lifted = lift(source, path, f"{cls}.__init__")
+    head, marker, tail = lifted.source.partition(_MARKER + "\n")
+    used = set(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", tail))
+    local = {a: a if a not in used else f"self_{a}" for a in attributes}
+    for attribute, name in local.items():
+        tail = re.sub(rf"\bself\.{re.escape(attribute)}\b", name, tail)
+    function = cst.parse_module(tail).body[0]
+    body = function.body if isinstance(function, cst.FunctionDef) else None
+    indent = body.indent if isinstance(body, cst.IndentedBlock) else None
+    pad = indent if isinstance(indent, str) else "    "
+    fields = ", ".join(f"{a!r}: {n}" for a, n in local.items())
+    tail = tail.rstrip("\n") + f"\n{pad}return {{{fields}}}\n"
+    return dataclasses.replace(lifted, source=head + marker + tail, new_method="init_dataset")
+
+
+def queue_tensors(instance: object) -> list[str]:
+    """The attributes of `instance` holding tensors read from a queue (or lists of them)."""
+
+    def dequeued(tensor) -> bool:
+        seen: set[str] = set()
+        stack = [tensor.op]
+        while stack and len(seen) < 500:
+            op = stack.pop()
+            if op.name in seen:
+                continue
+            seen.add(op.name)
+            if "Dequeue" in op.type:
+                return True
+            stack.extend(t.op for t in op.inputs)
+        return False
+
+    found = []
+    for name, value in vars(instance).items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if values and all(isinstance(v, tf.Tensor) and dequeued(v) for v in values):
+            found.append(name)
+    return found

@@ -95,12 +95,12 @@ class Returns(OwnQueues):
             plain.append(code)
         return plain
 
-    def _refuse_plain_fields(self, fn: Function, stmt) -> None:
-        """Refuses a returned structure that holds plain values beside its batches.
+    def _plain_fields(self, fn: Function) -> tuple[Any, list[str]]:
+        """The namedtuple or dict `fn` returned, and the names of its plain fields.
 
         pix2pix's ``load_examples`` returns ``Examples(paths=..., inputs=...,
-        count=len(input_paths), steps_per_epoch=...)``: a Dataset's elements are
-        tensors, and its callers read ``examples.count`` as a Python number.
+        count=len(input_paths), steps_per_epoch=...)``: its callers read
+        ``examples.count`` as a Python number beside the batch fields.
         """
         returned: Any = fn.call.returned if fn.call is not None else None
         if hasattr(returned, "_fields"):
@@ -108,18 +108,77 @@ class Returns(OwnQueues):
         elif isinstance(returned, dict):
             fields = returned
         else:
-            return
+            return returned, []
         plain = [
             str(k)
             for k, v in fields.items()
             if not isinstance(v, (tf.Tensor, tf.SparseTensor)) and self.trace.kind_of(v) == "plain"
         ]
-        if plain:
+        return returned, plain
+
+    def _field_code(self, fn: Function, stmt, returned) -> dict[str, str]:
+        """Each field's code in ``return Examples(a=..., b=...)`` or ``return {"a": ...}``."""
+        value = stmt.body[0].value
+        fields: dict[str, str] = {}
+        if isinstance(value, cst.Call) and hasattr(returned, "_fields"):
+            order = list(returned._fields)
+            for i, arg in enumerate(value.args):
+                if arg.star or (arg.keyword is None and i >= len(order)):
+                    fields = {}
+                    break
+                key = arg.keyword.value if arg.keyword is not None else order[i]
+                fields[key] = self.code(arg.value)
+        elif isinstance(value, cst.Dict) and isinstance(returned, dict):
+            for element in value.elements:
+                key = element.key if isinstance(element, cst.DictElement) else None
+                if not isinstance(key, cst.SimpleString):
+                    fields = {}
+                    break
+                fields[str(key.evaluated_value)] = self.code(element.value)
+        names = returned._fields if hasattr(returned, "_fields") else returned.keys()
+        if sorted(fields) != sorted(str(k) for k in names):
             raise self.fail(
-                fn, stmt, f"it returns {type(returned).__name__} with plain values "
-                f"({', '.join(plain)}) beside the batches; a Dataset's elements are tensors "
-                "(return the batches, and compute those values in a function of their own)"
+                fn, stmt, f"it returns {type(returned).__name__} with plain values beside the "
+                "batches, built elsewhere than in the return statement (write the "
+                "namedtuple or dict in the return statement, its fields named)"
             )  # fmt: skip
+        return fields
+
+    def _return_fields(self, fn, stmt, state: State, returned, plain, pad) -> list[str]:
+        """``return Examples(paths=b, inputs=f(b), count=n)`` as the Dataset and the plain fields.
+
+        NOTE [ A namedtuple with plain values beside the batches ]
+        A Dataset's elements are tensors, and the callers read ``count`` as a
+        Python number: the batch fields become the elements, a dict by field
+        name (``{"paths": b, "inputs": f(b)}``), and the function returns
+        ``dataset, {"count": n}``. A caller rebuilds the structure it had with
+        ``Examples(**iterator.get_next(), **plain)`` (the caller rewrite does
+        it), so the code after the call reads the same fields as before.
+        """
+        fields = self._field_code(fn, stmt, returned)
+        batch = {k: v for k, v in fields.items() if k not in plain}
+        params = ", ".join(state.batch_element)
+        element = ", ".join(f"{k!r}: {v}" for k, v in batch.items())
+        values = ", ".join(f"{k!r}: {fields[k]}" for k in plain)
+        mapping = f"lambda {params}: {{{element}}}"
+        line = f"{pad}dataset = dataset.map({mapping})\n"
+        if len(line) > 100:
+            line = f"{pad}dataset = dataset.map(\n{pad}    {mapping}\n{pad})\n"
+        kind = type(returned).__name__
+        self.steps.append(
+            Step(
+                fn.line(stmt),
+                f"return {kind}(...) with plain values ({', '.join(plain)})",
+                "return the Dataset (a dict of the batch fields), a dict of the plain values",
+            )
+        )
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: {fn.name}_dataset returns (dataset, "
+            f"{{{', '.join(repr(k) for k in plain)}}}): the batch fields are the Dataset's "
+            f"elements, a dict by field name; `{kind}(**element, **plain)` rebuilds the "
+            f"{'namedtuple' if kind != 'dict' else 'dict'}"
+        )
+        return [line, f"{pad}return dataset.prefetch({chains.AUTOTUNE}), {{{values}}}\n"]
 
     def _return_beside(self, fn, stmt, parts, element, extra, pad) -> list[str]:
         """``return batches..., load`` as ``return dataset, load``.
@@ -179,7 +238,9 @@ class Returns(OwnQueues):
             extra = self._plain_returns(fn, parts)
             if extra:
                 return self._return_beside(fn, stmt, parts, element, extra, pad)
-            self._refuse_plain_fields(fn, stmt)
+            returned, plain = self._plain_fields(fn)
+            if plain:
+                return self._return_fields(fn, stmt, state, returned, plain, pad)
             params = ", ".join(state.batch_element)
             mapping = f"lambda {params}: ({value})"
             line = f"{pad}dataset = dataset.map({mapping})\n"

@@ -26,6 +26,7 @@ from queue_pipeline._migrate.base import (
     Function,
     State,
     Step,
+    batch_params,
     fresh,
     is_shuffled,
     param_default,
@@ -440,7 +441,7 @@ class Stages(RecordHelpers):
             if isinstance(t, (cst.Tuple, cst.List)):
                 state.batch_element = [self.code(e.value) for e in t.elements]
             else:
-                state.batch_element = ["*" + self.code(t)]
+                state.batch_element = batch_params(fn, self.code(t))
         else:
             raise self.fail(fn, stmt, "assign or return the batching call's result")
         return out

@@ -103,6 +103,40 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return collector.names
 
 
+class _AttributeReads(cst.CSTVisitor):
+    def __init__(self, name: str):
+        self.name = name
+        self.uses = 0  # every occurrence of the name
+        self.through: int = 0  # those that are the object of an attribute access
+        self.read: set[str] = set()  # the attributes read (assignment targets are written)
+        self.targets: set[int] = set()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Attribute):
+            self.targets.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == self.name:
+            self.through += 1
+            if id(node) not in self.targets:
+                self.read.add(node.attr.value)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.uses += 1
+
+
+def attributes_read(node: cst.CSTNode, name: str) -> set[str] | None:
+    """The attributes of `name` that `node` reads, when it uses `name` only through them.
+
+    ``self.size = size`` reads none of ``self``; ``x = self.reader.read(q)``
+    reads ``reader``; None where `name` is used bare (``f(self)``).
+    """
+    visitor = _AttributeReads(name)
+    node.visit(visitor)
+    return visitor.read if visitor.uses == visitor.through else None
+
+
 def mutated_names(stmt: cst.CSTNode) -> set[str]:
     """The names a simple statement changes in place: ``x[k] = v``, ``x.a = v``, ``x += v``,
     ``x.append(v)`` (a method call as the whole statement)."""

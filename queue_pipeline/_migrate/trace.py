@@ -122,6 +122,14 @@ def loader_count(outputs: Any) -> int:
     return count if count < len(outputs) else 0
 
 
+def attribute(value: Any, name: str) -> Any:
+    """``getattr(value, name)``, or None where the access raises anything (see :func:`_has`)."""
+    try:
+        return getattr(value, name)
+    except Exception:  # noqa: BLE001 - the user's object, whatever it raised
+        return None
+
+
 def _has(value: Any, name: str) -> bool:
     """``hasattr`` for the user's objects: an attribute whose access raises anything is absent.
 

@@ -174,15 +174,51 @@ def _split_plain(outputs) -> tuple[object, list]:
     instead. Outputs that are not a tuple or list, or hold no plain value,
     come back as they are.
     """
-    if not isinstance(outputs, (tuple, list)) or hasattr(outputs, "_fields"):
+    fields = _fields(outputs)
+    if fields is not None:
+        # NOTE [ A namedtuple with plain values beside the batches ]
+        values = {k: v for k, v in fields.items() if _is_plain(v)}
+        if not values:
+            return outputs, []
+        return {k: v for k, v in fields.items() if k not in values}, [values]
+    if not isinstance(outputs, (tuple, list)):
         return outputs, []
-    plain = [v for v in outputs if isinstance(v, _PLAIN_TYPES)]
+    plain = [v for v in outputs if _is_plain(v)]
     if not plain:
         return outputs, []
-    rest = [v for v in outputs if not isinstance(v, _PLAIN_TYPES)]
+    rest = [v for v in outputs if not _is_plain(v)]
     if len(rest) == 1 and not loader_count(tuple(rest)):
         return rest[0], plain
     return (tuple(rest) if isinstance(outputs, tuple) else rest), plain
+
+
+def plain_beside(outputs) -> int | str:
+    """How a function returns plain values beside its batches, for its callers.
+
+    Returns:
+      0 for none; for a tuple, how many plain values follow the batches; for a
+      namedtuple or dict with plain fields, its type's name (``"dict"``).
+    """
+    pipeline, plain = _split_plain(outputs)
+    if not plain:
+        return 0
+    return type(outputs).__name__ if _fields(outputs) is not None else len(plain)
+
+
+def _fields(outputs) -> dict | None:
+    """A namedtuple's or dict's fields by name; None for anything else."""
+    if hasattr(outputs, "_asdict"):
+        return dict(outputs._asdict())
+    return dict(outputs) if isinstance(outputs, dict) else None
+
+
+def _is_plain(value) -> bool:
+    """A value returned beside the batches: a number or string, or a list or dict of them."""
+    if isinstance(value, dict):
+        return bool(value) and all(_is_plain(v) for v in value.values())
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return all(isinstance(v, _PLAIN_TYPES) for v in value)
+    return isinstance(value, _PLAIN_TYPES)
 
 
 def _shown(values) -> str:
