@@ -157,3 +157,43 @@ def test_a_class_that_keeps_no_batch_is_refused(tmp_path):
     )
     with pytest.raises(MigrateError, match=r"Settings\(\.\.\.\) keeps no tensor read from a queue"):
         migrate(str(path), "Settings", call="3")
+
+
+def test_a_method_batching_what_its_constructor_read_migrates_with_it(tmp_path):
+    """DeepLab-ResNet's ``ImageReader(...).dequeue(n)``: NOTE [ A method reading what its
+    constructor built ]; ``--call`` names the instance and the method's argument."""
+    shutil.copy(os.path.join(SCRIPTS, "ctor_records_reader.py"), tmp_path / "image_reader.py")
+    rng = np.random.default_rng(2)
+    lines = []
+    for i in range(5):
+        image = rng.integers(0, 256, size=(10, 12, 3), dtype=np.uint8)
+        mask = rng.integers(0, 5, size=(10, 12, 1), dtype=np.uint8)
+        with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+            pngs = sess.run([tf.io.encode_png(image), tf.io.encode_png(mask)])
+        (tmp_path / f"{i}.png").write_bytes(pngs[0])
+        (tmp_path / f"{i}_mask.png").write_bytes(pngs[1])
+        lines.append(f"/{i}.png /{i}_mask.png\n")
+    (tmp_path / "train.txt").write_text("".join(lines))
+    call = f"ImageReader({str(tmp_path)!r}, {str(tmp_path / 'train.txt')!r}, (8, 8), None), 2"
+    out = str(tmp_path / "migrated.py")
+    result = migrate(str(tmp_path / "image_reader.py"), "ImageReader.dequeue", call=call, out=out)
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.function == "ImageReader.dequeue_dataset"
+    source = open(out).read()
+    assert (
+        "    def dequeue_dataset(self, data_dir, data_list, input_size, coord, *, num_elements):"
+        in source
+    )
+    assert "self.queue" not in source.split("def dequeue_dataset")[1]
+    lines_of = open(tmp_path / "image_reader.py").read().splitlines()
+    slice_line = 1 + next(i for i, t in enumerate(lines_of) if "slice_input_producer(" in t)
+    batch_line = 1 + next(i for i, t in enumerate(lines_of) if "train.batch(" in t)
+    assert {s.line for s in result.steps} >= {slice_line, batch_line}
+    if not tf.executing_eagerly():
+        return
+    module = result.load()
+    reader = module.ImageReader.__new__(module.ImageReader)
+    dataset = reader.dequeue_dataset(
+        str(tmp_path), str(tmp_path / "train.txt"), (8, 8), None, num_elements=2
+    )
+    assert [int(images.shape[0]) for images, _ in dataset] == [2, 2, 1]

@@ -22,6 +22,7 @@ import contextlib
 import dataclasses
 import difflib
 import functools
+import inspect
 import os
 import re
 import sys
@@ -384,19 +385,25 @@ def _migrate_method(
     """``Class.method``: NOTE [ Migrating a method ] in methods.py."""
     real, original = _trace.read_source(path)
     constructor = "." not in qualified
+    made = None
     if constructor:
         lifted = _methods.lift_constructor(
             original, real, qualified, _constructor_batches(path, qualified, call, argv)
         )
     else:
         lifted = _methods.lift(original, real, qualified)
+        made, held = _with_constructor(path, lifted, call, argv)
+        if made is not None:  # NOTE [ A method reading what its constructor built ]
+            lifted = _methods.lift_with_constructor(original, real, qualified, held)
     copy = _script.copy_path_for(real, kind="method")
     with open(copy, "w", encoding="utf-8") as f:
         f.write(lifted.source)
     try:
         module, _ = _trace.load_module(copy, lifted.function, argv, call)
         cls = lifted.cls
-        if constructor:
+        if made is not None:
+            pass
+        elif constructor:
             made = f"{cls}.__new__({cls}), {call or ''}"
         elif _names_the_instance(module, cls, call):  # `--call 'Reader(a, b), 4'`
             made = call or ""
@@ -423,6 +430,12 @@ def _migrate_method(
     fix = functools.partial(lifted.map_lines, copy_path=copy, path=real)
     name = f"{lifted.cls}.{lifted.new_method or lifted.method + '_dataset'}"
     notes = list(notes)
+    if lifted.pieces:
+        notes.append(
+            f"{real}:{lifted.method_first}: {name}(self, <the constructor's parameters>, *, "
+            f"<{lifted.method}'s>) runs the constructor's statements and {lifted.method}'s: "
+            f"the constructor built the records {lifted.method} batched"
+        )
     if constructor:
         notes.append(
             f"{real}:{lifted.method_first}: {name}(self, ...) does the constructor's work with "
@@ -437,6 +450,41 @@ def _migrate_method(
         verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
+
+
+def _with_constructor(path: str, lifted, call: str | None, argv) -> tuple[str | None, list]:
+    """The lifted method-and-constructor's arguments, where the constructor built queue input.
+
+    (None, []) when the instance ``--call`` makes keeps no tensor read from a
+    queue or reader (the method builds its pipeline itself). Else the
+    arguments of ``Class__method(self, <constructor's>, *, <method's>)`` and
+    the attributes holding such tensors: NOTE [ A method reading what its
+    constructor built ].
+    """
+    import libcst as cst  # noqa: PLC0415 - the migration's own dependency
+
+    cls = lifted.cls
+    module, _ = _trace.load_module(path, cls, argv, call)
+    named = _names_the_instance(module, cls, call)
+    with tf.Graph().as_default():
+        args, _ = _trace.parse_call(module, call if named else f"{cls}({call or ''})")
+    held = _methods.queue_tensors(args[0], reads=True) if args else []
+    if not held:
+        return None, []
+    code = cst.Module([]).code_for_node
+    if not named:
+        return f"{cls}.__new__({cls}), {call or ''}", held
+    outer = cst.parse_expression(f"f({call})")
+    assert isinstance(outer, cst.Call) and isinstance(outer.args[0].value, cst.Call)
+    inner = ", ".join(code(a.value) if a.keyword is None else code(a).rstrip(", ")
+                      for a in outer.args[0].value.args)  # fmt: skip
+    method = getattr(getattr(module, cls), lifted.method)
+    params = list(inspect.signature(method).parameters)[1:]
+    rest = []
+    for i, a in enumerate(outer.args[1:]):
+        keyword = a.keyword.value if a.keyword is not None else params[i]
+        rest.append(f"{keyword}={code(a.value)}")
+    return ", ".join([f"{cls}.__new__({cls})", *([inner] if inner else []), *rest]), held
 
 
 def _names_the_instance(module, cls: str, call: str | None) -> bool:

@@ -156,7 +156,14 @@ class Function:
 
         See NOTE [ How a legacy function is rewritten ].
         """
-        param_kinds = {self.argument_kinds.get(p, self.kind(p)) for p in self.params}
+        arguments = self.call.arguments if self.call is not None else {}
+        param_kinds = {
+            self.argument_kinds.get(p, self.kind(p))
+            for p in self.params
+            # an object (``self``) holds what the run put in it, not what it was given:
+            # NOTE [ A method reading what its constructor built ]
+            if not _is_object(arguments.get(p))
+        }
         if "queue" in param_kinds:
             return "record"
         if "record" in param_kinds:
@@ -189,6 +196,15 @@ class State:
     enqueued: dict[str, tuple[str, bool]] = dataclasses.field(default_factory=dict)
     # inside a loop of N readers filling an own queue: N (as written); else ""
     parallel_readers: str = ""
+
+
+def _is_object(value: Any) -> bool:
+    """Whether `value` is an instance of a user's class (not a tensor, reader or container)."""
+    if value is None or isinstance(value, (tf.Tensor, tf.SparseTensor, list, tuple, dict, type)):
+        return False
+    if any(hasattr(type(value), a) for a in ("queue_ref", "reader_ref")):
+        return False
+    return isinstance(getattr(value, "__dict__", None), dict)
 
 
 def tensor_names(fn: Function) -> set[str]:

@@ -39,7 +39,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from queue_pipeline._migrate.loading import MigrateError
 
-__all__ = ["Lifted", "lift", "lift_constructor", "write_back"]
+__all__ = ["Lifted", "lift", "lift_constructor", "lift_with_constructor", "write_back"]
 
 _API = "queue-pipeline migrate"
 _MARKER = "# queue_pipeline migrate: the method, lifted"
@@ -67,9 +67,15 @@ class Lifted:
     lifted_first: int
     indent: str
     new_method: str = ""  # the tf.data version's name in the class (default method_dataset)
+    # (first line in the copy, its line in the file) of each piece after the
+    # first, in order: NOTE [ A method reading what its constructor built ]
+    pieces: tuple[tuple[int, int], ...] = ()
 
     def file_line(self, line: int) -> int:
         """The file's line for line `line` of the copy."""
+        for start, file_start in reversed(self.pieces):
+            if line >= start:
+                return file_start + (line - start)
         if line >= self.lifted_first:
             return self.method_first + (line - self.lifted_first)
         return line
@@ -222,10 +228,7 @@ def lift_constructor(source: str, path: str, cls: str, attributes: list[str]) ->
         )
     lifted = lift(source, path, f"{cls}.__init__")
     head, marker, tail = lifted.source.partition(_MARKER + "\n")
-    used = set(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", tail))
-    local = {a: a if a not in used else f"self_{a}" for a in attributes}
-    for attribute, name in local.items():
-        tail = re.sub(rf"\bself\.{re.escape(attribute)}\b", name, tail)
+    tail, local = _as_locals(tail, attributes)
     function = cst.parse_module(tail).body[0]
     body = function.body if isinstance(function, cst.FunctionDef) else None
     indent = body.indent if isinstance(body, cst.IndentedBlock) else None
@@ -235,8 +238,23 @@ def lift_constructor(source: str, path: str, cls: str, attributes: list[str]) ->
     return dataclasses.replace(lifted, source=head + marker + tail, new_method="init_dataset")
 
 
-def queue_tensors(instance: object) -> list[str]:
-    """The attributes of `instance` holding tensors read from a queue (or lists of them)."""
+def _as_locals(text: str, attributes: list[str]) -> tuple[str, dict[str, str]]:
+    """`text` with each ``self.<attribute>`` as a local name; and attribute -> that name.
+
+    The name is the attribute's own unless `text` uses it already (``self_<attribute>``).
+    """
+    used = set(re.findall(r"(?<![.\w])([A-Za-z_]\w*)", text))
+    local = {a: a if a not in used else f"self_{a}" for a in attributes}
+    for attribute, name in local.items():
+        text = re.sub(rf"\bself\.{re.escape(attribute)}\b", name, text)
+    return text, local
+
+
+def queue_tensors(instance: object, reads: bool = False) -> list[str]:
+    """The attributes of `instance` holding tensors read from a queue (or lists of them).
+
+    With `reads`, a reader's read counts too (a record read in the constructor).
+    """
 
     def dequeued(tensor) -> bool:
         seen: set[str] = set()
@@ -246,7 +264,7 @@ def queue_tensors(instance: object) -> list[str]:
             if op.name in seen:
                 continue
             seen.add(op.name)
-            if "Dequeue" in op.type:
+            if "Dequeue" in op.type or (reads and op.type.startswith("ReaderRead")):
                 return True
             stack.extend(t.op for t in op.inputs)
         return False
@@ -257,3 +275,68 @@ def queue_tensors(instance: object) -> list[str]:
         if values and all(isinstance(v, tf.Tensor) and dequeued(v) for v in values):
             found.append(name)
     return found
+
+
+def lift_with_constructor(source: str, path: str, qualified: str, attributes: list[str]) -> Lifted:
+    """``Class.method`` lifted together with ``Class.__init__``, which built its input.
+
+    NOTE [ A method reading what its constructor built ]
+    Segmentation code of the TF 1.x era keeps the per-record part of its
+    pipeline in a constructor and batches in a method (DeepLab-ResNet's
+    ``ImageReader(data_dir, data_list, input_size, ...).dequeue(n)``:
+    ``self.queue = slice_input_producer(...)``, ``self.image, self.label =
+    read_images_from_disk(self.queue, ...)`` in ``__init__``, then
+    ``tf.train.batch([self.image, self.label], n)``). Neither half is a
+    pipeline alone, so both are lifted into one function of the copy,
+    ``Class__method(self, <constructor's parameters>, *, <method's
+    parameters>)``: a new ``def`` line, the constructor's body, then the
+    method's (each body's lines map back to the file's), with each attribute
+    holding a tensor read from a queue or reader (`attributes`) made a local,
+    as for a constructor (a Dataset has no such tensors to keep). It runs with an
+    instance made by ``Class.__new__`` as ``self``, is rewritten and proven
+    as any function, and is written back as ``method_dataset(self,
+    <constructor's parameters>, *, <method's parameters>)``: the constructor's
+    statements and the method's, the pipeline as one Dataset.
+
+    Raises:
+      MigrateError: see :func:`lift`; or a ``*args`` / ``**kwargs`` parameter.
+    """
+    cls, _, method = qualified.partition(".")
+    lifted = lift(source, path, qualified)
+    init = lift(source, path, f"{cls}.__init__")
+    parts = []
+    for one in (init, lifted):
+        head, _, tail = one.source.partition(_MARKER + "\n")
+        function = cst.parse_module(tail).body[0]
+        assert isinstance(function, cst.FunctionDef)
+        params = function.params
+        if params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or params.star_kwarg:
+            raise MigrateError(
+                f"{_API}: {path}:{one.method_first}: {cls}.{one.method}() takes *args or "
+                "**kwargs; name its parameters to migrate it with the constructor."
+            )
+        names = [
+            p.name.value + (f" = {cst.Module([]).code_for_node(p.default)}" if p.default else "")
+            for p in [*params.params[1:], *params.kwonly_params]
+        ]
+        wrapper = MetadataWrapper(cst.parse_module(tail))
+        statements = wrapper.module.body[0].body
+        assert isinstance(statements, cst.IndentedBlock)
+        first = wrapper.resolve(PositionProvider)[statements.body[0]].start.line
+        body = tail.splitlines(keepends=True)[first - 1 :]
+        parts.append((names, body, one.method_first + (first - 1)))
+        prefix = head + _MARKER + "\n"
+    (init_names, init_body, init_first), (names, body, body_first) = parts
+    signature = ", ".join(["self", *init_names] + (["*", *names] if names else []))
+    text = f"def {lifted.function}({signature}):\n"
+    init_text = "".join(init_body).rstrip("\n") + "\n"
+    lifted_first = prefix.count("\n") + 1
+    init_start = lifted_first + 1
+    body_start = init_start + init_text.count("\n")
+    both, _ = _as_locals(init_text + "".join(body), attributes)
+    return dataclasses.replace(
+        lifted,
+        source=prefix + text + both,
+        lifted_first=lifted_first,
+        pieces=((init_start, init_first), (body_start, body_first)),
+    )
