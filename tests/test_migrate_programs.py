@@ -559,8 +559,10 @@ def test_a_pipeline_returned_nowhere_is_told_so_not_a_crash(tmp_path):
         MigrateError, match=r"main\(\) .* builds a queue pipeline but returns nothing"
     ):
         migrate(str(path), "main", call="[]")
-    with pytest.raises(MigrateError, match=r"at module level builds no queue pipeline"):
-        migrate(str(path), "")
+    with pytest.raises(
+        MigrateError, match=r"no_return\.py:12: the code after the pipeline reads none of the"
+    ):
+        migrate(str(path), "")  # `main([])` under the main guard builds it, reads nothing
 
 
 def test_a_file_indented_with_tabs_migrates(tmp_path):

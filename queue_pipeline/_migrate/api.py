@@ -230,7 +230,9 @@ def migrate(
         from queue_pipeline._scripts import tf1 as _tf1_script  # noqa: PLC0415
 
         mode = _tf1_script.tf1_mode()
-    with mode:
+    # The program's command line, never migrate's, whatever of the file reads
+    # sys.argv (tf.app.flags parse it on first use, while `--call` runs too).
+    with mode, own_argv(os.path.realpath(path), split_argv(argv)):
         if out is not None and in_place:
             raise MigrateError(f"{_API}: give `out` or `in_place`, not both.")
         target = out if out is not None else (path if in_place else None)
@@ -387,14 +389,17 @@ def _migrate_method(
     constructor = "." not in qualified
     made = None
     if constructor:
-        lifted = _methods.lift_constructor(
+        lifted = _methods.lift_keeping(
             original, real, qualified, _constructor_batches(path, qualified, call, argv)
         )
     else:
         lifted = _methods.lift(original, real, qualified)
-        made, held = _with_constructor(path, lifted, call, argv)
+        probe = _probe_method(path, lifted, call, argv)
+        made = probe.made
         if made is not None:  # NOTE [ A method reading what its constructor built ]
-            lifted = _methods.lift_with_constructor(original, real, qualified, held)
+            lifted = _methods.lift_with_constructor(original, real, qualified, probe.held)
+        elif probe.kept:  # NOTE [ Migrating a constructor ], for a method
+            lifted = _methods.lift_keeping(original, real, qualified, probe.kept)
     copy = _script.copy_path_for(real, kind="method")
     with open(copy, "w", encoding="utf-8") as f:
         f.write(lifted.source)
@@ -419,7 +424,13 @@ def _migrate_method(
         )  # fmt: skip
         source = _methods.write_back(lifted, rewrite.source, rewrite.function)
     except MigrateError as e:
-        raise MigrateError(lifted.map_lines(str(e), copy, real)) from e
+        text = lifted.map_lines(str(e), copy, real)
+        if "required positional argument" in text and not constructor and made is None:
+            text += (
+                f" A method's own arguments follow its instance: --call "
+                f"'{lifted.cls}(CONSTRUCTOR ARGS), METHOD ARGS'."
+            )
+        raise MigrateError(text) from e
     finally:
         with contextlib.suppress(OSError):
             os.remove(copy)
@@ -452,39 +463,64 @@ def _migrate_method(
     )  # fmt: skip
 
 
-def _with_constructor(path: str, lifted, call: str | None, argv) -> tuple[str | None, list]:
-    """The lifted method-and-constructor's arguments, where the constructor built queue input.
+@dataclasses.dataclass
+class _Probe:
+    """What a method's instance holds, from one run in a graph of its own.
 
-    (None, []) when the instance ``--call`` makes keeps no tensor read from a
-    queue or reader (the method builds its pipeline itself). Else the
-    arguments of ``Class__method(self, <constructor's>, *, <method's>)`` and
-    the attributes holding such tensors: NOTE [ A method reading what its
-    constructor built ].
+    Attributes:
+      made: the lifted method-and-constructor's arguments, where the
+        constructor built queue input the method reads (NOTE [ A method reading
+        what its constructor built ]); else None.
+      held: the attributes holding tensors read from a queue or reader that
+        the constructor made.
+      kept: the attributes holding them that the method itself assigned, where
+        it returns nothing (NOTE [ Migrating a constructor ] applies to it).
     """
+
+    made: str | None = None
+    held: list[str] = dataclasses.field(default_factory=list)
+    kept: list[str] = dataclasses.field(default_factory=list)
+
+
+def _probe_method(path: str, lifted, call: str | None, argv) -> _Probe:
+    """Runs the class's constructor and the method once, in a graph of their own."""
     import libcst as cst  # noqa: PLC0415 - the migration's own dependency
 
     cls = lifted.cls
     module, _ = _trace.load_module(path, cls, argv, call)
     named = _names_the_instance(module, cls, call)
     with tf.Graph().as_default():
-        args, _ = _trace.parse_call(module, call if named else f"{cls}({call or ''})")
-    held = _methods.queue_tensors(args[0], reads=True) if args else []
+        args, kwargs = _trace.parse_call(module, call if named else f"{cls}({call or ''})")
+        if not args:
+            return _Probe()
+        instance, rest = args[0], args[1:] if named else ()
+        held = _methods.queue_tensors(instance, reads=True)
+        assigned = _methods.attributes_assigned(lifted)
+        try:
+            returned = getattr(instance, lifted.method)(*rest, **(kwargs if named else {}))
+        except Exception:  # noqa: BLE001 - the trace runs it again and reports what it raised
+            return _Probe()
+        after = _methods.queue_tensors(instance, reads=True)
+    kept = [a for a in after if a in assigned]
+    if returned is None and kept:
+        return _Probe(kept=kept)
+    held = [a for a in held if a not in assigned]
     if not held:
-        return None, []
+        return _Probe()
     code = cst.Module([]).code_for_node
     if not named:
-        return f"{cls}.__new__({cls}), {call or ''}", held
+        return _Probe(f"{cls}.__new__({cls}), {call or ''}", held)
     outer = cst.parse_expression(f"f({call})")
     assert isinstance(outer, cst.Call) and isinstance(outer.args[0].value, cst.Call)
     inner = ", ".join(code(a.value) if a.keyword is None else code(a).rstrip(", ")
                       for a in outer.args[0].value.args)  # fmt: skip
     method = getattr(getattr(module, cls), lifted.method)
     params = list(inspect.signature(method).parameters)[1:]
-    rest = []
+    passed = []
     for i, a in enumerate(outer.args[1:]):
         keyword = a.keyword.value if a.keyword is not None else params[i]
-        rest.append(f"{keyword}={code(a.value)}")
-    return ", ".join([f"{cls}.__new__({cls})", *([inner] if inner else []), *rest]), held
+        passed.append(f"{keyword}={code(a.value)}")
+    return _Probe(", ".join([f"{cls}.__new__({cls})", *([inner] if inner else []), *passed]), held)
 
 
 def _names_the_instance(module, cls: str, call: str | None) -> bool:

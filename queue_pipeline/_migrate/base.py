@@ -185,12 +185,19 @@ class State:
     readers: dict[str, tuple[str, dict]] = dataclasses.field(default_factory=dict)
     batch_element: list[str] = dataclasses.field(default_factory=list)
     joined: set = dataclasses.field(default_factory=set)  # names of joined reader lists
+    # NOTE [ Per-batch code after the batching call ]: its statements, the names they set
+    after_batch: list[tuple[Any, tuple]] = dataclasses.field(default_factory=list)
+    batch_names: set = dataclasses.field(default_factory=set)
+    # NOTE [ Copies of the per-record code for a join ]: list -> (element, copies)
+    copies: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     direct: tuple = (None, "")  # (helper statement, helper version to map directly)
     # loaders the function's version returns after its Dataset (``load(sess)``)
     loaders: list[str] = dataclasses.field(default_factory=list)
     # names of ``tf.constant(x)`` whose `x` the variables are fed (their lines go)
     unwrapped: list[str] = dataclasses.field(default_factory=list)
     # NOTE [ Migrating the function's own queue ]: queue var -> (class, its arguments)
+    # own queues made before any record: their shuffle is written at the enqueue
+    deferred: set = dataclasses.field(default_factory=set)
     own_queues: dict[str, tuple[str, dict]] = dataclasses.field(default_factory=dict)
     # queue var -> (the enqueued values' text, enqueue_many)
     enqueued: dict[str, tuple[str, bool]] = dataclasses.field(default_factory=dict)
@@ -287,6 +294,11 @@ class RewriterBase:
         self.record_helpers: dict[str, tuple[str, str, str, list[str], str]] = {}
         # record helper name -> (the key's name, the reader's (kind, args)) when it reads the key
         self.record_keys: dict[str, tuple[str, tuple[str, dict]]] = {}
+        # record helper name -> (kind, arguments, line) of the batching call it
+        # ends with (NOTE [ A reading helper that batches ])
+        self.record_batching: dict[str, tuple[str, dict[str, str], int]] = {}
+        # lists of copies for a join (NOTE [ Copies of the per-record code for a join ])
+        self.copy_lists: set[str] = set()
         self.kept_params: dict[str, list[str]] = {}
         self.batch_helpers: dict[str, str] = {}  # <name>_record -> <name>_batch
         self._pending_batch_code: dict[str, tuple[str, str]] = {}  # written when used

@@ -82,6 +82,16 @@ from queue_pipeline._migrate.returns import Returns
 
 __all__ = ["Rewrite", "Step", "rewrite"]
 
+# What a per-batch map cannot make (NOTE [ Per-batch code after the batching call ])
+_NOT_PER_BATCH = frozenset(
+    {"Variable", "get_variable", "placeholder", "placeholder_with_default", "Session"}
+)
+
+_EMPTY_LIST = re.compile(r"(\w+) = \[\]")
+
+# ``tf.train.match_filenames_once(`` however TF is spelled (see _matched_files)
+_MATCH_ONCE = re.compile(r"\b(?:[\w.]+\.)?match_filenames_once\(")
+
 
 @dataclasses.dataclass
 class Rewrite:
@@ -134,6 +144,9 @@ class _Rewriter(Returns):
             params.insert(at, "dataset")
         stmts = list(fn.node.body.body)
         lines = filled_blocks(dead_code(self._block(fn, stmts, state, depth=1)))
+        lines = self._matched_files(fn, lines)
+        # NOTE [ Copies of the per-record code for a join ]: the list of copies goes
+        lines = [ln for ln in lines if not self._copy_list(ln)]
         lines = preloaded.drop_constant_lines(lines, state.unwrapped)
         used = "".join(lines)
         if fn.name != self.trace.function:  # a helper: keep only what its version uses
@@ -145,6 +158,28 @@ class _Rewriter(Returns):
         self.generated.setdefault(fn.name, "")
         self.generated[fn.name] += "\n\n" + text
         return name
+
+    def _copy_list(self, line: str) -> bool:
+        """Whether `line` makes an empty list of copies for a join (``lists = []``)."""
+        found = _EMPTY_LIST.fullmatch(line.strip())
+        return found is not None and found.group(1) in self.copy_lists
+
+    def _matched_files(self, fn: Function, lines: list[str]) -> list[str]:
+        """``match_filenames_once(pattern)`` as ``tf.io.matching_files(pattern)``.
+
+        TF's is a local variable holding the sorted matches, set by the local
+        variables' initializer; a Dataset cannot read an uninitialized variable
+        (a one-shot iterator captures none), and ``matching_files`` is the op
+        that variable is initialized from: the same names, in the same order.
+        """
+        out = [_MATCH_ONCE.sub("tf.io.matching_files(", line) for line in lines]
+        if out != lines:
+            source = self.code(fn.node).splitlines()
+            at = next((i for i, t in enumerate(source) if _MATCH_ONCE.search(t)), 0)
+            self.steps.append(
+                Step(fn.first + at, "match_filenames_once", "tf.io.matching_files (no variable)")
+            )
+        return out
 
     def _header(self, fn: Function, name: str, keep: list[str]) -> str:
         """``def name(...):`` with `fn`'s own spelling (annotations, defaults) of the `keep` params.
@@ -222,6 +257,8 @@ class _Rewriter(Returns):
             return self._compound(fn, stmt, state, depth)
         if isinstance(stmt, cst.For):
             loop = self.own_reader_loop(fn, stmt, state, depth)
+            if loop is None:  # NOTE [ Copies of the per-record code for a join ]
+                loop = self.join_copies_loop(fn, stmt, state, depth)
             if loop is not None:
                 return loop
         own = self.own_queue_statement(fn, stmt, calls, state, depth)
@@ -249,6 +286,10 @@ class _Rewriter(Returns):
         if ctor is not None and not any(callee(c) in READS for c in calls):
             target = assigned_names(stmt)
             state.readers[target[0] if target else ""] = ctor
+            return []
+        if self._makes_a_read_reader(fn, stmt, calls):
+            # `reader = self.dataset.reader()` (a branch the run did not take):
+            # the reads of it become the Dataset's
             return []
         reads = [c for c in calls if callee(c) in READS]
         if reads and any(fn.kind_at(n, line) in ("queue", "reader") for n in names):
@@ -286,6 +327,8 @@ class _Rewriter(Returns):
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Return):
             return self._return(fn, stmt, state, depth)
         kinds = {self._kind_used(fn, stmt, n, line) for n in names}
+        if names & state.batch_names:  # computed from the batches after the batching call
+            kinds.add("batch")
         pending_names = {n for st, _ in state.pending for n in assigned_names(st)}
         if (
             "record" in kinds
@@ -303,17 +346,39 @@ class _Rewriter(Returns):
                     "outside the Dataset (add it to the training step)"
                 )
                 return []
-            raise self.fail(
-                fn,
-                stmt,
-                "it computes from the batches before the function "
-                "returns (move it into a Dataset.map by hand)",
-            )
+            made = {callee(c) for c in calls} & _NOT_PER_BATCH
+            if made or not state.batch_element:
+                why = f" (it makes a {sorted(made)[0]})" if made else ""
+                raise self.fail(
+                    fn, stmt, f"it computes from the batches before the function returns{why}: "
+                    "a Dataset.map cannot hold it; move it after the call, into the model"
+                )  # fmt: skip
+            # NOTE [ Per-batch code after the batching call ]
+            state.after_batch.append((stmt, ()))
+            state.batch_names.update(assigned_names(stmt))
+            return []
         if "queue" in kinds or "reader" in kinds:
             raise self.fail(
                 fn, stmt, "it uses a queue or reader in a way the migration does not know"
             )
         return [self.text(stmt, depth)]
+
+    def _makes_a_read_reader(self, fn: Function, stmt, calls) -> bool:
+        """Whether `stmt` only assigns, from a call, a name that a later ``<name>.read(...)``
+        of `fn` reads with (a reader a function of the program makes)."""
+        targets = assigned_names(stmt)
+        if len(targets) != 1 or not calls or any(callee(c) in READS for c in calls):
+            return False
+        if fn.kind(targets[0]) not in ("plain", "reader"):
+            return False
+        return any(
+            callee(c) in READS
+            and isinstance(c.func, cst.Attribute)
+            and isinstance(c.func.value, cst.Name)
+            and c.func.value.value == targets[0]
+            for c in m.findall(fn.node, m.Call())
+            if isinstance(c, cst.Call) and fn.line(c) > fn.line(stmt)
+        )
 
     def _kind_used(self, fn: Function, stmt, name: str, line: int) -> str:
         """What `stmt` uses of `name`: an object used only through its attributes is what
@@ -404,7 +469,12 @@ class _Rewriter(Returns):
                     f"{' '.join(records.split())}, then {new} in Dataset.map",
                 )
             )
-            return [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
+            read = [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
+            if helper.name in self.record_batching:  # NOTE [ A reading helper that batches ]
+                legacy = self.caller_batching(fn, stmt, call, helper)
+                state.direct = (None, "")
+                read += self._batching(fn, stmt, call, state, depth, legacy=legacy)
+            return read
         if role == "pipeline":
             self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
         new = self.pipeline(helper)
@@ -483,7 +553,8 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
     if fn.role != "pipeline":
         raise MigrateError(
             f"{API}: {trace.function}() takes a queue or per-record tensors; name the function "
-            "that builds the whole pipeline."
+            "that builds the whole pipeline (the one that makes the queue and calls "
+            f"{trace.function}), or the script that does (FILE.py without a FUNCTION)."
         )
     name = rw.pipeline(fn)
     _drop_unused_record_helpers(rw)

@@ -34,12 +34,21 @@ import dataclasses
 import re
 
 import libcst as cst
+import libcst.matchers as m
 import tensorflow as tf
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from queue_pipeline._migrate.loading import MigrateError
 
-__all__ = ["Lifted", "lift", "lift_constructor", "lift_with_constructor", "write_back"]
+__all__ = [
+    "Lifted",
+    "attributes_assigned",
+    "lift",
+    "lift_keeping",
+    "lift_with_constructor",
+    "queue_tensors",
+    "write_back",
+]
 
 _API = "queue-pipeline migrate"
 _MARKER = "# queue_pipeline migrate: the method, lifted"
@@ -200,14 +209,17 @@ def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     return "".join(lines[:end]) + inserted + "".join(lines[end:])
 
 
-def lift_constructor(source: str, path: str, cls: str, attributes: list[str]) -> Lifted:
-    """``Class.__init__`` lifted, its batch `attributes` returned as a dict.
+def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) -> Lifted:
+    """A constructor (`qualified` is ``Class``) or a method that keeps its batches as
+    attributes and returns nothing, lifted with those `attributes` returned as a dict.
 
     NOTE [ Migrating a constructor ]
     A model's input class may build the whole pipeline in ``__init__`` and
     keep the batches as attributes (``self.images, self.labels =
-    tf.train.shuffle_batch(...)``). ``FILE.py:Class --call 'ARGS'`` migrates
-    it as a method: the constructor is run once (in a graph of its own) to
+    tf.train.shuffle_batch(...)``); a model class may do it in a
+    ``build_model(self)`` that returns nothing. ``FILE.py:Class --call
+    'ARGS'`` (or ``FILE.py:Class.build_model``) migrates it as a method: the
+    constructor (and the method) is run once (in a graph of its own) to
     learn which attributes hold tensors read from a queue; in the lifted copy
     each ``self.<attribute>`` becomes a local of that name and one line is
     added after the body, ``return {"images": images, "labels": labels}``
@@ -215,18 +227,21 @@ def lift_constructor(source: str, path: str, cls: str, attributes: list[str]) ->
     instance made by ``Class.__new__`` as ``self`` (so the constructor's
     other statements and its calls of other methods work), is rewritten and
     proven as any function, and is written back into the class as
-    ``init_dataset(self, ARGS)``: the constructor's work with the pipeline as
-    a Dataset whose elements are those attributes, by name.
+    ``init_dataset(self, ARGS)`` (a method's as ``method_dataset``): the
+    constructor's work with the pipeline as a Dataset whose elements are those
+    attributes, by name.
 
     Raises:
       MigrateError: see :func:`lift`; or no attribute holds a batch.
     """
+    constructor = "." not in qualified
     if not attributes:
         raise MigrateError(
-            f"{_API}: {path}: {cls}(...) keeps no tensor read from a queue as an attribute; "
-            "migrate the method or function that builds its pipeline (FILE.py:Class.method)."
+            f"{_API}: {path}: {qualified}(...) keeps no tensor read from a queue as an "
+            "attribute; migrate the method or function that builds its pipeline "
+            "(FILE.py:Class.method)."
         )
-    lifted = lift(source, path, f"{cls}.__init__")
+    lifted = lift(source, path, f"{qualified}.__init__" if constructor else qualified)
     head, marker, tail = lifted.source.partition(_MARKER + "\n")
     tail, local = _as_locals(tail, attributes)
     function = cst.parse_module(tail).body[0]
@@ -235,7 +250,29 @@ def lift_constructor(source: str, path: str, cls: str, attributes: list[str]) ->
     pad = indent if isinstance(indent, str) else "    "
     fields = ", ".join(f"{a!r}: {n}" for a, n in local.items())
     tail = tail.rstrip("\n") + f"\n{pad}return {{{fields}}}\n"
-    return dataclasses.replace(lifted, source=head + marker + tail, new_method="init_dataset")
+    new_method = "init_dataset" if constructor else ""
+    return dataclasses.replace(lifted, source=head + marker + tail, new_method=new_method)
+
+
+def attributes_assigned(lifted: Lifted) -> set[str]:
+    """The attributes of ``self`` the lifted method assigns (``self.a, self.b = ...``)."""
+    tail = lifted.source.partition(_MARKER + "\n")[2]
+    found: set[str] = set()
+    for target in m.findall(cst.parse_module(tail), m.AssignTarget()):
+        assert isinstance(target, cst.AssignTarget)
+        parts = (
+            [e.value for e in target.target.elements]
+            if isinstance(target.target, (cst.Tuple, cst.List))
+            else [target.target]
+        )
+        for part in parts:
+            if (
+                isinstance(part, cst.Attribute)
+                and isinstance(part.value, cst.Name)
+                and part.value.value == "self"
+            ):
+                found.add(part.attr.value)
+    return found
 
 
 def _as_locals(text: str, attributes: list[str]) -> tuple[str, dict[str, str]]:

@@ -33,7 +33,6 @@ Its statements migrate as the batching call they amount to:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import libcst as cst
 import tensorflow as tf
@@ -51,8 +50,6 @@ _RUNNER_CALLS = ("QueueRunner", "add_queue_runner")
 
 class OwnQueues(Stages):
     """The own-queue rewrites (a mixin of the rewriter); see the NOTE above."""
-
-    _block: Callable[..., list[str]]  # the rewriter's: rewrites a list of statements
 
     def own_queue_statement(self, fn, stmt, calls: list, state: State, depth: int):
         """The lines `stmt` becomes if it builds, fills, runs or reads an own queue; else None."""
@@ -132,6 +129,17 @@ class OwnQueues(Stages):
             raise self.fail(fn, stmt, str(e)) from e
         state.own_queues[targets[0]] = (kind, args)
         state.enqueued.pop(targets[0], None)  # a new queue under that name
+        if not state.element and not state.pending and fn.role != "batch":
+            # made before its records are read (Inception's examples queue, a
+            # RandomShuffleQueue in training and a FIFOQueue in evaluation): its
+            # shuffle, if any, is written at the enqueue
+            state.deferred.add(targets[0])
+            seed = args.get("seed", "None")
+            value = f"({args['capacity']}, {seed})" if kind == "RandomShuffleQueue" else "None"
+            self.steps.append(Step(fn.line(stmt), kind, f"{targets[0]}_shuffle = {value}"))
+            if kind == "RandomShuffleQueue":
+                self._shuffle_difference(fn, stmt, kind)
+            return ["    " * depth + f"{targets[0]}_shuffle = {value}\n"]
         if kind != "RandomShuffleQueue":
             return []
         # The shuffle is the queue's, where it is made (a branch may make
@@ -140,11 +148,14 @@ class OwnQueues(Stages):
         seed = f", seed={args['seed']}" if "seed" in args else ""
         line = f"{var} = {var}.shuffle({args['capacity']}{seed})"
         self.steps.append(Step(fn.line(stmt), kind, line))
+        self._shuffle_difference(fn, stmt, kind)
+        return ["    " * depth + line + "\n"]
+
+    def _shuffle_difference(self, fn, stmt, kind: str) -> None:
         self.differences.append(
             f"{self.where(fn.line(stmt))}: {kind}: a shuffle buffer is not a "
             "RandomShuffleQueue; the examples are the same, their order is not"
         )
-        return ["    " * depth + line + "\n"]
 
     def _own_enqueue(self, fn, stmt, call: cst.Call, state: State, depth: int) -> list[str]:
         """The per-record statements so far, mapped to the enqueued values; then the
@@ -169,10 +180,12 @@ class OwnQueues(Stages):
         lines = []
         if callee(call) == "enqueue_many":  # rows; a shuffling queue mixes rows, not chunks
             lines.append("records = records.unbatch()")
-            if kind == "RandomShuffleQueue":
+            if kind == "RandomShuffleQueue" and name not in state.deferred:
                 seed = f", seed={args['seed']}" if "seed" in args else ""
                 lines.append(f"records = records.shuffle({args['capacity']}{seed})")
-        out += [f"{pad}{line}\n" for line in lines]
+        if name in state.deferred:  # the shuffle of a queue made before its records
+            lines.append(f"if {name}_shuffle:\n    records = records.shuffle(*{name}_shuffle)")
+        out += [f"{pad}{line}\n".replace("\n    ", f"\n{pad}    ") for line in lines]
         self.steps.append(
             Step(fn.line(stmt), f"{kind}.{callee(call)}", " / ".join(lines) or "the mapped records")
         )

@@ -5,11 +5,23 @@ per-record function of the value the reader read (and, where the rules of
 NOTE [ Batch-then-decode in migrated code ] allow it, ``<name>_batch`` of a
 batch of values); the reader's constructor and read lines become the
 Dataset of records that feeds it.
+
+NOTE [ A reading helper that batches ]
+Many a ``read_and_decode(filename_queue, batch_size)`` reads, decodes and
+batches (``images, labels = tf.train.batch([image, label], batch_size)``,
+then ``return images, labels``). Its record function ends at the batching
+call, returning what it batched; the batching call, its arguments written in
+the caller's terms (each of the helper's parameters replaced by what the
+caller passed, or its default), becomes the caller's batching chain after
+the map. A statement after the batching call that the return does not need
+(a mask nobody reads) is listed as dropped; a return of anything but the
+batches, a join, or arguments reading the helper's own locals are refused.
 """
 
 from __future__ import annotations
 
 import re
+from typing import cast
 
 import libcst as cst
 import libcst.matchers as m
@@ -17,6 +29,7 @@ import libcst.matchers as m
 import queue_pipeline
 from queue_pipeline._migrate import chains, vectorize
 from queue_pipeline._migrate.syntax import (
+    all_params,
     assigned_names,
     bind_arguments,
     callee,
@@ -25,6 +38,7 @@ from queue_pipeline._migrate.syntax import (
 )
 from queue_pipeline._migrate.base import (
     tensor_names,
+    BATCHING,
     READER_CLASSES,
     READS,
     Function,
@@ -61,7 +75,11 @@ class RecordHelpers(RewriterBase):
             doc = self.text(stmts[0], 1)
             self.flag_queue_docstring(fn, stmts[0])
             stmts = stmts[1:]
-        for stmt in stmts:
+        for index, stmt in enumerate(stmts):
+            batcher = next((c for c in self.calls_in(stmt) if callee(c) in BATCHING), None)
+            if batcher is not None and value:  # NOTE [ A reading helper that batches ]
+                body.append(self._batching_return(fn, stmt, batcher, stmts[index + 1 :]))
+                break
             reads = [c for c in self.calls_in(stmt) if callee(c) in READS]
             ctor = self._reader_ctor(fn, stmt)
             if ctor is not None and not reads:
@@ -100,6 +118,83 @@ class RecordHelpers(RewriterBase):
             self._batch_helper(fn, name, value, doc, kept_stmts)
         self.record_helpers[fn.name] = (name, reader_kind, reader_fn, extra, value)
         return self.record_helpers[fn.name]
+
+    def _element_of(self, tensors: str) -> str:
+        """What the mapped function returns for a batching call's `tensors` (never a list)."""
+        text = tensors.strip()
+        if text.startswith("list(") and text.endswith(")"):
+            return "tuple(" + text[len("list(") :]
+        if text.startswith("[") and text.endswith("]"):
+            # A list of one tensor batches to that tensor alone, as in TF 1.x.
+            return text[1:-1].strip().rstrip(",")
+        return text
+
+    def _batching_return(self, fn: Function, stmt, call: cst.Call, rest: list) -> str:
+        """The record function's ``return`` of what `fn`'s batching call batches; the call
+        itself is kept for the caller (NOTE [ A reading helper that batches ])."""
+        kind = callee(call)
+        try:
+            args = bind_arguments(getattr(queue_pipeline, kind), call, self.module)
+        except TypeError as e:
+            raise self.fail(fn, stmt, str(e)) from e
+        if kind.endswith("_join"):
+            raise self.fail(fn, stmt, "a reading helper that joins several readers itself")
+        targets = assigned_names(stmt)
+        for later in rest:
+            ret = later.body[0] if isinstance(later, cst.SimpleStatementLine) else None
+            if isinstance(ret, cst.Return):
+                returned = self.code(ret.value).replace(" ", "").strip("()[]") if ret.value else ""
+                if returned != ",".join(targets):
+                    raise self.fail(
+                        fn, later, "it returns something else than the batches it made; "
+                        "return the batches (and compute the rest after the call)"
+                    )  # fmt: skip
+                break
+            self.dropped.append(
+                f"{self.where(fn.line(later))}: `{self.code(later).strip().splitlines()[0]}`: "
+                f"after {fn.name}'s batching call, and not returned"
+            )
+        self.record_batching[fn.name] = (kind, args, fn.line(stmt))
+        return f"    return {self._element_of(args['tensors'])}\n"
+
+    def caller_batching(self, fn: Function, stmt, call: cst.Call, helper: Function) -> tuple:
+        """The `legacy` arguments of the batching that `helper` (called by `call`) ends with,
+        written in the caller's terms (NOTE [ A reading helper that batches ])."""
+        kind, args, line = self.record_batching[helper.name]
+        passed = bind_arguments(getattr(self.trace.module, helper.name), call, self.module)
+        values = {}
+        for p in helper.params:
+            if p in passed:
+                values[p] = passed[p]
+            else:
+                default = next(
+                    (q.default for q in all_params(helper.node.params) if q.name.value == p), None
+                )
+                if default is not None:
+                    values[p] = self.code(default)
+        locals_ = set(helper.kinds) - set(helper.params)
+        written = {}
+        for name, text in args.items():
+            if name == "tensors":
+                continue
+            node = cst.parse_expression(text)
+            read = names_in(node)
+            if read & locals_:
+                raise self.fail(
+                    helper, self._statement_at(helper, line), f"its batching argument {name}="
+                    f"{text} reads {', '.join(sorted(read & locals_))}, a local of {helper.name}: "
+                    "compute it from the parameters, or migrate a function that batches itself"
+                )  # fmt: skip
+            written[name] = self.code(cast(cst.CSTNode, node.visit(_Substitute(values))))
+        written["tensors"] = "[" + ", ".join(assigned_names(stmt)) + "]"
+        return kind, written, f"{kind} (in {helper.name})"
+
+    def _statement_at(self, fn: Function, line: int):
+        """The statement of `fn` on `line` (for a refusal's file:line)."""
+        return next(
+            (s for s in m.findall(fn.node.body, m.SimpleStatementLine()) if fn.line(s) == line),
+            fn.node,
+        )
 
     def _unread_variable(self, stmt, stmts: list) -> bool:
         """Whether `stmt` only makes a ``tf.Variable`` under names no later statement reads."""
@@ -252,6 +347,8 @@ class RecordHelpers(RewriterBase):
         if spec is None:
             spec = self._passed_reader(fn, stmt)
         if spec is None:
+            spec = self._reader_of_the_run(fn, stmt)
+        if spec is None:
             raise self.fail(
                 fn,
                 stmt,
@@ -259,6 +356,25 @@ class RecordHelpers(RewriterBase):
                 "read no reader with plain settings here",
             )
         return spec
+
+    def _reader_of_the_run(self, fn: Function, stmt) -> tuple[str, dict] | None:
+        """The one reader kind and settings every read of `fn` the run made used, for a read
+        in a branch the run did not take (Inception's ``if num_readers > 1:`` loop in an
+        evaluation run); None when the run read with none or with several."""
+        specs = {
+            (kind, tuple(sorted(args.items())))
+            for first in range(fn.first, fn.last + 1)
+            if (found := self._recorded_read(fn, first, first)) is not None
+            for kind, args in [found]
+        }
+        if len(specs) != 1:
+            return None
+        kind, args = next(iter(specs))
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: a read in a branch this run did not take: read with "
+            f"the {kind} (and settings) the run read with elsewhere in {fn.name}"
+        )
+        return kind, dict(args)
 
     def _passed_reader(self, fn: Function, stmt) -> tuple[str, dict] | None:
         """(reader kind, its settings as literals) of a reader made outside `fn` (passed in).
@@ -269,6 +385,11 @@ class RecordHelpers(RewriterBase):
         from the graph for TF's own), with the reader's settings.
         """
         first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
+        return self._recorded_read(fn, first, last)
+
+    def _recorded_read(self, fn: Function, first: int, last: int) -> tuple[str, dict] | None:
+        """(reader kind, its settings as literals) of a read the run recorded in `fn` on lines
+        `first` to `last`; None if none, or its settings are not literals."""
         for node in self.trace.nodes:
             if not node.kind.endswith(tuple("." + m for m in READS)):
                 continue
@@ -325,3 +446,19 @@ class RecordHelpers(RewriterBase):
         if kind == "WholeFileReader":
             reader_fn = "tf.io.read_file"
         return kind, reader_fn, value, key_used
+
+
+class _Substitute(cst.CSTTransformer):
+    """Each name of `values` (a parameter) replaced by the code passed for it, parenthesized."""
+
+    def __init__(self, values: dict[str, str]):
+        self.values = values
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if updated.value not in self.values:
+            return updated
+        value = cst.parse_expression(self.values[updated.value])
+        atoms = (cst.Name, cst.Integer, cst.Float, cst.SimpleString, cst.Attribute, cst.Call)
+        if isinstance(value, atoms + (cst.Subscript, cst.List, cst.Tuple, cst.Dict)):
+            return value
+        return value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])

@@ -205,12 +205,15 @@ class Returns(OwnQueues):
             )
         )
         loaders = ", ".join(extra)
-        self.differences.append(
-            f"{self.where(fn.line(stmt))}: {fn.name}_dataset returns (dataset, {loaders}): "
-            f"where the pipeline reads variables that {loaders} fills, read the "
-            "dataset through tf.compat.v1.data.make_initializable_iterator and run its "
-            "initializer after that (a one-shot iterator cannot capture a variable)"
-        )
+        returned = fn.call.returned if fn.call is not None else None
+        if isinstance(returned, (tuple, list)) and any(callable(v) for v in returned):
+            # a loader (not a count, which the proof compares) fills variables
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: {fn.name}_dataset returns (dataset, {loaders}): "
+                f"where the pipeline reads variables that {loaders} fills, read the "
+                "dataset through tf.compat.v1.data.make_initializable_iterator and run its "
+                "initializer after that (a one-shot iterator cannot capture a variable)"
+            )
         blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
         return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {loaders}\n"]
 
@@ -221,6 +224,32 @@ class Returns(OwnQueues):
             lines[-1] = lines[-1].rstrip("\n") + f", {', '.join(state.loaders)}\n"
         return lines
 
+    def _per_batch(self, state: State, returns: str, depth: int) -> list[str]:
+        """The statements after the batching call as a function mapped over the batches.
+
+        NOTE [ Per-batch code after the batching call ]
+        An input function often works on its batches before it returns them
+        (Inception's ``images = tf.cast(images, tf.float32)``, ``images =
+        tf.reshape(images, [batch_size, h, w, 3])``, ``return images,
+        tf.reshape(labels, [batch_size])``): those statements, in order, become
+        ``per_batch(<the batches>)``, mapped over the batched Dataset, which
+        returns what the function returned. A summary of the batches is listed
+        as not migrated; a statement making a variable or placeholder is refused.
+        """
+        pad = "    " * depth
+        params = ", ".join(state.batch_element)
+        body = "".join(self.text(st, depth + 1, rep) for st, rep in state.after_batch)
+        body = body.lstrip("\n")
+        state.after_batch = []
+        return [
+            "\n",
+            f"{pad}def per_batch({params}):\n",
+            body,
+            f"{pad}    return {returns}\n",
+            "\n",
+            f"{pad}dataset = dataset.map(per_batch, num_parallel_calls={chains.AUTOTUNE})\n",
+        ]
+
     def _return_lines(self, fn, stmt, state: State, depth: int) -> list[str]:
         pad = "    " * depth
         ret = stmt.body[0]
@@ -228,6 +257,16 @@ class Returns(OwnQueues):
         names = names_in(ret)
         if state.batch_element and ret.value is not None and self._prefetched(fn, ret.value, state):
             return [f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"]
+        if state.batch_element and state.after_batch:
+            parts = ret.value.elements if isinstance(ret.value, (cst.Tuple, cst.List)) else []
+            if self._plain_returns(fn, parts) or self._plain_fields(fn)[1]:
+                raise self.fail(
+                    fn, stmt, "it returns plain values beside batches it computed on; return "
+                    "the batches alone (or compute on them after the call)"
+                )  # fmt: skip
+            return self._per_batch(state, value, depth) + [
+                f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"
+            ]
         if state.batch_element:
             element = [e.lstrip("*") for e in state.batch_element]
             if value.replace(" ", "").strip("()[]") == ",".join(element):

@@ -73,6 +73,8 @@ _BUILDERS = frozenset(
     + BATCHING
     + READER_CLASSES
     + ("slice_input_producer", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue")
+    # the producer's file list, a variable of the pipeline's graph
+    + ("match_filenames_once",)
 )
 _BATCHING = frozenset(BATCHING)
 _SESSION_CODE = frozenset(
@@ -140,26 +142,70 @@ def _ends_region(stmt: cst.CSTNode) -> bool:
     return has_session_code(stmt) or not isinstance(stmt, (cst.SimpleStatementLine, cst.With))
 
 
-def _find(stmts: list) -> tuple[list, int, int, list] | None:
-    """(the statements holding the region, its start, its end, the blocks on the way) or None."""
-    start = next((i for i, s in enumerate(stmts) if _calls(s) & _BUILDERS), None)
+def _find(
+    stmts: list, builders: frozenset = _BUILDERS, batchers: frozenset = _BATCHING
+) -> tuple[list, int, int, list] | None:
+    """(the statements holding the region, its start, its end, the blocks on the way) or None.
+
+    `builders` and `batchers`: the calls that build a stage and batch (the
+    file's functions that do count too, see :func:`_pipeline_functions`).
+    """
+    start = next(
+        (
+            i
+            for i, s in enumerate(stmts)
+            if _calls(s) & builders and not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+        ),
+        None,
+    )
     if start is None:
         return None
     first = stmts[start]
-    if isinstance(first, cst.With) and has_session_code(first):
+    if (isinstance(first, cst.With) and has_session_code(first)) or _main_guard(first):
         assert isinstance(first.body, cst.IndentedBlock)
-        inner = _find(list(first.body.body))
+        inner = _find(list(first.body.body), builders, batchers)
         if inner is None:
             return None
         block, s, e, path = inner
         return block, s, e, [(stmts, start), *path]
     end = next((i for i in range(start, len(stmts)) if _ends_region(stmts[i])), len(stmts))
-    batching = [i for i in range(start, end) if _calls(stmts[i]) & _BATCHING]
+    batching = [i for i in range(start, end) if _calls(stmts[i]) & batchers]
     if batching:
         end = batching[-1] + 1  # what follows the last batching call is the model
     while end - 1 > start and not assigned_names(stmts[end - 1]):
         end -= 1  # a statement that only uses the tensors (a print) comes after
     return stmts, start, end, []
+
+
+def _main_guard(stmt: cst.CSTNode) -> bool:
+    """Whether `stmt` is ``if __name__ == "__main__":`` (without an else)."""
+    return (
+        isinstance(stmt, cst.If)
+        and stmt.orelse is None
+        and "__name__"
+        in {n.value for n in m.findall(stmt.test, m.Name()) if isinstance(n, cst.Name)}
+    )
+
+
+def _pipeline_functions(module: cst.Module) -> tuple[frozenset, frozenset]:
+    """The calls that build a stage and that batch, with the file's functions that do.
+
+    A script's module level may build its pipeline through a function of the
+    file (``images, labels = read_and_decode(queue, 4)``, ``x, y =
+    input_pipeline(files)``): a call of such a function builds (or batches),
+    as the function does, directly or through another one.
+    """
+    bodies = {s.name.value: _calls(s) for s in module.body if isinstance(s, cst.FunctionDef)}
+    builders, batchers = set(_BUILDERS), set(_BATCHING)
+    changed = True
+    while changed:
+        changed = False
+        for name, calls in bodies.items():
+            for found in (builders, batchers):
+                if name not in found and calls & found:
+                    found.add(name)
+                    changed = True
+    return frozenset(builders), frozenset(batchers)
 
 
 def _flag_setup(module: cst.Module, function: str | None) -> list:
@@ -269,7 +315,7 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         where = f"{path}:{positions[fn].start.line}: {function}()"
         scope_stmts = list(fn.body.body)
         params = cst.Module([]).code_for_node(fn.params)
-    found = _find(scope_stmts)
+    found = _find(scope_stmts, *_pipeline_functions(module))
     if found is not None and found[1] >= found[2]:
         found = None  # nothing before the session code builds a stage
     if found is None:

@@ -9,6 +9,7 @@ or, where allowed, per batch (NOTE [ Batch-then-decode in migrated code ]).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import libcst as cst
 import tensorflow as tf
@@ -17,12 +18,16 @@ import queue_pipeline
 from queue_pipeline._migrate import chains, preloaded, vectorize
 from queue_pipeline._migrate.syntax import (
     assigned_names,
+    names_in,
     bare,
     bind_arguments,
     callee,
     parse_expression,
 )
 from queue_pipeline._migrate.base import (
+    BATCHING,
+    PRODUCERS,
+    READS,
     Function,
     State,
     Step,
@@ -43,6 +48,8 @@ _LARGE_CONSTANT_BYTES = 64 * 2**20
 
 class Stages(RecordHelpers):
     """The stage rewrites (a mixin of the rewriter)."""
+
+    _block: Callable[..., list[str]]  # the rewriter's: rewrites a list of statements
 
     def _files(self, fn, stmt, read_call, state: State) -> str:
         queue = read_call.args[0].value if read_call.args else None
@@ -371,16 +378,6 @@ class Stages(RecordHelpers):
                 if re.search(rf"\b{other}\(", code):
                     self._use_batch_helper(other)
 
-    def _element_of(self, tensors: str) -> str:
-        """What the mapped function returns for a batching call's `tensors` (never a list)."""
-        text = tensors.strip()
-        if text.startswith("list(") and text.endswith(")"):
-            return "tuple(" + text[len("list(") :]
-        if text.startswith("[") and text.endswith("]"):
-            # A list of one tensor batches to that tensor alone, as in TF 1.x.
-            return text[1:-1].strip().rstrip(",")
-        return text
-
     def _batching(self, fn, stmt, call, state: State, depth: int, legacy=None) -> list[str]:
         """`stmt`'s batching call as its chain; `legacy`: (kind, arguments, label) instead of
         the call's own (an own queue's dequeue, NOTE [ Migrating the function's own queue ])."""
@@ -390,6 +387,12 @@ class Stages(RecordHelpers):
             label = kind
         else:
             kind, args, label = legacy
+        if kind.endswith("_join") and args.get("tensors_list", "").strip() in state.copies:
+            # NOTE [ Copies of the per-record code for a join ]
+            element, count = state.copies.pop(args["tensors_list"].strip())
+            kind = kind[: -len("_join")]
+            args = {k: v for k, v in args.items() if k != "tensors_list"}
+            args.update(tensors=element, num_threads=count)
         out: list[str] = []
         after: list[str] | None = None
         first = "tensors_list" if kind.endswith("_join") else "tensors"
@@ -444,6 +447,60 @@ class Stages(RecordHelpers):
                 state.batch_element = batch_params(fn, self.code(t))
         else:
             raise self.fail(fn, stmt, "assign or return the batching call's result")
+        return out
+
+    def join_copies_loop(self, fn, stmt: cst.For, state: State, depth: int):
+        """A loop making N copies of the per-record code for a join, as that code once.
+
+        NOTE [ Copies of the per-record code for a join ]
+        Inception-era input code preprocesses in N copies, each a thread of
+        the join::
+
+            images_and_labels = []
+            for thread_id in range(num_preprocess_threads):
+                image, label = parse_and_distort(example_serialized)
+                images_and_labels.append([image, label])
+            images, labels = tf.train.batch_join(images_and_labels, batch_size)
+
+        Every copy reads the same dequeue, so each record goes through one
+        copy: the records mapped by that code once, then ``batch`` with
+        ``num_threads=N`` (the join's threads; its order depends on them).
+        A copy that reads the loop's variable (preprocessing that differs by
+        thread) is refused. None if `stmt` is not such a loop.
+        """
+        body = list(stmt.body.body) if isinstance(stmt.body, cst.IndentedBlock) else []
+        last = body[-1].body[0] if body and isinstance(body[-1], cst.SimpleStatementLine) else None
+        call = last.value if isinstance(last, cst.Expr) else None
+        if not (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "append"
+            and isinstance(call.func.value, cst.Name)
+            and len(call.args) == 1
+            and fn.kind(call.func.value.value) == "record"
+        ):
+            return None
+        stages = set(PRODUCERS + BATCHING + READS) | {"slice_input_producer"}
+        if any(callee(c) in stages for c in self.calls_in(stmt)):
+            return None
+        loop_names = names_in(stmt.target)
+        if loop_names & set().union(*(names_in(s) for s in body)):
+            raise self.fail(
+                fn, stmt, f"each copy of the per-record code reads `{self.code(stmt.target)}` "
+                "(preprocessing that differs by thread); tf.data maps every record with one "
+                "function: make the choice from the record (or at random) and migrate that"
+            )  # fmt: skip
+        count = self.code(stmt.iter).strip()
+        match = re.fullmatch(r"range\((.+)\)", count)
+        out = self._block(fn, body[:-1], state, depth)
+        element = self._element_of(self.code(call.args[0].value))
+        self.copy_lists.add(call.func.value.value)
+        state.copies[call.func.value.value] = (
+            f"[{element}]",
+            match.group(1) if match else f"len({count})",
+        )
+        label = f"for ... in {count}: (copies for a join)"
+        self.steps.append(Step(fn.line(stmt), label, "the per-record code once"))
         return out
 
     def _join_records(self, fn, stmt, call, args, state: State, depth: int) -> list[str]:

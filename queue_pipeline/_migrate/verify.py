@@ -87,6 +87,8 @@ def verify(
     from queue_pipeline.compare import compare  # noqa: PLC0415
 
     kind, _ = plan.epochs_of(trace.outputs)
+    if kind == "unknown":  # behind the program's own queue: every producer of its graph
+        kind, _ = plan.epochs_of(*_producers(graph_of(trace.outputs)))
     bound = kind == "infinite" and max_batches is None
     pinned, unpinned = random_op_types(graph_of(trace.outputs))
     conditions = []
@@ -203,6 +205,20 @@ def plain_beside(outputs) -> int | str:
     if not plain:
         return 0
     return type(outputs).__name__ if _fields(outputs) is not None else len(plain)
+
+
+def _producers(graph: tf.Graph) -> list:
+    """The outputs of every producer the plan recorded in `graph` (an own queue's input).
+
+    NOTE [ Proving a random, endless input pipeline ]: a producer that
+    repeats forever behind the program's own queue (Inception's examples
+    queue) bounds the proof as one in front of a batching call does.
+    """
+    return [
+        node.outputs
+        for node in plan.plan_nodes(graph)
+        if node.kind in plan.PRODUCER_KINDS | {"slice_input_producer"}
+    ]
 
 
 def _fields(outputs) -> dict | None:
