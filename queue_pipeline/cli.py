@@ -308,7 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
         "target",
         metavar="FILE.py[:FUNCTION]",
         help="the file and the function that builds the pipeline and returns its tensors; "
-        "without FUNCTION, the pipeline a script builds at module level",
+        "FUNCTION may be Class.method (--call: the constructor's arguments, or "
+        "'Class(ARGS), METHOD ARGS') or Class (a constructor keeping its batches as "
+        "attributes); without FUNCTION, the pipeline a script builds at module level",
     )
     mig.add_argument(
         "--call", default=None, metavar="ARGS", help="the function's arguments, as in a call"

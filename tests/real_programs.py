@@ -101,6 +101,59 @@ def _census(directory: str) -> None:
                 f.write(f"{i}.5,{b},{j},w{j},{(i + j) % 2}\n")
 
 
+def _image_examples(directory: str, size: int = 4) -> None:
+    """``train-*`` and ``validation-*`` TFRecord files of CHW uint8 images with labels."""
+    import tensorflow as tf  # noqa: PLC0415 - only tests that run TF call this
+
+    os.makedirs(directory)
+    rng = np.random.RandomState(3)
+    for subset in ("train", "validation"):
+        for i in range(2):
+            path = os.path.join(directory, f"{subset}-0000{i}-of-00002")
+            with tf.io.TFRecordWriter(path) as w:
+                for j in range(10):
+                    pixels = rng.randint(0, 256, 3 * size * size).astype(np.uint8).tobytes()
+                    feature = {
+                        "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels])),
+                        "label": tf.train.Feature(
+                            int64_list=tf.train.Int64List(value=[10 * i + j])
+                        ),
+                    }
+                    w.write(
+                        tf.train.Example(
+                            features=tf.train.Features(feature=feature)
+                        ).SerializeToString()
+                    )
+
+
+def _boxes(directory: str) -> None:
+    """``boxes-*.tfrecords``: 4x4x3 float images with 1 to 3 boxes of six columns."""
+    import tensorflow as tf  # noqa: PLC0415 - only tests that run TF call this
+
+    os.makedirs(directory)
+    rng = np.random.RandomState(4)
+    for i in range(2):
+        with tf.io.TFRecordWriter(os.path.join(directory, f"boxes-{i}.tfrecords")) as w:
+            for j in range(4):
+                boxes = 1 + (i + j) % 3
+                feature = {
+                    "image": tf.train.Feature(
+                        bytes_list=tf.train.BytesList(
+                            value=[rng.rand(48).astype(np.float32).tobytes()]
+                        )
+                    )
+                }
+                for column in ("xmin", "ymin", "xmax", "ymax", "class", "hard"):
+                    feature["label_" + column] = tf.train.Feature(
+                        float_list=tf.train.FloatList(value=list(rng.rand(boxes)))
+                    )
+                w.write(
+                    tf.train.Example(
+                        features=tf.train.Features(feature=feature)
+                    ).SerializeToString()
+                )
+
+
 @dataclasses.dataclass
 class Program:
     """One real-shaped program of tests/scripts/ and how migrate is run on it."""
@@ -111,6 +164,8 @@ class Program:
     call: str | None = None
     argv: str | None = None
     max_batches: int | None = None
+    # why the program runs only in TF1 mode (natively too), or "" for both modes
+    tf1_only: str = ""
 
     def lay_out(self, directory: str) -> str:
         """Copies the script into `directory`, writes its data under ``directory/data``."""
@@ -144,6 +199,25 @@ PROGRAMS = {
         lambda d: os.makedirs(d),
         call="list(range(53)), 3, 4",
         max_batches=12,
+    ),
+    "inception_train": Program(
+        "real_inception_batches.py",
+        "Preprocessor.batch_inputs",
+        _image_examples,
+        call="Preprocessor('train', RecordsDataset('data'), 4, 5)",
+    ),
+    "inception_eval": Program(
+        "real_inception_batches.py",
+        "Preprocessor.batch_inputs",
+        _image_examples,
+        call="Preprocessor('eval', RecordsDataset('data', 'validation'), 4, 5)",
+    ),
+    "detection_script": Program(
+        "real_detection_script.py",
+        "",
+        _boxes,
+        tf1_only="TF's own string_input_producer cannot take match_filenames_once's resource "
+        "variable under TF 2.x defaults: the script fails natively there too",
     ),
     "wholefile_keys": Program(
         "real_wholefile_keys.py", "image_batches", lambda d: _images(d, 7, 1), call="'data/*.png'"

@@ -43,6 +43,8 @@ def _migrate(tmp_path, monkeypatch, key: str, **overrides):
 
 @pytest.mark.parametrize("key", sorted(PROGRAMS))
 def test_a_real_shaped_program_migrates_match_and_runs_nothing_else(tmp_path, monkeypatch, key):
+    if PROGRAMS[key].tf1_only and not tf1_mode():
+        pytest.skip(PROGRAMS[key].tf1_only)
     result = _migrate(tmp_path, monkeypatch, key)
     assert result.verdict is not None and result.verdict.status == "MATCH", result.report()
     # nothing of the program ran: no checkpoint, no output folder, no trained.txt
@@ -584,3 +586,66 @@ def test_a_file_indented_with_tabs_migrates(tmp_path):
     added = result.source[result.source.index("def read_format_") :]
     added = added[: added.index("def pipeline(")] + added[added.index("def pipeline_dataset") :]
     assert "\t" not in added
+
+
+def test_inception_batches_keep_their_queue_kinds_copies_and_per_batch_code(tmp_path, monkeypatch):
+    """NOTE [ Copies of the per-record code for a join ], NOTE [ Per-batch code after the
+    batching call ], and an own queue made before its records (train: RandomShuffleQueue)."""
+    result = _migrate(tmp_path, monkeypatch, "inception_train")
+    source = result.source.split("def batch_inputs_dataset")[1]
+    assert "examples_queue_shuffle = (min_queue_examples + 3 * self.batch_size, None)" in source
+    assert "examples_queue_shuffle = None" in source  # the evaluation branch's FIFOQueue
+    assert "if examples_queue_shuffle:" in source
+    assert "images_and_labels = []" not in source and "batch_join" not in source
+    assert "def per_batch(images, label_index_batch):" in source
+    assert "repeats bounded to 1 epoch(s)" in result.verdict.reason  # an endless own queue
+    assert any("summary.image" in d for d in result.dropped), result.dropped
+
+
+def test_a_reading_helper_that_batches_and_match_filenames_once(tmp_path, monkeypatch):
+    """NOTE [ A reading helper that batches ]; match_filenames_once as tf.io.matching_files."""
+    if not tf1_mode():
+        pytest.skip(PROGRAMS["detection_script"].tf1_only)
+    result = _migrate(tmp_path, monkeypatch, "detection_script")
+    assert "files = tf.io.matching_files(" in result.source
+    assert "dataset = records.padded_batch(3)" in result.source
+    assert "def read_and_decode_record(serialized_example):" in result.source
+    assert any("`mask = tf.greater(" in d for d in result.dropped), result.dropped
+    assert any(s.legacy == "batch (in read_and_decode)" for s in result.steps)
+
+
+def test_flags_read_while_call_runs_see_the_programs_argv(tmp_path, monkeypatch):
+    """tf.app.flags parse sys.argv on first use: while `--call` and the trace run, that is
+    the program's ``--argv``, never migrate's own command line."""
+    (tmp_path / "d.txt").write_text("a\nb\nc\n")
+    (tmp_path / "flagdefs.py").write_text(
+        "import tensorflow as tf\n"
+        "tf.compat.v1.flags.DEFINE_integer('qp_test_batch', 1, 'batch size')\n"
+    )
+    path = tmp_path / "model.py"
+    path.write_text(
+        "import tensorflow as tf\nimport flagdefs\n\nF = tf.compat.v1.flags.FLAGS\n\n\n"
+        "class Inputs:\n    def __init__(self, files):\n"
+        "        self.files = files\n        self.batch_size = F.qp_test_batch\n\n"
+        "    def feed(self):\n"
+        "        q = tf.compat.v1.train.string_input_producer(self.files, num_epochs=1, "
+        "shuffle=False)\n"
+        "        _, line = tf.compat.v1.TextLineReader().read(q)\n"
+        "        return tf.compat.v1.train.batch([line], self.batch_size, "
+        "allow_smaller_final_batch=True)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "argv", list(_MIGRATE_ARGV))
+    try:
+        result = migrate(
+            str(path), "Inputs.feed", call=repr([str(tmp_path / "d.txt")]),
+            argv="--qp_test_batch=2",
+        )  # fmt: skip
+    finally:
+        from absl import flags  # noqa: PLC0415
+
+        flags.FLAGS.unparse_flags()
+        delattr(flags.FLAGS, "qp_test_batch")
+        sys.modules.pop("flagdefs", None)
+    assert result.verdict.status == "MATCH", result.report()
+    assert sys.argv == _MIGRATE_ARGV

@@ -425,7 +425,7 @@ def _migrate_method(
         source = _methods.write_back(lifted, rewrite.source, rewrite.function)
     except MigrateError as e:
         text = lifted.map_lines(str(e), copy, real)
-        if "required positional argument" in text and not constructor and made is None:
+        if "required positional argument" in text and not constructor and not lifted.pieces:
             text += (
                 f" A method's own arguments follow its instance: --call "
                 f"'{lifted.cls}(CONSTRUCTOR ARGS), METHOD ARGS'."

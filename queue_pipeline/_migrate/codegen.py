@@ -87,6 +87,15 @@ _NOT_PER_BATCH = frozenset(
     {"Variable", "get_variable", "placeholder", "placeholder_with_default", "Session"}
 )
 
+# calls that may take a queue: the stages migrate rewrites, and a queue's own methods
+_FOLLOWED = frozenset(
+    PRODUCERS
+    + BATCHING
+    + READS
+    + ("slice_input_producer", "QueueRunner", "add_queue_runner")
+    + ("enqueue", "enqueue_many", "dequeue", "dequeue_many", "dequeue_up_to", "size", "close")
+)
+
 _EMPTY_LIST = re.compile(r"(\w+) = \[\]")
 
 # ``tf.train.match_filenames_once(`` however TF is spelled (see _matched_files)
@@ -282,6 +291,7 @@ class _Rewriter(Returns):
         if helper is not None:
             call = next(c for c in calls if self.helper_of(c) is helper)
             return self._helper_call(fn, stmt, call, helper, state, depth)
+        self._refuse_unfollowed_queue(fn, stmt, calls, line)
         ctor = self._reader_ctor(fn, stmt)
         if ctor is not None and not any(callee(c) in READS for c in calls):
             target = assigned_names(stmt)
@@ -362,6 +372,26 @@ class _Rewriter(Returns):
                 fn, stmt, "it uses a queue or reader in a way the migration does not know"
             )
         return [self.text(stmt, depth)]
+
+    def _refuse_unfollowed_queue(self, fn: Function, stmt, calls, line: int) -> None:
+        """Refuses a call handing a queue to code the migration does not follow.
+
+        ``image, label = self._file_reader(filename_queue)``: a method (or a
+        function of another module) reading the queue is not a helper of this
+        file, so its reads cannot become the Dataset's.
+        """
+        for call in calls:
+            if callee(call) in _FOLLOWED or self.helper_of(call) is not None:
+                continue
+            for arg in call.args:
+                value = arg.value
+                if isinstance(value, cst.Name) and fn.kind_at(value.value, line) == "queue":
+                    raise self.fail(
+                        fn, stmt, f"it hands the queue `{value.value}` to "
+                        f"`{self.code(call.func)}`, which the migration does not follow (a "
+                        "method, or a function of another module); make the function that "
+                        "reads it a module-level function of this file, then migrate"
+                    )  # fmt: skip
 
     def _makes_a_read_reader(self, fn: Function, stmt, calls) -> bool:
         """Whether `stmt` only assigns, from a call, a name that a later ``<name>.read(...)``
