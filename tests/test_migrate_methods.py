@@ -253,23 +253,40 @@ def test_a_method_missing_its_own_argument_is_told_the_call_form(tmp_path):
     assert result.verdict.status == "MATCH", result.report()
 
 
-def test_a_queue_handed_to_a_reading_method_is_refused_with_its_line(tmp_path):
-    """Dense-pixel models read in ``self._file_reader(queue)``: not followed, said so (was an
-    internal error naming a temporary file)."""
-    (tmp_path / "d.txt").write_text("a\nb\n")
+def test_a_reading_method_is_followed_and_another_modules_reader_refused(tmp_path, monkeypatch):
+    """Dense-pixel models read in ``self._file_reader(queue)`` (was an internal error naming
+    a temporary file): NOTE [ Reading methods of a migrated class ]. A queue handed to a
+    function of another module is refused with the line."""
+    (tmp_path / "d.txt").write_text("a\nb\nc\n")
+    (tmp_path / "otherread.py").write_text(
+        "import tensorflow as tf\n\n\ndef load_lines(queue):\n"
+        "    _, line = tf.compat.v1.TextLineReader().read(queue)\n    return line\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
     path = tmp_path / "dense.py"
     path.write_text(
-        "import tensorflow as tf\n\n\nclass DenseInput:\n"
+        "import tensorflow as tf\nimport otherread\n\n\nclass DenseInput:\n"
         "    def __init__(self, files):\n        self.files = files\n\n"
         "    def pipelines(self):\n"
-        "        q = tf.compat.v1.train.string_input_producer(self.files, num_epochs=1)\n"
+        "        q = tf.compat.v1.train.string_input_producer(self.files, num_epochs=1,"
+        " shuffle=False)\n"
         "        line = self._file_reader(q)\n"
+        "        return tf.compat.v1.train.batch([line], 2, allow_smaller_final_batch=True)\n\n"
+        "    def elsewhere(self):\n"
+        "        q = tf.compat.v1.train.string_input_producer(self.files, num_epochs=1)\n"
+        "        line = otherread.load_lines(q)\n"
         "        return tf.compat.v1.train.batch([line], 2, allow_smaller_final_batch=True)\n\n"
         "    def _file_reader(self, queue):\n"
         "        _, line = tf.compat.v1.TextLineReader().read(queue)\n"
-        "        return line\n"
+        "        return tf.strings.upper(line)\n"
     )
+    call = repr([str(tmp_path / "d.txt")])
+    result = migrate(str(path), "DenseInput.pipelines", call=call)
+    assert result.verdict.status == "MATCH", result.report()
+    assert "\ndef DenseInput___file_reader_record(line):" in result.source
+    assert "    def _file_reader(self, queue):" in result.source  # the class keeps it
+    assert "DenseInput___file_reader(self" not in result.source
     with pytest.raises(
-        MigrateError, match=r"dense\.py:10: .*hands the queue `q` to `self\._file_reader`"
+        MigrateError, match=r"dense\.py:16: .*hands the queue `q` to `otherread\.load_lines`"
     ):
-        migrate(str(path), "DenseInput.pipelines", call=repr([str(tmp_path / "d.txt")]))
+        migrate(str(path), "DenseInput.elsewhere", call=call)

@@ -400,6 +400,8 @@ def _migrate_method(
             lifted = _methods.lift_with_constructor(original, real, qualified, probe.held)
         elif probe.kept:  # NOTE [ Migrating a constructor ], for a method
             lifted = _methods.lift_keeping(original, real, qualified, probe.kept)
+    combined = made is not None
+    lifted = _methods.with_reading_methods(lifted, original, real)
     copy = _script.copy_path_for(real, kind="method")
     with open(copy, "w", encoding="utf-8") as f:
         f.write(lifted.source)
@@ -425,7 +427,7 @@ def _migrate_method(
         source = _methods.write_back(lifted, rewrite.source, rewrite.function)
     except MigrateError as e:
         text = lifted.map_lines(str(e), copy, real)
-        if "required positional argument" in text and not constructor and not lifted.pieces:
+        if "required positional argument" in text and not constructor and not combined:
             text += (
                 f" A method's own arguments follow its instance: --call "
                 f"'{lifted.cls}(CONSTRUCTOR ARGS), METHOD ARGS'."
@@ -441,7 +443,7 @@ def _migrate_method(
     fix = functools.partial(lifted.map_lines, copy_path=copy, path=real)
     name = f"{lifted.cls}.{lifted.new_method or lifted.method + '_dataset'}"
     notes = list(notes)
-    if lifted.pieces:
+    if combined:
         notes.append(
             f"{real}:{lifted.method_first}: {name}(self, <the constructor's parameters>, *, "
             f"<{lifted.method}'s>) runs the constructor's statements and {lifted.method}'s: "

@@ -47,6 +47,7 @@ __all__ = [
     "lift_keeping",
     "lift_with_constructor",
     "queue_tensors",
+    "with_reading_methods",
     "write_back",
 ]
 
@@ -79,6 +80,8 @@ class Lifted:
     # (first line in the copy, its line in the file) of each piece after the
     # first, in order: NOTE [ A method reading what its constructor built ]
     pieces: tuple[tuple[int, int], ...] = ()
+    # reading methods lifted beside it (NOTE [ Reading methods of a migrated class ])
+    helpers: tuple[str, ...] = ()
 
     def file_line(self, line: int) -> int:
         """The file's line for line `line` of the copy."""
@@ -184,12 +187,17 @@ def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     if not versions:
         raise MigrateError(f"{_API}: the rewrite of {lifted.cls}.{lifted.method} wrote nothing.")
     method_name = lifted.new_method or f"{lifted.method}_dataset"
-    blocks = []
+    blocks, outside = [], []
     for fn in versions:
         name = fn.name.value
+        if name in lifted.helpers:  # a reading method's lifted copy: the class keeps it
+            continue
         if name == new_function:
             fn = fn.with_changes(name=cst.Name(method_name))
         code = tail_module.code_for_node(fn.with_changes(leading_lines=[])).rstrip("\n")
+        if any(name.startswith(h) for h in lifted.helpers):
+            outside.append(code)  # a reading method's version: a function of the module
+            continue
         blocks.append(
             "\n".join(lifted.indent + ln if ln.strip() else "" for ln in code.splitlines())
         )
@@ -206,7 +214,15 @@ def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     end = positions[method].end.line
     lines = head.splitlines(keepends=True)
     inserted = "\n" + "\n\n".join(blocks) + "\n"
-    return "".join(lines[:end]) + inserted + "".join(lines[end:])
+    after_class = positions[cls].end.line
+    functions = "".join("\n\n" + code + "\n" for code in outside)
+    return (
+        "".join(lines[:end])
+        + inserted
+        + "".join(lines[end:after_class])
+        + functions
+        + "".join(lines[after_class:])
+    )
 
 
 def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) -> Lifted:
@@ -376,4 +392,61 @@ def lift_with_constructor(source: str, path: str, qualified: str, attributes: li
         source=prefix + text + both,
         lifted_first=lifted_first,
         pieces=((init_start, init_first), (body_start, body_first)),
+    )
+
+
+# what marks a method as reading a queue (NOTE [ Reading methods of a migrated class ])
+_READING = re.compile(
+    r"\.read\(|Reader\(|_input_producer\(|\bbatch(?:_join)?\(|shuffle_batch|dequeue"
+)
+
+
+def with_reading_methods(lifted: Lifted, source: str, path: str) -> Lifted:
+    """`lifted` with the class's methods it calls that read a queue lifted beside it.
+
+    NOTE [ Reading methods of a migrated class ]
+    A class-based reader may read in a method of its own
+    (``image, label = self._file_reader(filename_queue)``). Such a method (one
+    whose code reads, makes a reader or a producer, batches or dequeues) is
+    lifted too, as ``Class__name(self, ...)`` after the lifted function, and
+    each ``self.name(`` of the lifted code calls it: to the rewrite it is a
+    helper of the file like any other (a reading helper becomes
+    ``Class__name_record``). Its tf.data versions are written as functions of
+    the module after the class; the class keeps its method. Methods it calls
+    in turn are followed the same way (a few levels).
+    """
+    head, marker, tail = lifted.source.partition(_MARKER + "\n")
+    module = cst.parse_module(source)
+    cls = next(s for s in module.body if isinstance(s, cst.ClassDef) and s.name.value == lifted.cls)
+    methods = {
+        s.name.value: module.code_for_node(s)
+        for s in (cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ())
+        if isinstance(s, cst.FunctionDef) and not s.decorators
+    }
+    pieces, helpers = list(lifted.pieces), list(lifted.helpers)
+    for _ in range(4):
+        called = [
+            n
+            for n in dict.fromkeys(re.findall(r"\bself\.(\w+)\(", tail))
+            if n in methods and n != lifted.method and _READING.search(methods[n])
+        ]
+        if not called:
+            break
+        for name in called:
+            helper = lift(source, path, f"{lifted.cls}.{name}")
+            text = helper.source.partition(_MARKER + "\n")[2]
+            tail = tail.rstrip("\n") + "\n\n\n"
+            start = (head + marker + tail).count("\n") + 1
+            pieces.append((start, helper.method_first))
+            helpers.append(helper.function)
+            tail += text
+            del methods[name]
+        for name in called:
+            function = f"{lifted.cls}__{name}"
+            tail = re.sub(rf"\bself\.{name}\(\s*\)", f"{function}(self)", tail)
+            tail = re.sub(rf"\bself\.{name}\(", f"{function}(self, ", tail)
+    if not helpers:
+        return lifted
+    return dataclasses.replace(
+        lifted, source=head + marker + tail, pieces=tuple(pieces), helpers=tuple(helpers)
     )

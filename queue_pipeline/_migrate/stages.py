@@ -52,9 +52,10 @@ class Stages(RecordHelpers):
     _block: Callable[..., list[str]]  # the rewriter's: rewrites a list of statements
 
     def _files(self, fn, stmt, read_call, state: State) -> str:
-        queue = read_call.args[0].value if read_call.args else None
-        if isinstance(queue, cst.Name) and queue.value in state.queues:
-            return state.queues[queue.value]
+        for arg in read_call.args:  # the queue (a lifted reading method takes `self` first)
+            queue = arg.value
+            if isinstance(queue, cst.Name) and queue.value in state.queues:
+                return state.queues[queue.value]
         raise self.fail(fn, stmt, "it reads from a queue no producer of this function filled")
 
     def _legacy_arguments(self, fn, stmt, call) -> tuple[str, dict[str, str]]:
