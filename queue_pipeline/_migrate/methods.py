@@ -95,7 +95,11 @@ class Lifted:
     def map_lines(self, text: str, copy_path: str, path: str) -> str:
         """`text` with each ``<copy>:<line>`` as ``<file>:<its line>``."""
         pattern = re.escape(copy_path) + r":(\d+)"
-        return re.sub(pattern, lambda mt: f"{path}:{self.file_line(int(mt.group(1)))}", text)
+        text = re.sub(pattern, lambda mt: f"{path}:{self.file_line(int(mt.group(1)))}", text)
+        text = text.replace(
+            f"{self.function}() in {copy_path}", f"{path}: {self.cls}.{self.method}()"
+        )
+        return text.replace(copy_path, path)
 
 
 def lift(source: str, path: str, qualified: str) -> Lifted:
