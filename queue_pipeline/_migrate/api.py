@@ -249,21 +249,14 @@ def migrate(
         if call is not None and (args is not None or kwargs is not None):
             raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
         program_argv = split_argv(argv)
-        if function and "." in function:  # NOTE [ Migrating a method ]
+        method = bool(function) and "." in function  # NOTE [ Migrating a method ]
+        if method or (function and _defines_class(path, function)):
+            # NOTE [ Migrating a constructor ] for a class
             if args is not None or kwargs is not None:
+                what = "a method: give its class's" if method else "a class: give its"
                 raise MigrateError(
-                    f"{_API}: {function} is a method: give its class's constructor arguments "
-                    "with `call` (--call), not `args` / `kwargs`."
-                )
-            return _migrate_method(
-                path, function, call, target, in_place, verify, epochs, max_batches,
-                batch_decode, program_argv,
-            )  # fmt: skip
-        if function and _defines_class(path, function):  # NOTE [ Migrating a constructor ]
-            if args is not None or kwargs is not None:
-                raise MigrateError(
-                    f"{_API}: {function} is a class: give its constructor's arguments with "
-                    "`call` (--call), not `args` / `kwargs`."
+                    f"{_API}: {function} is {what} constructor's arguments with `call` "
+                    "(--call), not `args` / `kwargs`."
                 )
             return _migrate_method(
                 path, function, call, target, in_place, verify, epochs, max_batches,
