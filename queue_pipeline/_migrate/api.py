@@ -22,13 +22,13 @@ import contextlib
 import dataclasses
 import difflib
 import functools
-import inspect
 import os
 import re
 import sys
 import types
 from typing import Sequence
 
+from queue_pipeline._migrate import classes as _classes
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate.callers import rewrite_callers
@@ -250,7 +250,7 @@ def migrate(
             raise MigrateError(f"{_API}: give `call` or `args` / `kwargs`, not both.")
         program_argv = split_argv(argv)
         method = bool(function) and "." in function  # NOTE [ Migrating a method ]
-        if method or (function and _defines_class(path, function)):
+        if method or (function and _classes.defines_class(path, function)):
             # NOTE [ Migrating a constructor ] for a class
             if args is not None or kwargs is not None:
                 what = "a method: give its class's" if method else "a class: give its"
@@ -383,11 +383,11 @@ def _migrate_method(
     made = None
     if constructor:
         lifted = _methods.lift_keeping(
-            original, real, qualified, _constructor_batches(path, qualified, call, argv)
+            original, real, qualified, _classes.constructor_batches(path, qualified, call, argv)
         )
     else:
         lifted = _methods.lift(original, real, qualified)
-        probe = _probe_method(path, lifted, call, argv)
+        probe = _classes.probe_method(path, lifted, call, argv)
         made = probe.made
         if made is not None:  # NOTE [ A method reading what its constructor built ]
             lifted = _methods.lift_with_constructor(original, real, qualified, probe.held)
@@ -405,7 +405,7 @@ def _migrate_method(
             pass
         elif constructor:
             made = f"{cls}.__new__({cls}), {call or ''}"
-        elif _names_the_instance(module, cls, call):  # `--call 'Reader(a, b), 4'`
+        elif _classes.names_the_instance(module, cls, call):  # `--call 'Reader(a, b), 4'`
             made = call or ""
         else:
             made = f"{cls}({call or ''})"
@@ -456,103 +456,6 @@ def _migrate_method(
         verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
-
-
-@dataclasses.dataclass
-class _Probe:
-    """What a method's instance holds, from one run in a graph of its own.
-
-    Attributes:
-      made: the lifted method-and-constructor's arguments, where the
-        constructor built queue input the method reads (NOTE [ A method reading
-        what its constructor built ]); else None.
-      held: the attributes holding tensors read from a queue or reader that
-        the constructor made.
-      kept: the attributes holding them that the method itself assigned, where
-        it returns nothing (NOTE [ Migrating a constructor ] applies to it).
-    """
-
-    made: str | None = None
-    held: list[str] = dataclasses.field(default_factory=list)
-    kept: list[str] = dataclasses.field(default_factory=list)
-
-
-def _probe_method(path: str, lifted, call: str | None, argv) -> _Probe:
-    """Runs the class's constructor and the method once, in a graph of their own."""
-    import libcst as cst  # noqa: PLC0415 - the migration's own dependency
-
-    cls = lifted.cls
-    module, _ = _trace.load_module(path, cls, argv, call)
-    named = _names_the_instance(module, cls, call)
-    with tf.Graph().as_default():
-        args, kwargs = _trace.parse_call(module, call if named else f"{cls}({call or ''})")
-        if not args:
-            return _Probe()
-        instance, rest = args[0], args[1:] if named else ()
-        held = _methods.queue_tensors(instance, reads=True)
-        assigned = _methods.attributes_assigned(lifted)
-        try:
-            returned = getattr(instance, lifted.method)(*rest, **(kwargs if named else {}))
-        except Exception:  # noqa: BLE001 - the trace runs it again and reports what it raised
-            return _Probe()
-        after = _methods.queue_tensors(instance, reads=True)
-    kept = [a for a in after if a in assigned]
-    if returned is None and kept:
-        return _Probe(kept=kept)
-    held = [a for a in held if a not in assigned]
-    if not held:
-        return _Probe()
-    code = cst.Module([]).code_for_node
-    if not named:
-        return _Probe(f"{cls}.__new__({cls}), {call or ''}", held)
-    outer = cst.parse_expression(f"f({call})")
-    assert isinstance(outer, cst.Call) and isinstance(outer.args[0].value, cst.Call)
-    inner = ", ".join(code(a.value) if a.keyword is None else code(a).rstrip(", ")
-                      for a in outer.args[0].value.args)  # fmt: skip
-    method = getattr(getattr(module, cls), lifted.method)
-    params = list(inspect.signature(method).parameters)[1:]
-    passed = []
-    for i, a in enumerate(outer.args[1:]):
-        keyword = a.keyword.value if a.keyword is not None else params[i]
-        passed.append(f"{keyword}={code(a.value)}")
-    return _Probe(", ".join([f"{cls}.__new__({cls})", *([inner] if inner else []), *passed]), held)
-
-
-def _names_the_instance(module, cls: str, call: str | None) -> bool:
-    """Whether a method's `call` starts with an instance of `cls`: ``Reader(a, b), 4`` gives
-    ``self`` and the method's own arguments (else `call` is the constructor's arguments)."""
-    if not call or not call.lstrip().startswith(cls):
-        return False
-    try:
-        with tf.Graph().as_default():
-            args, _ = _trace.parse_call(module, call)
-    except MigrateError:
-        return False
-    return bool(args) and isinstance(args[0], getattr(module, cls))
-
-
-def _defines_class(path: str, name: str) -> bool:
-    """Whether the file at `path` defines class `name` at its top level."""
-    import libcst as cst  # noqa: PLC0415 - the migration's own dependency
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            module = cst.parse_module(f.read())
-    except (OSError, cst.ParserSyntaxError):
-        return False  # the usual path reports it
-    return any(isinstance(s, cst.ClassDef) and s.name.value == name for s in module.body)
-
-
-def _constructor_batches(path: str, cls: str, call: str | None, argv) -> list[str]:
-    """The attributes that ``cls(call)`` keeps holding tensors read from a queue.
-
-    The constructor runs once, in a graph of its own (under install(), as
-    `--call` is evaluated): NOTE [ Migrating a constructor ].
-    """
-    module, _ = _trace.load_module(path, cls, argv, call)
-    with tf.Graph().as_default():
-        (instance,), _ = _trace.parse_call(module, f"{cls}({call or ''})")
-    return _methods.queue_tensors(instance)
 
 
 def _holds_session_code(path: str, function: str) -> bool:

@@ -1,0 +1,115 @@
+"""What a class holds, learned by running it once: the probes of a class's migration.
+
+``FILE.py:Class.method`` and ``FILE.py:Class`` (NOTE [ Migrating a method ],
+NOTE [ Migrating a constructor ], NOTE [ A method reading what its
+constructor built ] in :mod:`queue_pipeline._migrate.methods`) decide how to
+lift the code from what the constructor and the method keep: each runs once
+here, in a graph of its own, under ``install()`` as ``--call`` is evaluated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import libcst as cst
+import tensorflow as tf
+
+from queue_pipeline._migrate import methods as _methods
+from queue_pipeline._migrate import trace as _trace
+from queue_pipeline._migrate.trace import MigrateError
+
+__all__ = ["Probe", "constructor_batches", "defines_class", "names_the_instance", "probe_method"]
+
+
+@dataclasses.dataclass
+class Probe:
+    """What a method's instance holds, from one run in a graph of its own.
+
+    Attributes:
+      made: the lifted method-and-constructor's arguments, where the
+        constructor built queue input the method reads (NOTE [ A method reading
+        what its constructor built ]); else None.
+      held: the attributes holding tensors read from a queue or reader that
+        the constructor made.
+      kept: the attributes holding them that the method itself assigned, where
+        it returns nothing (NOTE [ Migrating a constructor ] applies to it).
+    """
+
+    made: str | None = None
+    held: list[str] = dataclasses.field(default_factory=list)
+    kept: list[str] = dataclasses.field(default_factory=list)
+
+
+def probe_method(path: str, lifted, call: str | None, argv) -> Probe:
+    """Runs the class's constructor and the method once, in a graph of their own."""
+    cls = lifted.cls
+    module, _ = _trace.load_module(path, cls, argv, call)
+    named = names_the_instance(module, cls, call)
+    with tf.Graph().as_default():
+        args, kwargs = _trace.parse_call(module, call if named else f"{cls}({call or ''})")
+        if not args:
+            return Probe()
+        instance, rest = args[0], args[1:] if named else ()
+        held = _methods.queue_tensors(instance, reads=True)
+        assigned = _methods.attributes_assigned(lifted)
+        try:
+            returned = getattr(instance, lifted.method)(*rest, **(kwargs if named else {}))
+        except Exception:  # noqa: BLE001 - the trace runs it again and reports what it raised
+            return Probe()
+        after = _methods.queue_tensors(instance, reads=True)
+    kept = [a for a in after if a in assigned]
+    if returned is None and kept:
+        return Probe(kept=kept)
+    held = [a for a in held if a not in assigned]
+    if not held:
+        return Probe()
+    code = cst.Module([]).code_for_node
+    if not named:
+        return Probe(f"{cls}.__new__({cls}), {call or ''}", held)
+    outer = cst.parse_expression(f"f({call})")
+    assert isinstance(outer, cst.Call) and isinstance(outer.args[0].value, cst.Call)
+    inner = ", ".join(code(a.value) if a.keyword is None else code(a).rstrip(", ")
+                      for a in outer.args[0].value.args)  # fmt: skip
+    method = getattr(getattr(module, cls), lifted.method)
+    params = list(inspect.signature(method).parameters)[1:]
+    passed = []
+    for i, a in enumerate(outer.args[1:]):
+        keyword = a.keyword.value if a.keyword is not None else params[i]
+        passed.append(f"{keyword}={code(a.value)}")
+    return Probe(", ".join([f"{cls}.__new__({cls})", *([inner] if inner else []), *passed]), held)
+
+
+def names_the_instance(module, cls: str, call: str | None) -> bool:
+    """Whether a method's `call` starts with an instance of `cls`: ``Reader(a, b), 4`` gives
+    ``self`` and the method's own arguments (else `call` is the constructor's arguments)."""
+    if not call or not call.lstrip().startswith(cls):
+        return False
+    try:
+        with tf.Graph().as_default():
+            args, _ = _trace.parse_call(module, call)
+    except MigrateError:
+        return False
+    return bool(args) and isinstance(args[0], getattr(module, cls))
+
+
+def defines_class(path: str, name: str) -> bool:
+    """Whether the file at `path` defines class `name` at its top level."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            module = cst.parse_module(f.read())
+    except (OSError, cst.ParserSyntaxError):
+        return False  # the usual path reports it
+    return any(isinstance(s, cst.ClassDef) and s.name.value == name for s in module.body)
+
+
+def constructor_batches(path: str, cls: str, call: str | None, argv) -> list[str]:
+    """The attributes that ``cls(call)`` keeps holding tensors read from a queue.
+
+    The constructor runs once, in a graph of its own (under install(), as
+    `--call` is evaluated): NOTE [ Migrating a constructor ].
+    """
+    module, _ = _trace.load_module(path, cls, argv, call)
+    with tf.Graph().as_default():
+        (instance,), _ = _trace.parse_call(module, f"{cls}({call or ''})")
+    return _methods.queue_tensors(instance)
