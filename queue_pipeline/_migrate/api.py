@@ -462,14 +462,9 @@ def _holds_session_code(path: str, function: str) -> bool:
     """Whether `function` of the file runs a Session or queue runners itself (never call it)."""
     import libcst as cst  # noqa: PLC0415 - the migration's own dependency
 
-    try:
-        with open(path, encoding="utf-8") as f:
-            module = cst.parse_module(f.read())
-    except (OSError, cst.ParserSyntaxError):
-        return False  # the usual path reports it
     return any(
         isinstance(s, cst.FunctionDef) and s.name.value == function and _script.has_session_code(s)
-        for s in module.body
+        for s in _classes.top_level(path)
     )
 
 

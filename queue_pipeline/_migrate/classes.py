@@ -19,7 +19,14 @@ from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate.trace import MigrateError
 
-__all__ = ["Probe", "constructor_batches", "defines_class", "names_the_instance", "probe_method"]
+__all__ = [
+    "Probe",
+    "constructor_batches",
+    "defines_class",
+    "names_the_instance",
+    "probe_method",
+    "top_level",
+]
 
 
 @dataclasses.dataclass
@@ -93,14 +100,19 @@ def names_the_instance(module, cls: str, call: str | None) -> bool:
     return bool(args) and isinstance(args[0], getattr(module, cls))
 
 
-def defines_class(path: str, name: str) -> bool:
-    """Whether the file at `path` defines class `name` at its top level."""
+def top_level(path: str) -> list:
+    """The top-level statements of the file at `path`; none if it cannot be read or parsed
+    (the usual path reports that)."""
     try:
         with open(path, encoding="utf-8") as f:
-            module = cst.parse_module(f.read())
+            return list(cst.parse_module(f.read()).body)
     except (OSError, cst.ParserSyntaxError):
-        return False  # the usual path reports it
-    return any(isinstance(s, cst.ClassDef) and s.name.value == name for s in module.body)
+        return []
+
+
+def defines_class(path: str, name: str) -> bool:
+    """Whether the file at `path` defines class `name` at its top level."""
+    return any(isinstance(s, cst.ClassDef) and s.name.value == name for s in top_level(path))
 
 
 def constructor_batches(path: str, cls: str, call: str | None, argv) -> list[str]:
