@@ -253,14 +253,16 @@ def test_a_method_missing_its_own_argument_is_told_the_call_form(tmp_path):
     assert result.verdict.status == "MATCH", result.report()
 
 
-def test_a_reading_method_is_followed_and_another_modules_reader_refused(tmp_path, monkeypatch):
+def test_a_reading_method_is_followed_and_another_objects_reader_refused(tmp_path, monkeypatch):
     """Dense-pixel models read in ``self._file_reader(queue)`` (was an internal error naming
-    a temporary file): NOTE [ Reading methods of a migrated class ]. A queue handed to a
-    function of another module is refused with the line."""
+    a temporary file): NOTE [ Reading methods of a migrated class ]. A function of another
+    module is followed too (NOTE [ Following a function of another module ]); a queue
+    handed to a method of another object is refused with the line."""
     (tmp_path / "d.txt").write_text("a\nb\nc\n")
     (tmp_path / "otherread.py").write_text(
         "import tensorflow as tf\n\n\ndef load_lines(queue):\n"
-        "    _, line = tf.compat.v1.TextLineReader().read(queue)\n    return line\n"
+        "    _, line = tf.compat.v1.TextLineReader().read(queue)\n    return line\n\n\n"
+        "class Loader:\n    def load(self, queue):\n        return load_lines(queue)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     path = tmp_path / "dense.py"
@@ -273,6 +275,10 @@ def test_a_reading_method_is_followed_and_another_modules_reader_refused(tmp_pat
         "        line = self._file_reader(q)\n"
         "        return tf.compat.v1.train.batch([line], 2, allow_smaller_final_batch=True)\n\n"
         "    def elsewhere(self):\n"
+        "        q = tf.compat.v1.train.string_input_producer(self.files, num_epochs=1)\n"
+        "        line = otherread.Loader().load(q)\n"
+        "        return tf.compat.v1.train.batch([line], 2, allow_smaller_final_batch=True)\n\n"
+        "    def other_module(self):\n"
         "        q = tf.compat.v1.train.string_input_producer(self.files, num_epochs=1)\n"
         "        line = otherread.load_lines(q)\n"
         "        return tf.compat.v1.train.batch([line], 2, allow_smaller_final_batch=True)\n\n"
@@ -287,6 +293,10 @@ def test_a_reading_method_is_followed_and_another_modules_reader_refused(tmp_pat
     assert "    def _file_reader(self, queue):" in result.source  # the class keeps it
     assert "DenseInput___file_reader(self" not in result.source
     with pytest.raises(
-        MigrateError, match=r"dense\.py:16: .*hands the queue `q` to `otherread\.load_lines`"
+        MigrateError, match=r"dense\.py:16: .*hands the queue `q` to `otherread\.Loader\(\)\.load`"
     ):
         migrate(str(path), "DenseInput.elsewhere", call=call)
+    result = migrate(str(path), "DenseInput.other_module", call=call)
+    assert result.verdict.status == "MATCH", result.report()
+    assert "\ndef load_lines_batch(line):" in result.source  # after the class
+    assert "line = otherread.load_lines(q)" in result.source

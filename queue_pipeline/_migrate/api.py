@@ -30,6 +30,7 @@ from typing import Sequence
 
 from queue_pipeline._migrate import classes as _classes
 from queue_pipeline._migrate import codegen
+from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import preloaded as _preloaded
@@ -106,6 +107,7 @@ class MigrationResult:
         lines.append("Legacy calls:")
         for step in self.steps:
             where = f"line {step.line}" if step.line else "session code"
+            where = f"{step.file}:{step.line}" if step.file else where
             lines.append(f"  {where}: {step.legacy}")
             lines.append(f"      -> {step.replacement}")
             for arg, fate in step.fates:
@@ -267,21 +269,47 @@ def migrate(
                 path, function or None, call, args, kwargs, target, in_place, verify, epochs,
                 max_batches, batch_decode, program_argv,
             )  # fmt: skip
-        module, _ = _trace.load_module(path, function, program_argv, call)
-        graph_call = None
-        if call is not None or (args is None and kwargs is None):
-            args, kwargs, graph_call = _trace.call_arguments(module, call)
-        args, kwargs = tuple(args or ()), dict(kwargs or {})
-        traced = _trace.trace(
-            path, function, args, kwargs, module=module, argv=program_argv, graph_call=graph_call
-        )
-        with open(traced.path, encoding="utf-8") as f:
-            original = f.read()
-        rewrite, verdict, notes = _rewrite_and_prove(
-            traced, original, verify, batch_decode, args, kwargs, epochs, max_batches,
-            program_argv, graph_call,
-        )  # fmt: skip
+        real, original = _trace.read_source(path)
+        # NOTE [ Following a function of another module ]: traced from a copy
+        foreign = _foreign.lift(original, real)
+        traced_path = _script.copy_path_for(real, kind="foreign") if foreign else path
+        try:
+            if foreign is not None:
+                with open(traced_path, "w", encoding="utf-8") as f:
+                    f.write(foreign.source)
+            module, _ = _trace.load_module(traced_path, function, program_argv, call)
+            graph_call = None
+            if call is not None or (args is None and kwargs is None):
+                args, kwargs, graph_call = _trace.call_arguments(module, call)
+            args, kwargs = tuple(args or ()), dict(kwargs or {})
+            traced = _trace.trace(
+                traced_path, function, args, kwargs, module=module, argv=program_argv,
+                graph_call=graph_call,
+            )  # fmt: skip
+            rewrite, verdict, notes = _rewrite_and_prove(
+                traced, foreign.source if foreign else original, verify, batch_decode, args,
+                kwargs, epochs, max_batches, program_argv, graph_call,
+            )  # fmt: skip
+        except MigrateError as e:
+            if foreign is None:
+                raise
+            raise MigrateError(_foreign_lines(foreign, str(e), traced_path, real)) from e
+        finally:
+            if foreign is not None:
+                with contextlib.suppress(OSError):
+                    os.remove(traced_path)
         source, steps = rewrite.source, list(rewrite.steps)
+        if foreign is not None:
+            source = foreign.finish(foreign.write_back(source, rewrite.function))
+            steps = [_foreign_step(foreign, step) for step in steps]
+            fix = functools.partial(_foreign_lines, foreign, copy=traced_path, path=real)
+            rewrite = dataclasses.replace(
+                rewrite,
+                added=foreign.finish(rewrite.added),
+                dropped=[fix(d) for d in rewrite.dropped],
+                differences=[fix(d) for d in rewrite.differences],
+            )
+            notes = [fix(n) for n in notes]
         if callers:
             skip = set(rewrite.names) | {function}
             loaders = _trace.loader_count(traced.outputs)
@@ -395,6 +423,12 @@ def _migrate_method(
             lifted = _methods.lift_keeping(original, real, qualified, probe.kept)
     combined = made is not None
     lifted = _methods.with_reading_methods(lifted, original, real)
+    foreign = _foreign.lift(lifted.source, real)  # NOTE [ Following a function of another module ]
+    if foreign is not None:
+        locals_ = tuple(f.local for f in foreign.followed)
+        lifted = dataclasses.replace(
+            lifted, source=foreign.source, helpers=lifted.helpers + locals_
+        )
     copy = _script.copy_path_for(real, kind="method")
     with open(copy, "w", encoding="utf-8") as f:
         f.write(lifted.source)
@@ -417,9 +451,12 @@ def _migrate_method(
             traced, lifted.source, verify, batch_decode, args, kwargs, epochs, max_batches,
             argv, graph_call,
         )  # fmt: skip
-        source = _methods.write_back(lifted, rewrite.source, rewrite.function)
+        rewritten = foreign.write_back(rewrite.source) if foreign else rewrite.source
+        source = _methods.write_back(lifted, rewritten, rewrite.function)
+        source = foreign.finish(source) if foreign else source
     except MigrateError as e:
-        text = lifted.map_lines(str(e), copy, real)
+        text = foreign.map_lines(str(e), copy) if foreign else str(e)
+        text = lifted.map_lines(text, copy, real)
         if "required positional argument" in text and not constructor and not combined:
             text += (
                 f" A method's own arguments follow its instance: --call "
@@ -433,7 +470,12 @@ def _migrate_method(
         dataclasses.replace(step, line=lifted.file_line(step.line)) if step.line else step
         for step in rewrite.steps
     ]
-    fix = functools.partial(lifted.map_lines, copy_path=copy, path=real)
+    if foreign is not None:
+        steps = [
+            _foreign_step(foreign, old if foreign.place(old.line) else new)
+            for old, new in zip(rewrite.steps, steps)
+        ]
+    fix = functools.partial(_method_lines, lifted, foreign, copy_path=copy, path=real)
     name = f"{lifted.cls}.{lifted.new_method or lifted.method + '_dataset'}"
     notes = list(notes)
     if combined:
@@ -442,6 +484,12 @@ def _migrate_method(
             f"<{lifted.method}'s>) runs the constructor's statements and {lifted.method}'s: "
             f"the constructor built the records {lifted.method} batched"
         )
+    if lifted.model is not None:  # NOTE [ The model after the input, in a method ]
+        notes.append(
+            f"{real}:{lifted.model[0]}-{lifted.model[1]}: the rest of {lifted.method} (the "
+            f"model built on the batches) stays in {lifted.method}; {name} ends where the "
+            "batches are made"
+        )
     if constructor:
         notes.append(
             f"{real}:{lifted.method_first}: {name}(self, ...) does the constructor's work with "
@@ -449,13 +497,35 @@ def _migrate_method(
             "__init__ is kept as it was: call init_dataset from it in place of the pipeline "
             "to switch"
         )
+    added = foreign.finish(rewrite.added) if foreign else rewrite.added
     return _finish(
         path, original, source, target, in_place,
-        dataclasses.replace(rewrite, function=name), steps,
-        [fix(d) for d in rewrite.dropped], [fix(d) for d in rewrite.differences + notes],
+        dataclasses.replace(rewrite, function=name, added=added),
+        steps, [fix(d) for d in rewrite.dropped], [fix(d) for d in rewrite.differences + notes],
         verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
+
+
+def _foreign_lines(foreign: _foreign.Foreign, text: str, copy: str, path: str) -> str:
+    """`text` of a copy with followed functions, in the program's own files and names."""
+    return foreign.map_lines(text, copy).replace(copy, path)
+
+
+def _method_lines(lifted, foreign, text: str, copy_path: str, path: str) -> str:
+    """`text` of a method's copy in the program's own files and lines."""
+    text = foreign.map_lines(text, copy_path) if foreign is not None else text
+    return lifted.map_lines(text, copy_path, path)
+
+
+def _foreign_step(foreign: _foreign.Foreign, step: codegen.Step) -> codegen.Step:
+    """`step` with its line in a followed function's own file."""
+    where = foreign.place(step.line) if step.line else None
+    legacy, replacement = foreign.renamed(step.legacy), foreign.renamed(step.replacement)
+    step = dataclasses.replace(step, legacy=legacy, replacement=replacement)
+    if where is None:
+        return step
+    return dataclasses.replace(step, file=where[0], line=where[1])
 
 
 def _holds_session_code(path: str, function: str) -> bool:

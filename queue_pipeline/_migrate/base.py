@@ -21,6 +21,7 @@ from queue_pipeline import plan
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
+    bind_arguments,
     callee,
     names_in,
     string_lines,
@@ -71,6 +72,9 @@ class Step:
     legacy: str
     replacement: str
     fates: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    # the file of `line` when not the migrated file's (a function of another
+    # module: NOTE [ Following a function of another module ])
+    file: str = ""
 
 
 class Function:
@@ -366,6 +370,13 @@ class RewriterBase:
                 continue
             out.append("    " * depth + untabbed(line, column))
         return "".join(out)
+
+    def _extra_args(self, helper: Function, call: cst.Call, extra: list[str]) -> list[str]:
+        """What `call` passes to each of `helper`'s `extra` parameters (or its default)."""
+        bound = bind_arguments(
+            helper.call and getattr(self.trace.module, helper.name), call, self.module
+        )
+        return [bound[p] if p in bound else self.code(param_default(helper, p)) for p in extra]
 
     def helper_of(self, call: cst.Call) -> Function | None:
         name = callee(call) if isinstance(call.func, cst.Name) else ""

@@ -263,6 +263,8 @@ class _Rewriter(Returns):
         names = names_in(stmt)
         line = fn.line(stmt)
         if isinstance(stmt, (cst.With, cst.If)) and self._has_stage(fn, stmt):
+            if isinstance(stmt, cst.If) and self._per_batch_if(fn, stmt, state):
+                return []
             return self._compound(fn, stmt, state, depth)
         if isinstance(stmt, cst.For):
             loop = self.own_reader_loop(fn, stmt, state, depth)
@@ -453,7 +455,7 @@ class _Rewriter(Returns):
         assert isinstance(stmt, cst.If)
         out.append(f"{pad}if {self.code(stmt.test)}:\n")
         saved = dataclasses.replace(state, pending=list(state.pending), element=list(state.element))
-        out += self._block(fn, list(stmt.body.body), state, depth + 1) or [f"{pad}    pass\n"]
+        out += self._branch(fn, list(stmt.body.body), state, depth + 1)
         orelse = stmt.orelse
         while orelse is not None:
             other = dataclasses.replace(
@@ -461,17 +463,65 @@ class _Rewriter(Returns):
             )
             if isinstance(orelse, cst.If):
                 out.append(f"{pad}elif {self.code(orelse.test)}:\n")
-                out += self._block(fn, list(orelse.body.body), other, depth + 1) or [
-                    f"{pad}    pass\n"
-                ]
+                out += self._branch(fn, list(orelse.body.body), other, depth + 1)
                 orelse = orelse.orelse
             else:
                 out.append(f"{pad}else:\n")
-                out += self._block(fn, list(orelse.body.body), other, depth + 1) or [
-                    f"{pad}    pass\n"
-                ]
+                out += self._branch(fn, list(orelse.body.body), other, depth + 1)
                 orelse = None
         return out
+
+    def _per_batch_if(self, fn: Function, stmt: cst.If, state: State) -> bool:
+        """Moves an ``if`` on the batches after the batching call into the per-batch
+        code, whole (NOTE [ Per-batch code after the batching call ]): ``if
+        size == 64: images = tf.image.resize_images(images, ...)`` keeps its test."""
+        if not state.batch_element:
+            return False
+        calls = {callee(c) for c in self.calls_in(stmt)}
+        stages = set(PRODUCERS + BATCHING + READS + ("slice_input_producer",)) | _NOT_PER_BATCH
+        if calls & stages or any(self.helper_of(c) for c in self.calls_in(stmt)):
+            return False
+        assigned = {
+            n.value
+            for t in m.findall(stmt, m.AssignTarget())
+            for n in m.findall(t, m.Name())
+            if isinstance(n, cst.Name)
+        }
+        if not assigned & (state.batch_names | set(state.batch_element)):
+            return False
+        state.after_batch.append((stmt, ()))
+        state.batch_names.update(assigned)
+        return True
+
+    def _branch(self, fn: Function, body: list, state: State, depth: int) -> list[str]:
+        """One branch of an ``if`` holding a stage.
+
+        NOTE [ A branch that feeds placeholders ]
+        Model code often makes its batches one of two ways: ``if
+        use_tfrecords:`` the pipeline, ``else:`` placeholders of the same names
+        for a feed_dict. A Dataset has no placeholders, so such a branch (a
+        statement of it assigns a name that holds batches from a
+        ``placeholder``) becomes a ``raise ValueError`` saying so, and is listed
+        among the statements not migrated; the legacy function keeps it.
+        """
+        pad = "    " * depth
+        feeds = [
+            stmt
+            for stmt in body
+            if {"placeholder", "placeholder_with_default"}
+            & {callee(c) for c in self.calls_in(stmt)}
+            and any(fn.kind(n) in ("batch", "record") for n in assigned_names(stmt))
+        ]
+        if not feeds:
+            return self._block(fn, body, state, depth) or [f"{pad}pass\n"]
+        first, last = fn.line(body[0]), self.positions[body[-1]].end.line
+        self.dropped.append(
+            f"{self.where(first)}: a branch ({last - first + 1} lines) that makes the batches "
+            "as placeholders (fed by feed_dict): a Dataset has none; the tf.data version "
+            "raises ValueError there, the legacy function keeps it"
+        )
+        why = "this branch feeds placeholders; a tf.data.Dataset has none (use the legacy code)"
+        return [f"{pad}raise ValueError({why!r})\n"]
 
     def _helper_call(self, fn, stmt, call, helper: Function, state: State, depth: int) -> list[str]:
         pad = "    " * depth
@@ -502,7 +552,8 @@ class _Rewriter(Returns):
             read = [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
             if helper.name in self.record_batching:  # NOTE [ A reading helper that batches ]
                 legacy = self.caller_batching(fn, stmt, call, helper)
-                state.direct = (None, "")
+                returned = isinstance(stmt.body[0], cst.Return)
+                state.direct = (stmt, new if not args else "") if returned else (None, "")
                 read += self._batching(fn, stmt, call, state, depth, legacy=legacy)
             return read
         if role == "pipeline":

@@ -82,6 +82,8 @@ class Lifted:
     pieces: tuple[tuple[int, int], ...] = ()
     # reading methods lifted beside it (NOTE [ Reading methods of a migrated class ])
     helpers: tuple[str, ...] = ()
+    # the method's lines after its input, left out: NOTE [ The model after the input, in a method ]
+    model: tuple[int, int] | None = None
 
     def file_line(self, line: int) -> int:
         """The file's line for line `line` of the copy."""
@@ -264,6 +266,11 @@ def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) 
     lifted = lift(source, path, f"{qualified}.__init__" if constructor else qualified)
     head, marker, tail = lifted.source.partition(_MARKER + "\n")
     tail, local = _as_locals(tail, attributes)
+    model: tuple[int, int] | None = None
+    if not constructor:  # NOTE [ The model after the input, in a method ]
+        tail, model = _without_the_model(tail, set(local.values()))
+        if model is not None:
+            model = (lifted.method_first + model[0] - 1, lifted.method_first + model[1] - 1)
     function = cst.parse_module(tail).body[0]
     body = function.body if isinstance(function, cst.FunctionDef) else None
     indent = body.indent if isinstance(body, cst.IndentedBlock) else None
@@ -271,7 +278,50 @@ def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) 
     fields = ", ".join(f"{a!r}: {n}" for a, n in local.items())
     tail = tail.rstrip("\n") + f"\n{pad}return {{{fields}}}\n"
     new_method = "init_dataset" if constructor else ""
-    return dataclasses.replace(lifted, source=head + marker + tail, new_method=new_method)
+    return dataclasses.replace(
+        lifted, source=head + marker + tail, new_method=new_method, model=model
+    )
+
+
+def _without_the_model(text: str, names: set[str]) -> tuple[str, tuple[int, int] | None]:
+    """The lifted function `text` ending at its last statement assigning one of `names`;
+    and the (first, last) lines of `text` left out, or None.
+
+    NOTE [ The model after the input, in a method ]
+    A model class's ``build_model(self)`` often makes its input and then the
+    model on it (placeholders, variables, the loss, a Saver) in one method.
+    The Dataset version is the input: the lifted function ends with the last
+    statement of the method's body that assigns one of the batch attributes
+    (a statement holding such an assignment, as an ``if`` whose branches make
+    the batches two ways); the statements after it are the model's, stay in
+    the method, and are reported as such.
+    """
+    wrapper = MetadataWrapper(cst.parse_module(text))
+    function = wrapper.module.body[0]
+    positions = wrapper.resolve(PositionProvider)
+    if not isinstance(function, cst.FunctionDef) or not isinstance(
+        function.body, cst.IndentedBlock
+    ):
+        return text, None
+    body = list(function.body.body)
+    last = max(
+        (
+            i
+            for i, stmt in enumerate(body)
+            if any(
+                isinstance(n, cst.Name) and n.value in names
+                for t in m.findall(stmt, m.AssignTarget())
+                for n in m.findall(t, m.Name())
+            )
+        ),
+        default=None,
+    )
+    if last is None or last == len(body) - 1:
+        return text, None
+    end = positions[body[last]].end.line
+    first, final = positions[body[last + 1]].start.line, positions[body[-1]].end.line
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[:end]), (first, final)
 
 
 def attributes_assigned(lifted: Lifted) -> set[str]:
@@ -307,24 +357,36 @@ def _as_locals(text: str, attributes: list[str]) -> tuple[str, dict[str, str]]:
     return text, local
 
 
+# ops whose tensors make a tensor the model's, not the input's
+_MODEL_OPS = frozenset(
+    {"VariableV2", "VarHandleOp", "ReadVariableOp", "Placeholder", "PlaceholderWithDefault"}
+)
+
+
 def queue_tensors(instance: object, reads: bool = False) -> list[str]:
-    """The attributes of `instance` holding tensors read from a queue (or lists of them).
+    """The attributes of `instance` holding tensors read from a queue (or lists of them),
+    and from no variable or placeholder (those are the model's).
 
     With `reads`, a reader's read counts too (a record read in the constructor).
     """
 
     def dequeued(tensor) -> bool:
+        # a tensor of the model (it reads a variable or a placeholder too) is not input
         seen: set[str] = set()
         stack = [tensor.op]
-        while stack and len(seen) < 500:
+        found = False
+        while stack and len(seen) < 2000:
             op = stack.pop()
             if op.name in seen:
                 continue
             seen.add(op.name)
+            if op.type in _MODEL_OPS:
+                return False
             if "Dequeue" in op.type or (reads and op.type.startswith("ReaderRead")):
-                return True
+                found = True
+                continue
             stack.extend(t.op for t in op.inputs)
-        return False
+        return found
 
     found = []
     for name, value in vars(instance).items():

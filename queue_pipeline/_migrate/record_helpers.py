@@ -81,6 +81,12 @@ class RecordHelpers(RewriterBase):
                 body.append(self._batching_return(fn, stmt, batcher, stmts[index + 1 :]))
                 break
             reads = [c for c in self.calls_in(stmt) if callee(c) in READS]
+            inner = self._inner_record_helper(fn, stmt) if not value and not reads else None
+            if inner is not None:  # NOTE [ A reading helper that calls one ]
+                reader_kind, reader_fn, value, text = inner
+                body.append(text)
+                kept_stmts.append(stmt)
+                continue
             ctor = self._reader_ctor(fn, stmt)
             if ctor is not None and not reads:
                 target = assigned_names(stmt)
@@ -118,6 +124,30 @@ class RecordHelpers(RewriterBase):
             self._batch_helper(fn, name, value, doc, kept_stmts)
         self.record_helpers[fn.name] = (name, reader_kind, reader_fn, extra, value)
         return self.record_helpers[fn.name]
+
+    def _inner_record_helper(self, fn: Function, stmt) -> tuple[str, str, str, str] | None:
+        """A statement of reading helper `fn` that hands its queue to another reading
+        helper: (reader kind, reader Dataset function, the record's name, the
+        statement calling that helper's record function).
+
+        NOTE [ A reading helper that calls one ]
+        ``read_and_decode(queue, batch_size)`` may read through another helper
+        (``image, label = read_record(queue)``, then ``shuffle_batch``): the
+        inner helper becomes ``read_record_record(value)`` as usual, and the
+        outer one's record function starts by calling it with its own record
+        parameter (named as the inner one's). The reader is the inner one's.
+        """
+        for call in self.calls_in(stmt):
+            inner = self.helper_of(call)
+            if inner is None or inner is fn or inner.role != "record":
+                continue
+            if inner.name in self.record_keys:
+                raise self.fail(fn, stmt, "a reader key read through two reading helpers")
+            new, kind, reader_fn, extra, value = self.record_helper(inner)
+            args = self._extra_args(inner, call, extra) if extra else []
+            replace = [(call, f"{new}({', '.join([value, *args])})"), *tuple_returns(stmt)]
+            return kind, reader_fn, value, self.text(stmt, 1, replace)
+        return None
 
     def _element_of(self, tensors: str) -> str:
         """What the mapped function returns for a batching call's `tensors` (never a list)."""
@@ -186,7 +216,8 @@ class RecordHelpers(RewriterBase):
                     "compute it from the parameters, or migrate a function that batches itself"
                 )  # fmt: skip
             written[name] = self.code(cast(cst.CSTNode, node.visit(_Substitute(values))))
-        written["tensors"] = "[" + ", ".join(assigned_names(stmt)) + "]"
+        targets = assigned_names(stmt)  # `return helper(queue, n)`: the helper's own names
+        written["tensors"] = "[" + ", ".join(targets) + "]" if targets else args["tensors"]
         return kind, written, f"{kind} (in {helper.name})"
 
     def _statement_at(self, fn: Function, line: int):

@@ -28,13 +28,11 @@ from queue_pipeline._migrate.base import (
     BATCHING,
     PRODUCERS,
     READS,
-    Function,
     State,
     Step,
     batch_params,
     fresh,
     is_shuffled,
-    param_default,
     tensor_names,
 )
 from queue_pipeline._migrate.record_helpers import RecordHelpers
@@ -255,13 +253,11 @@ class Stages(RecordHelpers):
         ``[image, label]`` maps ``read_and_decode_record`` itself (no wrapper).
         """
         stmt, direct = state.direct
-        if (
-            direct
-            and len(state.pending) == 1
-            and state.pending[0][0] is stmt
-            and bare(self.code(stmt.body[0].targets[0].target)) == bare(returns)
-        ):
-            return direct
+        if direct and len(state.pending) == 1 and state.pending[0][0] is stmt:
+            if isinstance(stmt.body[0], cst.Return):  # `return read_and_decode(queue, n)`
+                return direct
+            if bare(self.code(stmt.body[0].targets[0].target)) == bare(returns):
+                return direct
         return ""
 
     def _numpy_functions(self, stmt) -> list[tuple]:
@@ -554,9 +550,3 @@ class Stages(RecordHelpers):
             f"{pad})\n",
             f"{pad}records = records.map({mapped}, num_parallel_calls={chains.AUTOTUNE})\n",
         ]
-
-    def _extra_args(self, helper: Function, call: cst.Call, extra: list[str]) -> list[str]:
-        bound = bind_arguments(
-            helper.call and getattr(self.trace.module, helper.name), call, self.module
-        )
-        return [bound[p] if p in bound else self.code(param_default(helper, p)) for p in extra]

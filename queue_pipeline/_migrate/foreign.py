@@ -1,0 +1,477 @@
+"""Functions of the program's other modules, followed like the file's own.
+
+NOTE [ Following a function of another module ]
+Programs keep their reading code in a module of their own: ``images, labels =
+reader.read_and_decode(filename_queue, batch_size)`` in ``model.py``, with
+``read_and_decode`` in ``reader.py``; ``input_queue =
+input_ops.prefetch_input_data(...)``. Migrate reads the pipeline of one file
+(its helpers are functions of that file), so such a call was refused. Now a
+function of another module of the program (a ``.py`` file found from the
+file's imports: beside it, in its package or on ``sys.path``, never an
+installed library) that builds input (it makes a reader, a producer or a
+queue, reads, batches or dequeues) is **lifted into the copy** the migration
+traces:
+
+* after the file's last line, a marker line, then each followed function as
+  ``<module>__<name>`` (decorators dropped; the file's other lines keep their
+  numbers), and each call of it in the file spelled that way;
+* a name it reads from its own module is written as that module's attribute
+  (``reader.IMAGE_SIZE``); an ``import`` it needs that the file lacks is
+  copied (under a name of its own where the file binds the same name to
+  something else); a function of its module that builds input is followed
+  in turn (a few levels);
+* so to the rewrite and the proof it is a helper of the file like any other.
+
+**Written back**: each call keeps its spelling (the function stays in its
+module, unchanged); the versions the rewrite made of it (``read_and_decode_record``,
+...) go into the file, before the migrated function, named after the
+function itself (prefixed by its module where the file uses that name); an
+import they need is added after the file's imports. Lines the report names
+in a followed function are its own file's.
+
+Not followed: a decorated function, one with ``global`` or ``nonlocal``
+statements, a function imported with ``*``, and methods of objects (a
+class's own reading methods are: NOTE [ Reading methods of a migrated class ]).
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import os
+import re
+import sys
+import sysconfig
+
+import libcst as cst
+from libcst.metadata import GlobalScope, MetadataWrapper, PositionProvider, ScopeProvider
+
+__all__ = ["Followed", "Foreign", "MARKER", "lift"]
+
+MARKER = "# queue_pipeline migrate: functions of other modules, lifted"
+
+# what marks a function as building input (NOTE [ Following a function of another module ])
+BUILDS_INPUT = re.compile(
+    r"\.read\(|Reader\(|_input_producer\(|\bbatch(?:_join)?\(|shuffle_batch|dequeue|Queue\("
+)
+_LEVELS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Followed:
+    """One function of another module, lifted into the copy.
+
+    Attributes:
+      spelled: how the program calls it (``reader.read_and_decode``).
+      local: its name in the copy (``reader__read_and_decode``).
+      short: the stem its versions get in the file (``read_and_decode``).
+      path: its module's file.
+      first: its ``def`` line there.
+      start: its ``def`` line in the copy.
+      last: its last line in the copy.
+    """
+
+    spelled: str
+    local: str
+    short: str
+    path: str
+    first: int
+    start: int
+    last: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Foreign:
+    """The copy's text with the followed functions, and how to write the result back."""
+
+    source: str
+    followed: tuple[Followed, ...]
+    imports: tuple[str, ...]  # import lines the lifted code needs that the file lacks
+    bound: frozenset[str] = frozenset()  # the file's top-level names
+
+    def renamed(self, text: str) -> str:
+        """`text` with each followed function by the name the program calls it, and
+        each of its versions (``<local>_record``) named after the function itself
+        (prefixed by its module where the file binds that name)."""
+        for f in self.followed:
+            if f.local == f.spelled:  # imported by name: its versions keep that name
+                continue
+            text = re.sub(rf"\b{f.local}\b", f.spelled, text)
+            for suffix in dict.fromkeys(re.findall(rf"\b{f.local}(_\w+)\b", text)):
+                name = f.short + suffix
+                if name in self.bound:
+                    name = f.local.replace("__", "_", 1) + suffix
+                text = re.sub(rf"\b{f.local}{suffix}\b", name, text)
+        return text
+
+    def place(self, line: int) -> tuple[str, int] | None:
+        """(file, line) of line `line` of the copy when a followed function holds it."""
+        for f in self.followed:
+            if f.start <= line <= f.last:
+                return f.path, f.first + (line - f.start)
+        return None
+
+    def map_lines(self, text: str, copy_path: str) -> str:
+        """`text` with each ``<copy>:<line>`` in a followed function as its file's line,
+        and each followed function by the name the program calls it."""
+
+        def one(mt: re.Match) -> str:
+            where = self.place(int(mt.group(1)))
+            return f"{where[0]}:{where[1]}" if where else mt.group(0)
+
+        return self.renamed(re.sub(re.escape(copy_path) + r":(\d+)", one, text))
+
+    def write_back(self, rewritten: str, before: str | None = None) -> str:
+        """The rewrite with the lifted functions gone and their versions placed.
+
+        The versions go before the top-level ``def before(`` (the migrated
+        function), or at the end of the file's part when `before` is None
+        (a method's lift places them itself). Names are not yet renamed:
+        see :meth:`finish`.
+        """
+        head, _, tail = rewritten.partition("\n" + MARKER + "\n")
+        locals_ = {f.local for f in self.followed}
+        tail_module = cst.parse_module(tail)
+        versions = [
+            tail_module.code_for_node(s.with_changes(leading_lines=[])).rstrip("\n")
+            for s in tail_module.body
+            if isinstance(s, cst.FunctionDef) and s.name.value not in locals_
+        ]
+        head = head.rstrip("\n") + "\n"
+        block = "".join(code + "\n\n\n" for code in versions)
+        at = re.search(rf"^def {re.escape(before)}\(", head, re.M) if before else None
+        if at is None:
+            return head + ("\n\n" + block.rstrip("\n") + "\n" if block else "")
+        return head[: at.start()] + block + head[at.start() :]
+
+    def finish(self, text: str) -> str:
+        """`text` with each call spelled as the program spells it, the versions named
+        after their functions and the imports they need added."""
+        text = self.renamed(text)
+        needed = [i for i in self.imports if _import_names(i) & set(re.findall(r"\w+", text))]
+        if not needed:
+            return text
+        lines = text.splitlines(keepends=True)
+        module = MetadataWrapper(cst.parse_module(text))
+        positions = module.resolve(PositionProvider)
+        ends = [
+            positions[s].end.line
+            for s in module.module.body
+            if isinstance(s, cst.SimpleStatementLine)
+            and all(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body)
+        ]
+        at = max(ends) if ends else 0
+        return "".join(lines[:at] + [i + "\n" for i in needed] + lines[at:])
+
+
+def lift(source: str, path: str) -> Foreign | None:
+    """`source` (the file `path`, or a copy of it) with the functions of the program's
+    other modules it calls that build input lifted after it; None when there are none.
+
+    See NOTE [ Following a function of another module ].
+    """
+    module = cst.parse_module(source)
+    directory = os.path.dirname(os.path.realpath(path))
+    bound = _top_level_names(module)
+    own_imports = {
+        module.code_for_node(s).strip()
+        for s in module.body
+        if isinstance(s, cst.SimpleStatementLine)
+        and any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body)
+    }
+    wanted = _called(module, _imported(module, directory))
+    if not wanted:
+        return None
+    lifted: dict[str, str] = {}  # local name in the copy -> how the program calls it
+    renames: dict[str, str] = {}  # spelled -> local, in the file
+    imports: list[str] = []
+    texts: list[tuple[str, str, int, str]] = []  # (local, code, first, path)
+    queue = [(spelled, file, name, alias) for spelled, (file, name, alias) in wanted.items()]
+    for _ in range(_LEVELS):
+        later = []
+        for spelled, file, name, alias in queue:
+            # `reader.read(...)` is called as `reader__read(...)` in the copy; a function
+            # imported by name is lifted under that name (it shadows the import there)
+            local = spelled.replace(".", "__") if "." in spelled else spelled
+            if local in lifted:
+                continue
+            if local in bound and "." in spelled:
+                continue
+            found = _function(file, name)
+            if found is None:
+                continue
+            other, node, first = found
+            if "." in spelled:
+                renames[spelled] = local
+            code, more = _rewritten(other, node, file, alias, bound, own_imports, imports)
+            lifted[local] = spelled
+            code = re.sub(rf"^def\s+{re.escape(name)}\b", f"def {local}", code)
+            texts.append((local, code, first, file))
+            later += more
+        queue = later
+        if not queue:
+            break
+    if not texts:
+        return None
+    body = _respelled(source, renames)
+    head = body.rstrip("\n") + "\n\n\n" + MARKER + "\n"
+    head += "".join(i + "\n" for i in imports)
+    followed = []
+    for local, code, first, file in texts:
+        head += "\n\n"
+        start = head.count("\n") + 1
+        head += code.rstrip("\n") + "\n"
+        spelled = lifted[local]
+        short = local.rsplit("__", 1)[-1]
+        followed.append(Followed(spelled, local, short, file, first, start, head.count("\n")))
+    return Foreign(head, tuple(followed), tuple(imports), frozenset(bound))
+
+
+def _stem(path: str) -> str:
+    return re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+
+
+def _import_names(line: str) -> set[str]:
+    """The names an import line binds."""
+    node = cst.parse_statement(line)
+    names: set[str] = set()
+    for b in node.body if isinstance(node, cst.SimpleStatementLine) else ():
+        if isinstance(b, (cst.Import, cst.ImportFrom)) and not isinstance(b.names, cst.ImportStar):
+            for a in b.names:
+                if a.asname is not None:
+                    names.add(cst.Module([]).code_for_node(a.asname.name))
+                else:
+                    names.add(cst.Module([]).code_for_node(a.name).split(".")[0])
+    return names
+
+
+def _top_level_names(module: cst.Module) -> set[str]:
+    names: set[str] = set()
+    for s in module.body:
+        if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+            names.add(s.name.value)
+        elif isinstance(s, cst.SimpleStatementLine):
+            names |= (
+                _import_names(module.code_for_node(s).strip())
+                if any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body)
+                else set()
+            )
+            for b in s.body:
+                if isinstance(b, cst.Assign):
+                    for t in b.targets:
+                        if isinstance(t.target, cst.Name):
+                            names.add(t.target.value)
+    return names
+
+
+def _library(path: str) -> bool:
+    """Whether `path` is part of Python or an installed package (never followed)."""
+    real = os.path.realpath(path)
+    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}
+    return (
+        any(real.startswith(os.path.realpath(r) + os.sep) for r in roots)
+        or "site-packages" in real
+        or "dist-packages" in real
+    )
+
+
+def _module_file(dotted: str, level: int, directory: str) -> str | None:
+    """The source file of module `dotted` as imported from a file in `directory`."""
+    parts = dotted.split(".") if dotted else []
+    if level:
+        base = directory
+        for _ in range(level - 1):
+            base = os.path.dirname(base)
+        roots = [base]
+    else:
+        roots = [directory] + [p for p in sys.path if p and os.path.isdir(p)]
+    for root in roots:
+        stem = os.path.join(root, *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if parts and os.path.isfile(candidate):
+                return None if _library(candidate) else os.path.realpath(candidate)
+    return None
+
+
+def _imported(module: cst.Module, directory: str) -> dict[str, tuple[str, str | None]]:
+    """Each top-level imported name -> (the program module's file, the function's name
+    or None for the module itself)."""
+    code = cst.Module([]).code_for_node
+    found: dict[str, tuple[str, str | None]] = {}
+    for s in module.body:
+        for b in s.body if isinstance(s, cst.SimpleStatementLine) else ():
+            if isinstance(b, cst.Import):
+                for a in b.names:
+                    dotted = code(a.name)
+                    file = _module_file(dotted, 0, directory)
+                    if file is not None:
+                        found[code(a.asname.name) if a.asname else dotted] = (file, None)
+            elif isinstance(b, cst.ImportFrom) and not isinstance(b.names, cst.ImportStar):
+                dotted = code(b.module) if b.module is not None else ""
+                level = len(b.relative)
+                for a in b.names:
+                    name = code(a.name)
+                    local = code(a.asname.name) if a.asname else name
+                    sub = _module_file(f"{dotted}.{name}" if dotted else name, level, directory)
+                    if sub is not None:
+                        found[local] = (sub, None)
+                        continue
+                    file = _module_file(dotted, level, directory) if dotted else None
+                    if file is not None:
+                        found[local] = (file, name)
+    return found
+
+
+def _called(module: cst.Module, imported: dict) -> dict[str, tuple[str, str, str | None]]:
+    """Each call of an imported program function: spelled -> (file, name, module alias)."""
+    code = cst.Module([]).code_for_node
+    wanted: dict[str, tuple[str, str, str | None]] = {}
+    for call in _calls(module):
+        func = call.func
+        spelled = code(func)
+        if isinstance(func, cst.Name) and func.value in imported:
+            file, name = imported[func.value]
+            if name is not None:
+                wanted[spelled] = (file, name, None)
+        elif isinstance(func, cst.Attribute):
+            owner = code(func.value)
+            if owner in imported and imported[owner][1] is None:
+                wanted[spelled] = (imported[owner][0], func.attr.value, owner)
+    return wanted
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    import libcst.matchers as m  # noqa: PLC0415
+
+    return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]
+
+
+def _function(file: str, name: str) -> tuple[cst.Module, cst.FunctionDef, int] | None:
+    """The top-level function `name` of `file` when it builds input and can be followed."""
+    try:
+        with open(file, encoding="utf-8") as f:
+            wrapper = MetadataWrapper(cst.parse_module(f.read()))
+    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError):
+        return None
+    module = wrapper.module
+    positions = wrapper.resolve(PositionProvider)
+    for s in module.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value == name:
+            code = module.code_for_node(s)
+            if s.decorators or re.search(r"^\s*(global|nonlocal)\b", code, re.M):
+                return None
+            if not BUILDS_INPUT.search(code):
+                return None
+            return wrapper.module, s, positions[s.name].start.line
+    return None
+
+
+def _rewritten(
+    other: cst.Module, node: cst.FunctionDef, file: str, alias: str | None, bound: set[str],
+    own_imports: set[str], imports: list[str],
+) -> tuple[str, list[tuple[str, str, str, str | None]]]:  # fmt: skip
+    """`node`'s code with its module's names reachable from the file; and the functions
+    of its module it calls that build input (followed in turn)."""
+    wrapper = MetadataWrapper(other)
+    scopes = wrapper.resolve(ScopeProvider)
+    target = next(
+        s
+        for s in wrapper.module.body
+        if isinstance(s, cst.FunctionDef) and s.name.value == node.name.value
+    )
+    globals_used: dict[str, list[cst.Name]] = {}
+    inner = {id(n) for n in _names(target)}
+    for scope in set(scopes.values()):
+        if scope is None:
+            continue
+        for access in scope.accesses:
+            name_node = access.node
+            if id(name_node) not in inner or not isinstance(name_node, cst.Name):
+                continue
+            referents = list(access.referents)
+            if referents and not all(isinstance(r.scope, GlobalScope) for r in referents):
+                continue
+            if not referents and hasattr(builtins, name_node.value):
+                continue
+            globals_used.setdefault(name_node.value, []).append(name_node)
+    stem = _stem(file)
+    module_alias = alias or stem
+    imports_of = {}
+    functions = {}
+    for s in wrapper.module.body:
+        if isinstance(s, cst.SimpleStatementLine) and any(
+            isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body
+        ):
+            line = wrapper.module.code_for_node(s).strip()
+            if "__future__" in line:
+                continue
+            if not any(isinstance(b, cst.ImportFrom) and b.relative for b in s.body):
+                for bound_name in _import_names(line):
+                    imports_of[bound_name] = line
+        elif isinstance(s, cst.FunctionDef):
+            functions[s.name.value] = s
+    replace: dict[str, str] = {}
+    more: list[tuple[str, str, str, str | None]] = []
+    for name in globals_used:
+        if name in imports_of:
+            line = imports_of[name]
+            if line in own_imports:
+                continue
+            if name not in bound:
+                if line not in imports:
+                    imports.append(line)
+                continue
+            replace[name] = f"{stem}_{name}"  # the file binds it to something else
+            dotted = re.sub(r"^\s*import\s+([\w.]+).*$", r"\1", line)
+            own = f"import {dotted} as {stem}_{name}"
+            if line.startswith("import ") and own not in imports:
+                imports.append(own)
+            continue
+        function = functions.get(name)
+        if function is not None and BUILDS_INPUT.search(wrapper.module.code_for_node(function)):
+            replace[name] = f"{module_alias}.{name}".replace(".", "__")
+            more.append((f"{module_alias}.{name}", file, name, module_alias))
+            continue
+        replace[name] = f"{module_alias}.{name}"
+    qualified = any(v.startswith(module_alias + ".") for v in replace.values())
+    if alias is None and (qualified or more) and stem not in bound:
+        if f"import {stem}" not in imports:  # `from reader import f`: the module by name
+            imports.append(f"import {stem}")
+    changed = target.visit(_Renamer(replace, {id(n) for ns in globals_used.values() for n in ns}))
+    assert isinstance(changed, cst.FunctionDef)
+    code = wrapper.module.code_for_node(changed.with_changes(leading_lines=[], decorators=[]))
+    return code, more
+
+
+def _names(node: cst.CSTNode) -> list[cst.Name]:
+    import libcst.matchers as m  # noqa: PLC0415
+
+    return [n for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)]
+
+
+class _Renamer(cst.CSTTransformer):
+    """Replaces the given Name nodes (by identity of the original) by an expression."""
+
+    def __init__(self, replace: dict[str, str], nodes: set[int]):
+        self.replace = replace
+        self.nodes = nodes
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        if id(original) in self.nodes and original.value in self.replace:
+            return cst.parse_expression(self.replace[original.value])
+        return updated
+
+
+def _respelled(source: str, renames: dict[str, str]) -> str:
+    """`source` with each call of a followed function spelled by its name in the copy."""
+    if not renames:
+        return source
+    module = cst.parse_module(source)
+    code = cst.Module([]).code_for_node
+
+    class Calls(cst.CSTTransformer):
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            local = renames.get(code(original.func))
+            return updated.with_changes(func=cst.Name(local)) if local else updated
+
+    return module.visit(Calls()).code
