@@ -28,6 +28,8 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
     mismatches: list[str] = []
     notes: list[str] = list(left.notes) + list(right.notes)
     components, structure_equal = _signatures(left, right, mismatches)
+    if structure_equal:
+        _padded_alike(left, right, notes)
     lkeys = [_normalize.example_key(e) for e in left.examples]
     rkeys = [_normalize.example_key(e) for e in right.examples]
     mode, reason = _mode(left, right, ordered, notes)
@@ -136,6 +138,47 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
         mismatches=mismatches,
         notes=notes,
     )
+
+
+def _padded_alike(left, right, notes: list[str]) -> None:
+    """Pads, in place, each dense component whose examples vary in shape within a side
+    to the longest of both sides, with zeros.
+
+    NOTE [ Dynamic padding under a shuffle ]
+    ``batch(..., dynamic_pad=True)`` and ``padded_batch`` pad each batch to its
+    own longest example, so an example's padded shape depends on its batch
+    mates; with a shuffle on either side the same example meets other mates
+    and arrives with more or fewer trailing zeros. Both sides' examples of
+    such a component (batched, of one rank, in shapes that vary within a
+    side) are compared padded with zeros to one shape, and a note says so.
+    A twin padding with another value, or cutting, still differs.
+    """
+    if not (left.batched and right.batched):
+        return
+    for i, path in enumerate(left.paths):
+        shapes = {
+            side_name: {
+                e[i].shape
+                for e in side.examples
+                if isinstance(e[i], np.ndarray) and e[i].dtype != object
+            }
+            for side_name, side in (("legacy", left), ("twin", right))
+        }
+        every = shapes["legacy"] | shapes["twin"]
+        if max(len(shapes["legacy"]), len(shapes["twin"])) < 2 or len({len(s) for s in every}) != 1:
+            continue
+        target = tuple(max(dims) for dims in zip(*every))
+        for side in (left, right):
+            for k, example in enumerate(side.examples):
+                leaf = example[i]
+                if isinstance(leaf, np.ndarray) and leaf.dtype != object and leaf.shape != target:
+                    example = list(example)
+                    example[i] = np.pad(leaf, [(0, t - d) for d, t in zip(leaf.shape, target)])
+                    side.examples[k] = example
+        notes.append(
+            f"component {path or '(the tensor)'} is padded per batch (dynamic padding): its "
+            f"examples are compared padded with zeros to {list(target)}."
+        )
 
 
 def _mode(left, right, ordered, notes) -> tuple[str, str]:

@@ -52,6 +52,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains, preloaded
+from queue_pipeline._migrate.graph_checks import reads_model
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
@@ -70,7 +71,9 @@ from queue_pipeline._migrate.trace import MigrateError, Trace, attribute
 from queue_pipeline._migrate.base import (
     API,
     BATCHING,
+    OWN_QUEUE_CALLS,
     PRODUCERS,
+    READER_CLASSES,
     READS,
     Function,
     State,
@@ -86,6 +89,9 @@ __all__ = ["Rewrite", "Step", "rewrite"]
 _NOT_PER_BATCH = frozenset(
     {"Variable", "get_variable", "placeholder", "placeholder_with_default", "Session"}
 )
+
+# what the tf.data version of a branch that feeds placeholders raises
+_RAISES = "this branch feeds placeholders; a tf.data.Dataset has none (use the legacy code)"
 
 # calls that may take a queue: the stages migrate rewrites, and a queue's own methods
 _FOLLOWED = frozenset(
@@ -263,7 +269,9 @@ class _Rewriter(Returns):
         names = names_in(stmt)
         line = fn.line(stmt)
         if isinstance(stmt, (cst.With, cst.If)) and self._has_stage(fn, stmt):
-            if isinstance(stmt, cst.If) and self._per_batch_if(fn, stmt, state):
+            if isinstance(stmt, cst.If) and (
+                self._per_record_if(fn, stmt, state) or self._per_batch_if(fn, stmt, state)
+            ):
                 return []
             return self._compound(fn, stmt, state, depth)
         if isinstance(stmt, cst.For):
@@ -359,6 +367,13 @@ class _Rewriter(Returns):
                 )
                 return []
             made = {callee(c) for c in calls} & _NOT_PER_BATCH
+            model = self._model_names(fn, stmt)
+            if model:
+                raise self.fail(
+                    fn, stmt, f"it builds the model on the batches (`{model[0]}` reads a "
+                    "variable or placeholder): the tf.data version returns the input; return "
+                    "the batches and build the model on them after the call"
+                )  # fmt: skip
             if made or not state.batch_element:
                 why = f" (it makes a {sorted(made)[0]})" if made else ""
                 raise self.fail(
@@ -455,31 +470,68 @@ class _Rewriter(Returns):
         assert isinstance(stmt, cst.If)
         out.append(f"{pad}if {self.code(stmt.test)}:\n")
         saved = dataclasses.replace(state, pending=list(state.pending), element=list(state.element))
-        out += self._branch(fn, list(stmt.body.body), state, depth + 1)
+        lines = self._branch(fn, list(stmt.body.body), state, depth + 1)
+        feeds = _RAISES in "".join(lines)
+        out += lines
         orelse = stmt.orelse
         while orelse is not None:
             other = dataclasses.replace(
                 saved, pending=list(saved.pending), element=list(saved.element)
             )
+            body = list(orelse.body.body)
             if isinstance(orelse, cst.If):
                 out.append(f"{pad}elif {self.code(orelse.test)}:\n")
-                out += self._branch(fn, list(orelse.body.body), other, depth + 1)
                 orelse = orelse.orelse
             else:
                 out.append(f"{pad}else:\n")
-                out += self._branch(fn, list(orelse.body.body), other, depth + 1)
                 orelse = None
+            lines = self._branch(fn, body, other, depth + 1)
+            out += lines
+            if feeds and _RAISES not in "".join(lines):
+                # the first branch feeds placeholders: what follows the `if` goes on
+                # from this one (NOTE [ A branch that feeds placeholders ])
+                for field in dataclasses.fields(State):
+                    setattr(state, field.name, getattr(other, field.name))
+                feeds = False
         return out
+
+    def _model_names(self, fn: Function, stmt) -> list[str]:
+        """The names `stmt` assigns that the run left holding the model's tensors."""
+        values = fn.call.local_values if fn.call is not None else {}
+        found = []
+        for name in assigned_names(stmt):
+            value = values.get(name)
+            tensors = value if isinstance(value, (list, tuple)) else [value]
+            if any(isinstance(t, tf.Tensor) and reads_model(t) for t in tensors):
+                found.append(name)
+        return found
+
+    def _per_record_if(self, fn: Function, stmt: cst.If, state: State) -> bool:
+        """Moves an ``if`` of per-record statements (no stage in it) into the per-record
+        code whole: ``if is_grayscale: image = tf.image.rgb_to_grayscale(image)`` keeps
+        its test (its statements alone would run whatever the test)."""
+        if not state.element or state.batch_element or self._stage_calls(stmt):
+            return False
+        pending = {n for st, _ in state.pending for n in assigned_names(st)}
+        if not names_in(stmt) & (set(state.element) | pending):
+            return False
+        state.pending.append((stmt, ()))
+        return True
+
+    def _stage_calls(self, stmt) -> bool:
+        """Whether `stmt` holds a stage: a producer, reader, batching call, queue,
+        placeholder or variable, or a helper that builds one."""
+        calls = self.calls_in(stmt)
+        stages = set(PRODUCERS + BATCHING + READS + READER_CLASSES + OWN_QUEUE_CALLS)
+        stages |= {"slice_input_producer", "dequeue", "dequeue_many", "dequeue_up_to"}
+        stages |= {"enqueue", "enqueue_many"} | _NOT_PER_BATCH
+        return any(callee(c) in stages or self.helper_of(c) is not None for c in calls)
 
     def _per_batch_if(self, fn: Function, stmt: cst.If, state: State) -> bool:
         """Moves an ``if`` on the batches after the batching call into the per-batch
         code, whole (NOTE [ Per-batch code after the batching call ]): ``if
         size == 64: images = tf.image.resize_images(images, ...)`` keeps its test."""
-        if not state.batch_element:
-            return False
-        calls = {callee(c) for c in self.calls_in(stmt)}
-        stages = set(PRODUCERS + BATCHING + READS + ("slice_input_producer",)) | _NOT_PER_BATCH
-        if calls & stages or any(self.helper_of(c) for c in self.calls_in(stmt)):
+        if not state.batch_element or self._stage_calls(stmt):
             return False
         assigned = {
             n.value
@@ -499,19 +551,21 @@ class _Rewriter(Returns):
         NOTE [ A branch that feeds placeholders ]
         Model code often makes its batches one of two ways: ``if
         use_tfrecords:`` the pipeline, ``else:`` placeholders of the same names
-        for a feed_dict. A Dataset has no placeholders, so such a branch (a
-        statement of it assigns a name that holds batches from a
-        ``placeholder``) becomes a ``raise ValueError`` saying so, and is listed
-        among the statements not migrated; the legacy function keeps it.
+        for a feed_dict (im2txt's inference mode). A Dataset has no placeholders,
+        so such a branch (it makes a ``placeholder`` and assigns a name that
+        holds batches) becomes a ``raise ValueError`` saying so, and is listed
+        among the statements not migrated; the legacy function keeps it. What
+        follows the ``if`` goes on from the branch that builds the pipeline.
         """
         pad = "    " * depth
-        feeds = [
-            stmt
+        makes = {"placeholder", "placeholder_with_default"}
+        feeds = any(makes & {callee(c) for c in self.calls_in(stmt)} for stmt in body) and any(
+            fn.kind(n.value) in ("batch", "record")
             for stmt in body
-            if {"placeholder", "placeholder_with_default"}
-            & {callee(c) for c in self.calls_in(stmt)}
-            and any(fn.kind(n) in ("batch", "record") for n in assigned_names(stmt))
-        ]
+            for t in m.findall(stmt, m.AssignTarget())
+            for n in m.findall(t, m.Name())
+            if isinstance(n, cst.Name)
+        )
         if not feeds:
             return self._block(fn, body, state, depth) or [f"{pad}pass\n"]
         first, last = fn.line(body[0]), self.positions[body[-1]].end.line
@@ -520,8 +574,7 @@ class _Rewriter(Returns):
             "as placeholders (fed by feed_dict): a Dataset has none; the tf.data version "
             "raises ValueError there, the legacy function keeps it"
         )
-        why = "this branch feeds placeholders; a tf.data.Dataset has none (use the legacy code)"
-        return [f"{pad}raise ValueError({why!r})\n"]
+        return [f"{pad}raise ValueError({_RAISES!r})\n"]
 
     def _helper_call(self, fn, stmt, call, helper: Function, state: State, depth: int) -> list[str]:
         pad = "    " * depth
@@ -560,12 +613,24 @@ class _Rewriter(Returns):
             self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
         new = self.pipeline(helper)
         kept = self.kept_params[new]
+        queue = self._returned_queue(fn, stmt)
+        if queue is not None:  # NOTE [ A queue a helper fills and returns ]
+            name, count = queue
+            new_call = self._new_call(helper, call, new, kept, {})
+            state.own_queues[name] = ("FIFOQueue", {})
+            state.enqueued[name] = (name, False)
+            state.element = [f"{name}_{i}" for i in range(count)]
+            self.steps.append(Step(fn.line(stmt), f"{helper.name}(...)", f"records = {new_call}"))
+            target = stmt.body[0].targets[0].target
+            return [self.text(stmt, depth, [(target, "records"), (call, new_call)])]
         out: list[str] = []
         replace: dict[str, str] = {}
         if role == "batch":
             bound = bind_arguments(getattr(self.trace.module, helper.name), call, self.module)
             record_params = [p for p in helper.params if helper.kind(p) == "record"]
             returns = ", ".join(bound[p] for p in record_params if p in bound)
+            if returns in state.copies:  # the N copies' lists: one copy's values
+                returns = self._element_of(state.copies.pop(returns)[0])
             if state.pending or bare(returns) != bare(", ".join(state.element)):
                 out += self._flush(state, returns, depth)
             replace = {p: "" for p in record_params}
@@ -590,6 +655,33 @@ class _Rewriter(Returns):
         replacements.append((call, new_call))
         out.append(self.text(stmt, depth, replacements))
         return out
+
+    def _returned_queue(self, fn: Function, stmt) -> tuple[str, int] | None:
+        """(name, number of components) when `stmt` assigns one name a queue its helper
+        filled and returned.
+
+        NOTE [ A queue a helper fills and returns ]
+        im2txt's and skip-thoughts' ``input_queue = prefetch_input_data(reader,
+        pattern, ...)`` returns a queue the helper made, filled from N readers
+        and started (``RandomShuffleQueue`` in training, ``FIFOQueue`` in
+        evaluation); the caller dequeues (``dequeue()`` in N copies of its
+        preprocessing, or ``dequeue_many(batch_size)``). The helper's version
+        returns the Dataset of what it enqueued (its shuffle included); the
+        caller's line becomes ``records = <helper>_dataset(...)`` and its
+        dequeues read those records as a FIFO queue's: ``dequeue()`` one at a
+        time, ``dequeue_many(n)`` a batch of ``n``.
+        """
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return None
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name) or fn.kind(target.value) != "queue":
+            return None
+        value = fn.call.local_values.get(target.value) if fn.call is not None else None
+        dtypes = getattr(value, "dtypes", None)
+        if not dtypes or not hasattr(value, "dequeue_many"):
+            return None
+        return target.value, len(dtypes)
 
     def _new_call(self, helper: Function, call: cst.Call, new: str, kept, replace) -> str:
         """`call` of `helper` as a call of its version `new` that takes the `kept` parameters.

@@ -51,10 +51,16 @@ __all__ = ["Followed", "Foreign", "MARKER", "lift"]
 MARKER = "# queue_pipeline migrate: functions of other modules, lifted"
 
 # what marks a function as building input (NOTE [ Following a function of another module ])
+# (a Dataset's ``.batch(`` is not a batching call; a file's ``.read()`` takes no queue)
 BUILDS_INPUT = re.compile(
-    r"\.read\(|Reader\(|_input_producer\(|\bbatch(?:_join)?\(|shuffle_batch|dequeue|Queue\("
+    r"\.read\(\s*\w|Reader\(|_input_producer\(|(?<![\w.])(?:shuffle_)?batch(?:_join)?\("
+    r"|train\.(?:shuffle_|maybe_)?batch|\.dequeue(?:_many|_up_to)?\(|Queue\("
 )
 _LEVELS = 4
+# this package's __init__.py (its files are never the program's)
+_OWN_PACKAGE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__init__.py"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,8 +271,12 @@ def _top_level_names(module: cst.Module) -> set[str]:
 
 
 def _library(path: str) -> bool:
-    """Whether `path` is part of Python or an installed package (never followed)."""
+    """Whether `path` is part of Python, an installed package or queue_pipeline itself
+    (never followed)."""
     real = os.path.realpath(path)
+    own = os.path.dirname(os.path.realpath(_OWN_PACKAGE))
+    if real.startswith(own + os.sep):
+        return True
     roots = {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}
     return (
         any(real.startswith(os.path.realpath(r) + os.sep) for r in roots)

@@ -38,6 +38,7 @@ import libcst.matchers as m
 import tensorflow as tf
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from queue_pipeline._migrate.graph_checks import MODEL_OPS
 from queue_pipeline._migrate.loading import MigrateError
 
 __all__ = [
@@ -271,10 +272,11 @@ def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) 
         tail, model = _without_the_model(tail, set(local.values()))
         if model is not None:
             model = (lifted.method_first + model[0] - 1, lifted.method_first + model[1] - 1)
-    function = cst.parse_module(tail).body[0]
+    tail_module = cst.parse_module(tail)
+    function = tail_module.body[0]
     body = function.body if isinstance(function, cst.FunctionDef) else None
     indent = body.indent if isinstance(body, cst.IndentedBlock) else None
-    pad = indent if isinstance(indent, str) else "    "
+    pad = indent if isinstance(indent, str) else tail_module.default_indent  # 2 spaces, or 4
     fields = ", ".join(f"{a!r}: {n}" for a, n in local.items())
     tail = tail.rstrip("\n") + f"\n{pad}return {{{fields}}}\n"
     new_method = "init_dataset" if constructor else ""
@@ -357,12 +359,6 @@ def _as_locals(text: str, attributes: list[str]) -> tuple[str, dict[str, str]]:
     return text, local
 
 
-# ops whose tensors make a tensor the model's, not the input's
-_MODEL_OPS = frozenset(
-    {"VariableV2", "VarHandleOp", "ReadVariableOp", "Placeholder", "PlaceholderWithDefault"}
-)
-
-
 def queue_tensors(instance: object, reads: bool = False) -> list[str]:
     """The attributes of `instance` holding tensors read from a queue (or lists of them),
     and from no variable or placeholder (those are the model's).
@@ -380,7 +376,7 @@ def queue_tensors(instance: object, reads: bool = False) -> list[str]:
             if op.name in seen:
                 continue
             seen.add(op.name)
-            if op.type in _MODEL_OPS:
+            if op.type in MODEL_OPS:
                 return False
             if "Dequeue" in op.type or (reads and op.type.startswith("ReaderRead")):
                 found = True

@@ -156,6 +156,12 @@ class RecordHelpers(RewriterBase):
             return "tuple(" + text[len("list(") :]
         if text.startswith("[") and text.endswith("]"):
             # A list of one tensor batches to that tensor alone, as in TF 1.x.
+            try:
+                node = cst.parse_expression(text)
+            except cst.ParserSyntaxError:
+                return text[1:-1].strip().rstrip(",")
+            if isinstance(node, cst.List):  # one line, whatever lines the list took
+                return ", ".join(self.code(e.value) for e in node.elements)
             return text[1:-1].strip().rstrip(",")
         return text
 

@@ -257,6 +257,13 @@ class Returns(OwnQueues):
         names = names_in(ret)
         if state.batch_element and ret.value is not None and self._prefetched(fn, ret.value, state):
             return [f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"]
+        if (
+            isinstance(ret.value, cst.Name)
+            and ret.value.value in state.enqueued
+            and not state.batch_element
+        ):  # NOTE [ A queue a helper fills and returns ]: the records it was fed
+            out = self._flush(state, ", ".join(state.element), depth) if state.pending else []
+            return out + [f"{pad}return records.prefetch({chains.AUTOTUNE})\n"]
         if state.batch_element and state.after_batch:
             parts = ret.value.elements if isinstance(ret.value, (cst.Tuple, cst.List)) else []
             if self._plain_returns(fn, parts) or self._plain_fields(fn)[1]:

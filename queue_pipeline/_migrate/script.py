@@ -139,7 +139,12 @@ def has_session_code(node: cst.CSTNode) -> bool:
 
 
 def _ends_region(stmt: cst.CSTNode) -> bool:
-    return has_session_code(stmt) or not isinstance(stmt, (cst.SimpleStatementLine, cst.With))
+    """Whether `stmt` ends a pipeline region: session code, a definition, a main guard
+    (an ``if`` or ``for`` on the way to the batching call, srez's ``if crop_size !=
+    image_size: image = tf.image.resize_area(...)``, does not)."""
+    if has_session_code(stmt) or _main_guard(stmt):
+        return True
+    return not isinstance(stmt, (cst.SimpleStatementLine, cst.With, cst.If, cst.For))
 
 
 def _find(

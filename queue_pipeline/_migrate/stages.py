@@ -16,6 +16,7 @@ import tensorflow as tf
 
 import queue_pipeline
 from queue_pipeline._migrate import chains, preloaded, vectorize
+from queue_pipeline._migrate.graph_checks import identical_copies
 from queue_pipeline._migrate.syntax import (
     assigned_names,
     names_in,
@@ -384,19 +385,21 @@ class Stages(RecordHelpers):
             label = kind
         else:
             kind, args, label = legacy
+        legacy_copies = False
         if kind.endswith("_join") and args.get("tensors_list", "").strip() in state.copies:
+            legacy_copies = fn.role == "batch"
             # NOTE [ Copies of the per-record code for a join ]
             element, count = state.copies.pop(args["tensors_list"].strip())
             kind = kind[: -len("_join")]
             args = {k: v for k, v in args.items() if k != "tensors_list"}
-            args.update(tensors=element, num_threads=count)
+            args.update(tensors=element, **({"num_threads": count} if count else {}))
         out: list[str] = []
         after: list[str] | None = None
         first = "tensors_list" if kind.endswith("_join") else "tensors"
         if kind.endswith("_join"):
             out += self._join_records(fn, stmt, call, args, state, depth)
             source = "records"
-        elif fn.role == "batch" and not state.pending:
+        elif fn.role == "batch" and not state.pending and not legacy_copies:
             element = self._element_of(args[first])
             if element.replace(" ", "").rstrip(",") != ",".join(state.element):
                 out.append(
@@ -480,8 +483,16 @@ class Stages(RecordHelpers):
         stages = set(PRODUCERS + BATCHING + READS) | {"slice_input_producer"}
         if any(callee(c) in stages for c in self.calls_in(stmt)):
             return None
+        if (
+            fn.role == "batch"
+            and isinstance(stmt.iter, cst.Name)
+            and state.element == [stmt.iter.value]
+            and not state.pending
+        ):  # NOTE [ A batching helper looping over the copies ]
+            return self._copies_parameter_loop(fn, stmt, body, call, state, depth)
         loop_names = names_in(stmt.target)
-        if loop_names & set().union(*(names_in(s) for s in body)):
+        reads_loop = bool(loop_names & set().union(*(names_in(s) for s in body)))
+        if reads_loop and not identical_copies(self.trace.nodes):
             raise self.fail(
                 fn, stmt, f"each copy of the per-record code reads `{self.code(stmt.target)}` "
                 "(preprocessing that differs by thread); tf.data maps every record with one "
@@ -490,6 +501,14 @@ class Stages(RecordHelpers):
         count = self.code(stmt.iter).strip()
         match = re.fullmatch(r"range\((.+)\)", count)
         out = self._block(fn, body[:-1], state, depth)
+        if reads_loop:  # every copy built the same ops: the first copy's value serves
+            first = "0" if match else f"next(iter({count}))"
+            out.insert(0, f"{'    ' * depth}{self.code(stmt.target)} = {first}\n")
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: the copies of the per-record code read "
+                f"`{self.code(stmt.target)}` but built the same ops (checked on the graph): "
+                f"the tf.data version runs it once with {self.code(stmt.target)} = {first}"
+            )
         element = self._element_of(self.code(call.args[0].value))
         self.copy_lists.add(call.func.value.value)
         state.copies[call.func.value.value] = (
@@ -498,6 +517,34 @@ class Stages(RecordHelpers):
         )
         label = f"for ... in {count}: (copies for a join)"
         self.steps.append(Step(fn.line(stmt), label, "the per-record code once"))
+        return out
+
+    def _copies_parameter_loop(self, fn, stmt, body, call, state: State, depth: int) -> list[str]:
+        """``for image, caption in images_and_captions:`` in a batching helper.
+
+        NOTE [ A batching helper looping over the copies ]
+        im2txt's ``batch_with_dynamic_pad(images_and_captions, batch_size,
+        ...)`` takes the N copies' lists of its caller (NOTE [ Copies of the
+        per-record code for a join ]), loops over them computing per-record
+        values, appends each copy's list and joins them. Its version takes the
+        Dataset of one copy's values: the loop's target names one element, the
+        loop's body is per-record code mapped over the Dataset, and the join is
+        a ``batch`` of what the body appended.
+        """
+        target = stmt.target
+        names = (
+            [self.code(e.value) for e in target.elements]
+            if isinstance(target, (cst.Tuple, cst.List))
+            else [self.code(target)]
+        )
+        state.element = names
+        out = [f"{'    ' * depth}records = dataset\n"]  # the per-record code maps `records`
+        out += self._block(fn, body[:-1], state, depth)
+        element = self._element_of(self.code(call.args[0].value))
+        self.copy_lists.add(call.func.value.value)
+        state.copies[call.func.value.value] = (f"[{element}]", "")
+        label = f"for {self.code(target)} in {self.code(stmt.iter)}: (the copies' lists)"
+        self.steps.append(Step(fn.line(stmt), label, "per-record code mapped over the Dataset"))
         return out
 
     def _join_records(self, fn, stmt, call, args, state: State, depth: int) -> list[str]:

@@ -518,26 +518,6 @@ def _classify(nodes, outputs, own=None) -> tuple[set[str], set[str]]:
             for out in n.outputs:
                 stage_outputs.update(c.name for c in graph_facts.components(out))
     batching = [n for n in nodes if n.kind in plan.BATCHING_KINDS]
-    if batching:
-        sinks = [c for n in batching for x in n.inputs for c in _components(x)]
-    else:
-        sinks = [
-            c for x in tf.nest.flatten(outputs, expand_composites=False) for c in _components(x)
-        ]
-    walker = Walker(
-        _API,
-        lambda t: t.name in stage_outputs or t.op.type in graph_facts.DEQUEUE_OPS,
-        follow_control=False,
-        py_funcs=True,  # a py_func stage is per-record code like any other (written as it is)
-    )
-    sinks += [t for enqueues in own.values() for e in enqueues for t in e.inputs[1:]]
-    try:
-        walker.walk(sinks)
-    except NotRebuildableError as e:
-        raise MigrateError(str(e).replace("queue-pipeline migrate:", f"{_API}:", 1)) from e
-    record = set(stage_outputs) | set(walker.aliases)
-    for op in walker.ops.values():
-        record.update(t.name for t in op.outputs)
     batch: set[str] = set()
     frontier = [t for n in batching for out in n.outputs for t in _components(out)]
     frontier += [
@@ -556,6 +536,29 @@ def _classify(nodes, outputs, own=None) -> tuple[set[str], set[str]]:
         for consumer in t.consumers():
             seen += 1
             frontier.extend(consumer.outputs)
+    if batching:
+        sinks = [c for n in batching for x in n.inputs for c in _components(x)]
+    else:
+        sinks = [
+            c
+            for x in tf.nest.flatten(outputs, expand_composites=False)
+            for c in _components(x)
+            if c.name not in batch  # computed from an own queue's dequeue_many
+        ]
+    walker = Walker(
+        _API,
+        lambda t: t.name in stage_outputs or t.op.type in graph_facts.DEQUEUE_OPS,
+        follow_control=False,
+        py_funcs=True,  # a py_func stage is per-record code like any other (written as it is)
+    )
+    sinks += [t for enqueues in own.values() for e in enqueues for t in e.inputs[1:]]
+    try:
+        walker.walk(sinks)
+    except NotRebuildableError as e:
+        raise MigrateError(str(e).replace("queue-pipeline migrate:", f"{_API}:", 1)) from e
+    record = set(stage_outputs) | set(walker.aliases)
+    for op in walker.ops.values():
+        record.update(t.name for t in op.outputs)
     return record, batch
 
 

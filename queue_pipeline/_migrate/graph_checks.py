@@ -1,0 +1,86 @@
+"""Checks on the graph a traced call built, where the source alone cannot tell.
+
+* :func:`identical_copies`: whether the N copies of a join's per-record code
+  built the same ops. Used by NOTE [ Copies of the per-record code for a
+  join ] (in stages.py): a copy whose code reads the loop's variable
+  (``thread_id``) may still build the same ops in every copy (im2txt's
+  ``process_image(image, thread_id=thread_id)`` uses it only for summaries).
+* :func:`reads_model`: whether a tensor is the model's (it reads a variable
+  or a placeholder), not the input's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["MODEL_OPS", "identical_copies", "reads_model"]
+
+# attributes that name an op rather than say what it computes
+_IDENTITY_ATTRS = frozenset({"seed", "seed2", "_class", "shared_name", "container"})
+_LEAVES = ("Dequeue", "ReaderRead", "Placeholder", "Variable", "VarHandleOp")
+
+
+def identical_copies(nodes) -> bool:
+    """Whether every join among the plan `nodes` takes lists built by the same ops.
+
+    Two lists are the same when each tensor's ops, back to the dequeues and
+    reads they start from, have the same types, attributes (seeds and names
+    aside) and inputs. False when there is no join with two lists or more.
+    """
+    joins = [n for n in nodes if n.kind.endswith("_join")]
+    seen = False
+    for node in joins:
+        count = node.args.get("num_lists") or 0
+        tensors = [t for t in node.inputs if hasattr(t, "op")]  # the lists, flattened in order
+        if count < 2 or len(tensors) % count:
+            continue
+        seen = True
+        size = len(tensors) // count
+        memo: dict[str, Any] = {}
+        signatures = {
+            tuple(_signature(t, memo) for t in tensors[i * size : (i + 1) * size])
+            for i in range(count)
+        }
+        if len(signatures) != 1:
+            return False
+    return seen
+
+
+def _signature(tensor, memo: dict, depth: int = 0) -> Any:
+    op = tensor.op
+    key = f"{op.name}:{tensor.value_index}"
+    if key in memo:
+        return memo[key]
+    if depth > 400 or op.type.startswith(_LEAVES):
+        # a leaf: what it reads from (the same queue or reader for every copy)
+        sources = tuple(sorted(i.op.name for i in op.inputs))
+        result: Any = (op.type, tensor.value_index, sources)
+    else:
+        attrs = tuple(
+            sorted((k, str(v)) for k, v in op.node_def.attr.items() if k not in _IDENTITY_ATTRS)
+        )
+        inputs = tuple(_signature(i, memo, depth + 1) for i in op.inputs)
+        result = (op.type, tensor.value_index, attrs, inputs)
+    memo[key] = result
+    return result
+
+
+# ops whose tensors make a tensor the model's, not the input's
+MODEL_OPS = frozenset(
+    {"VariableV2", "VarHandleOp", "ReadVariableOp", "Placeholder", "PlaceholderWithDefault"}
+)
+
+
+def reads_model(tensor, limit: int = 2000) -> bool:
+    """Whether `tensor` is computed from a variable or a placeholder (the model's)."""
+    seen: set[str] = set()
+    stack = [tensor.op]
+    while stack and len(seen) < limit:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in MODEL_OPS:
+            return True
+        stack.extend(t.op for t in op.inputs)
+    return False
