@@ -138,3 +138,34 @@ def test_a_gan_build_model_reading_through_another_module(program):
         gan.use_tfrecords = False
         with pytest.raises(ValueError, match="feeds placeholders"):
             gan.build_model_dataset()
+
+
+def test_a_queue_handed_to_a_method_of_the_programs_object(tmp_path):
+    """youtube-8m's ``[reader.prepare_reader(filename_queue) for _ in range(n)]`` with
+    ``reader`` a ``readers.YT8MAggregatedFeatureReader``: the method (found on the
+    run's object, defined in the program's ``readers.py``) is followed; the join of
+    ``enqueue_many`` rows becomes an interleave, ``unbatch`` and the batch."""
+    shutil.copy(os.path.join(SCRIPTS, "yt8m_readers.py"), tmp_path / "readers.py")
+    shutil.copy(os.path.join(SCRIPTS, "yt8m_train.py"), tmp_path / "train.py")
+    rng = np.random.default_rng(17)
+    for k in range(2):
+        with tf.io.TFRecordWriter(str(tmp_path / f"train{k}.tfrecord")) as writer:
+            for i in range(12):
+                labels = sorted(set(rng.integers(0, 10, 2).tolist()))
+                feature = {
+                    "id": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"v%d" % i])),
+                    "labels": tf.train.Feature(int64_list=tf.train.Int64List(value=labels)),
+                    "mean_rgb": tf.train.Feature(
+                        float_list=tf.train.FloatList(value=rng.random(4).tolist())
+                    ),
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
+                writer.write(example.SerializeToString())
+    pattern = str(tmp_path / "train*.tfrecord")
+    call = f"readers.YT8MAggregatedFeatureReader(), {pattern!r}, num_epochs=1, num_readers=2"
+    result = migrate(str(tmp_path / "train.py"), "get_input_data_tensors", call=call)
+    assert result.verdict.status == "MATCH", result.report()
+    assert "training_data = [reader.prepare_reader(filename_queue)" in result.source
+    assert "def prepare_reader_record(" in result.source
+    assert "__prepare_reader" not in result.source
+    assert "cycle_length=num_readers" in result.source and ".unbatch()" in result.source

@@ -1,6 +1,10 @@
 """migrate on shapes found in public programs it had not seen (#41).
 
 An ``if`` in the per-record code keeps its test (BEGAN's ``if is_grayscale:``);
+a helper shuffling the records through its own queue, in an ``if`` (magenta);
+per-step lists collected for one record, concatenated, then two branches that
+each batch and return (video prediction); a script whose session initializes
+its variables before it builds its input (the tensorflowbook's titanic);
 an input function that starts the queue runners itself migrates whole
 through an ``if`` (srez); a method returning its generator's output on the
 batches is refused with the line (SEGAN), a batching list over two lines
@@ -76,3 +80,115 @@ def test_a_method_returning_the_model_on_its_batches_is_refused(tmp_path):
     line = 1 + next(i for i, text in enumerate(lines) if "G = self.generator(" in text)
     with pytest.raises(MigrateError, match=rf"model\.py:{line}: .*builds the model on the batches"):
         migrate(str(tmp_path / "model.py"), "SEGAN.build_model_single_gpu", call=call)
+
+
+def test_a_helper_shuffling_the_records_through_its_own_queue(tmp_path):
+    """NOTE [ A helper that shuffles the records ]: magenta's ``_shuffle_inputs``. Run
+    with ``shuffle=False``, the branch that calls it was not seen: refused with its line."""
+    shutil.copy(os.path.join(SCRIPTS, "magenta_sequence_lib.py"), tmp_path / "seq_lib.py")
+    rng = np.random.default_rng(11)
+    files = []
+    for k in range(2):
+        files.append(str(tmp_path / f"melody-{k}.tfrecord"))
+        with tf.io.TFRecordWriter(files[-1]) as writer:
+            for _ in range(12):
+                steps = int(rng.integers(2, 6))
+                inputs = [
+                    tf.train.Feature(float_list=tf.train.FloatList(value=rng.random(3).tolist()))
+                    for _ in range(steps)
+                ]
+                labels = [
+                    tf.train.Feature(int64_list=tf.train.Int64List(value=[int(rng.integers(9))]))
+                    for _ in range(steps)
+                ]
+                example = tf.train.SequenceExample(
+                    feature_lists=tf.train.FeatureLists(
+                        feature_list={
+                            "inputs": tf.train.FeatureList(feature=inputs),
+                            "labels": tf.train.FeatureList(feature=labels),
+                        }
+                    )
+                )
+                writer.write(example.SerializeToString())
+    path = str(tmp_path / "seq_lib.py")
+    line = 1 + next(
+        i for i, t in enumerate(open(path).read().splitlines()) if t.strip() == "if shuffle:"
+    )
+    with pytest.raises(MigrateError, match=rf"seq_lib\.py:{line}: .*did not take calls `_shuffle"):
+        migrate(path, "get_padded_batch", call=f"{files!r}, 4, 3, shuffle=False")
+    result = migrate(path, "get_padded_batch", call=f"{files!r}, 4, 3, shuffle=True")
+    assert result.verdict.status == "MATCH", result.report()
+    function = result.source.split("def get_padded_batch_dataset(")[1]
+    assert "records = _shuffle_inputs_dataset(records" in function
+    assert "def per_record(*input_tensors):" in function
+    shuffler = result.source.split("def _shuffle_inputs_dataset(")[1].split("\ndef ")[0]
+    assert ".shuffle(capacity" in shuffler and "set_shape" not in shuffler
+    assert any("static shapes" in d for d in result.dropped), result.dropped
+
+
+@pytest.mark.parametrize("use_state", [True, False])
+def test_per_step_lists_of_one_record_stay_in_the_record(tmp_path, use_state):
+    """The empty lists a time-step loop appends to are made per record (was: once,
+    outside the map: a concat of empty lists)."""
+    shutil.copy(os.path.join(SCRIPTS, "video_frames_input.py"), tmp_path / "prediction_input.py")
+    rng = np.random.default_rng(13)
+    path = str(tmp_path / "push.tfrecords")
+    with tf.io.TFRecordWriter(path) as writer:
+        for _ in range(16):
+            feature = {}
+            for i in range(3):
+                for name, size in (("image", 4), ("state", 2), ("action", 2)):
+                    values = rng.random(size).tolist()
+                    feature[f"move/{i}/{name}"] = tf.train.Feature(
+                        float_list=tf.train.FloatList(value=values)
+                    )
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    call = f"[{path!r}], use_state={use_state}"
+    result = migrate(str(tmp_path / "prediction_input.py"), "build_tfrecord_input", call=call)
+    assert result.verdict.status == "MATCH", result.report()
+    per_record = result.source.split("def per_record(")[1]
+    assert "image_seq, state_seq, action_seq = [], [], []" in per_record
+
+
+def test_a_scripts_session_statements_before_its_input_are_not_run(tmp_path, monkeypatch):
+    """``tf.global_variables_initializer().run()`` before ``X, Y = inputs()`` in the
+    session block needs a session: the copy the migration runs leaves it out (was:
+    "No default session is registered"); the migrated script keeps it."""
+    shutil.copy(os.path.join(SCRIPTS, "titanic_script.py"), tmp_path / "logistic_regression.py")
+    rows = ["id,survived,age,fare"] + [f"{i},{i % 2},{20 + i},{1.5 * i}" for i in range(24)]
+    (tmp_path / "train.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+    result = migrate(str(tmp_path / "logistic_regression.py"), None)
+    assert result.verdict.status == "MATCH", result.report()
+    assert "    tf.global_variables_initializer().run()\n" in result.source
+    assert "make_one_shot_iterator(dataset).get_next()" in result.source
+
+
+_GRAPH_DEFAULT = """
+import tensorflow.compat.v1 as tf
+
+_GRAPH = tf.Graph()
+with _GRAPH.as_default():
+    BATCH = tf.constant(4)
+
+
+def get_batch_producer(files, batch_size=BATCH):
+    queue = tf.train.string_input_producer(files, num_epochs=1, shuffle=False)
+    _, line = tf.TextLineReader().read(queue)
+    return tf.train.batch([line], batch_size=batch_size)
+"""
+
+
+def test_a_default_made_in_the_import_graph_is_named_with_its_fix(tmp_path):
+    """cinc2017's ``FLAGS.batch_size = tf.constant(16)`` as a parameter's default: the
+    call in migrate's own graph fails; the fix names the parameter and its value. (The
+    ``with _GRAPH.as_default():`` block that makes it runs when the file is loaded,
+    as the definitions the function needs do.)"""
+    (tmp_path / "ops.py").write_text(_GRAPH_DEFAULT)
+    (tmp_path / "lines.txt").write_text("a\nb\nc\nd\n")
+    files = repr([str(tmp_path / "lines.txt")])
+    with pytest.raises(MigrateError, match=r"the default of batch_size .* --call 'batch_size=4'"):
+        migrate(str(tmp_path / "ops.py"), "get_batch_producer", call=files)
+    result = migrate(str(tmp_path / "ops.py"), "get_batch_producer", call=f"{files}, 4")
+    assert result.verdict.status == "MATCH", result.report()

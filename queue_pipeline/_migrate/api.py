@@ -273,19 +273,18 @@ def migrate(
         # NOTE [ Following a function of another module ]: traced from a copy
         foreign = _foreign.lift(original, real)
         traced_path = _script.copy_path_for(real, kind="foreign") if foreign else path
+        given = (call, args, kwargs)
         try:
-            if foreign is not None:
-                with open(traced_path, "w", encoding="utf-8") as f:
-                    f.write(foreign.source)
-            module, _ = _trace.load_module(traced_path, function, program_argv, call)
-            graph_call = None
-            if call is not None or (args is None and kwargs is None):
-                args, kwargs, graph_call = _trace.call_arguments(module, call)
-            args, kwargs = tuple(args or ()), dict(kwargs or {})
-            traced = _trace.trace(
-                traced_path, function, args, kwargs, module=module, argv=program_argv,
-                graph_call=graph_call,
-            )  # fmt: skip
+            module, traced, args, kwargs, graph_call = _trace_plain(
+                traced_path, foreign, function, program_argv, *given
+            )
+            objects = _foreign.objects_called(traced, original) if foreign is None else {}
+            if objects:  # methods of the program's objects handed a queue: traced again
+                foreign = _foreign.lift(original, real, objects)
+                traced_path = _script.copy_path_for(real, kind="foreign")
+                module, traced, args, kwargs, graph_call = _trace_plain(
+                    traced_path, foreign, function, program_argv, *given
+                )
             rewrite, verdict, notes = _rewrite_and_prove(
                 traced, foreign.source if foreign else original, verify, batch_decode, args,
                 kwargs, epochs, max_batches, program_argv, graph_call,
@@ -505,6 +504,23 @@ def _migrate_method(
         verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
+
+
+def _trace_plain(path, foreign, function, argv, call, args, kwargs) -> tuple:
+    """(module, trace, args, kwargs, graph call) of `function` of the file `path`, or of
+    a copy there with the followed functions when `foreign` is given."""
+    if foreign is not None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(foreign.source)
+    module, _ = _trace.load_module(path, function, argv, call)
+    graph_call = None
+    if call is not None or (args is None and kwargs is None):
+        args, kwargs, graph_call = _trace.call_arguments(module, call)
+    args, kwargs = tuple(args or ()), dict(kwargs or {})
+    traced = _trace.trace(
+        path, function, args, kwargs, module=module, argv=argv, graph_call=graph_call
+    )
+    return module, traced, args, kwargs, graph_call
 
 
 def _foreign_lines(foreign: _foreign.Foreign, text: str, copy: str, path: str) -> str:

@@ -183,6 +183,8 @@ class State:
     """Where a pipeline function's Dataset stands while its statements are rewritten."""
 
     element: list[str] = dataclasses.field(default_factory=list)  # names of one record
+    # element names holding a list (``*name`` in a per-record function's parameters)
+    starred: set = dataclasses.field(default_factory=set)
     # per-record statements, each with (node, replacement text) pairs
     pending: list[tuple[Any, tuple]] = dataclasses.field(default_factory=list)
     queues: dict[str, str] = dataclasses.field(default_factory=dict)  # queue var -> Dataset var

@@ -52,6 +52,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains, preloaded
+from queue_pipeline._migrate.foreign import BUILDS_INPUT
 from queue_pipeline._migrate.graph_checks import reads_model
 from queue_pipeline._migrate.syntax import (
     all_params,
@@ -273,13 +274,21 @@ class _Rewriter(Returns):
                 self._per_record_if(fn, stmt, state) or self._per_batch_if(fn, stmt, state)
             ):
                 return []
-            return self._compound(fn, stmt, state, depth)
+            return self._flush_before(fn, stmt, state, depth) + self._compound(
+                fn, stmt, state, depth
+            )
         if isinstance(stmt, cst.For):
             loop = self.own_reader_loop(fn, stmt, state, depth)
             if loop is None:  # NOTE [ Copies of the per-record code for a join ]
                 loop = self.join_copies_loop(fn, stmt, state, depth)
             if loop is not None:
                 return loop
+        if self._restores_shapes(fn, stmt):
+            self.dropped.append(
+                f"{self.where(line)}: `{self.code(stmt).strip().splitlines()[0]}`: it restores "
+                "the static shapes a queue loses; a Dataset keeps them"
+            )
+            return []
         own = self.own_queue_statement(fn, stmt, calls, state, depth)
         if own is not None:  # NOTE [ Migrating the function's own queue ]
             return own
@@ -356,6 +365,7 @@ class _Rewriter(Returns):
             or (names & set(state.element))  # reads the record
             # reads or changes (`defaults[4] = ...`) what a per-record statement defined
             or ((names | mutated_names(stmt)) & pending_names)
+            or (state.element and not state.batch_element and self._collects_records(fn, stmt))
         ):
             state.pending.append((stmt, ()))
             return []
@@ -495,6 +505,30 @@ class _Rewriter(Returns):
                 feeds = False
         return out
 
+    def _flush_before(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
+        """The per-record code so far, mapped before an ``if`` whose branches hold a stage
+        (magenta's ``if shuffle: input_tensors = _shuffle_inputs(input_tensors, ...)``):
+        each branch, and what follows, starts from the same records. The map returns
+        what the rest of the function reads of it."""
+        if not state.pending or state.batch_element or not self._stage_calls(stmt):
+            return []
+        if _every_branch_returns(stmt):  # each branch maps the records its own way
+            return []
+        line = fn.line(stmt)
+        later = {
+            n.value
+            for n in m.findall(fn.node.body, m.Name())
+            if isinstance(n, cst.Name) and self.positions[n].start.line >= line
+        }
+        made = [n for st, _ in state.pending for n in assigned_names(st)]
+        names = [n for n in dict.fromkeys([*state.element, *made]) if n in later]
+        if not names:
+            return []
+        returns = ", ".join(self._element_of(n, fn) for n in names)
+        out = self._flush(state, returns, depth)
+        state.element = self._element_names(fn, names, state)
+        return out
+
     def _model_names(self, fn: Function, stmt) -> list[str]:
         """The names `stmt` assigns that the run left holding the model's tensors."""
         values = fn.call.local_values if fn.call is not None else {}
@@ -515,8 +549,68 @@ class _Rewriter(Returns):
         pending = {n for st, _ in state.pending for n in assigned_names(st)}
         if not names_in(stmt) & (set(state.element) | pending):
             return False
+        unrun = self._unrun_builder(stmt)
+        if unrun:
+            raise self.fail(
+                fn, stmt, f"a branch this run did not take calls `{unrun}`, which builds queue "
+                "stages the run did not see; migrate with arguments that take that branch "
+                "(--call)"
+            )  # fmt: skip
         state.pending.append((stmt, ()))
         return True
+
+    def _collects_records(self, fn: Function, stmt) -> bool:
+        """Whether `stmt` makes empty lists that later per-record code appends to.
+
+        The video prediction input's ``image_seq, state_seq = [], []``, then a
+        loop over the time steps appending each step's decoded frame, then
+        ``tf.concat(image_seq, 0)``: the lists belong to one record, so they
+        are made in the per-record function too (not once, outside it).
+        """
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if not isinstance(assign, cst.Assign):
+            return False
+        value = assign.value
+        values = value.elements if isinstance(value, cst.Tuple) else [value]
+        parts = [v.value if isinstance(v, cst.Element) else v for v in values]
+        if not parts or not all(
+            isinstance(p, (cst.List, cst.Dict)) and not p.elements for p in parts
+        ):
+            return False
+        targets = set(assigned_names(stmt))
+        line = fn.line(stmt)
+        later = [
+            c
+            for c in m.findall(fn.node.body, m.Call())
+            if isinstance(c, cst.Call) and self.positions[c].start.line > line
+        ]
+        for call in later:  # the copies of a join (NOTE [ Copies of the per-record code ...])
+            if (callee(call) in BATCHING or self.helper_of(call) is not None) and any(
+                isinstance(a.value, cst.Name) and a.value.value in targets for a in call.args
+            ):
+                return False
+        for call in later:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value in ("append", "extend")
+                and isinstance(func.value, cst.Name)
+                and func.value.value in targets
+                and any(fn.kind(n) == "record" for a in call.args for n in names_in(a.value))
+            ):
+                return True
+        return False
+
+    def _unrun_builder(self, stmt) -> str:
+        """A function of the file called in `stmt` that the run never called and whose
+        code builds queue stages (a reader, producer, queue or batching call), or ""."""
+        for call in self.calls_in(stmt):
+            name = callee(call) if isinstance(call.func, cst.Name) else ""
+            helper = self.functions.get(name)
+            if helper is not None and helper.call is None:
+                if BUILDS_INPUT.search(self.code(helper.node)):
+                    return name
+        return ""
 
     def _stage_calls(self, stmt) -> bool:
         """Whether `stmt` holds a stage: a producer, reader, batching call, queue,
@@ -631,6 +725,8 @@ class _Rewriter(Returns):
             returns = ", ".join(bound[p] for p in record_params if p in bound)
             if returns in state.copies:  # the N copies' lists: one copy's values
                 returns = self._element_of(state.copies.pop(returns)[0])
+            elif state.pending:
+                returns = self._element_of(returns, fn)
             if state.pending or bare(returns) != bare(", ".join(state.element)):
                 out += self._flush(state, returns, depth)
             replace = {p: "" for p in record_params}
@@ -640,7 +736,18 @@ class _Rewriter(Returns):
         replacements: list[tuple[cst.CSTNode, str]] = []
         target = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
         loaders = self.loaders.get(new, [])  # the helper's version returns (dataset, load)
-        if isinstance(target, cst.Assign):
+        if isinstance(target, cst.Assign) and role == "batch" and self._records_out(fn, target):
+            # NOTE [ A helper that shuffles the records ]: records in, records out
+            t = target.targets[0].target
+            state.element = self._element_names(
+                fn,
+                [self.code(e.value) for e in t.elements]
+                if isinstance(t, (cst.Tuple, cst.List))
+                else [self.code(t)],
+                state,
+            )
+            replacements.append((t, "records"))
+        elif isinstance(target, cst.Assign):
             t = target.targets[0].target
             state.batch_element = (
                 [self.code(e.value) for e in t.elements]
@@ -655,6 +762,48 @@ class _Rewriter(Returns):
         replacements.append((call, new_call))
         out.append(self.text(stmt, depth, replacements))
         return out
+
+    def _restores_shapes(self, fn: Function, stmt) -> bool:
+        """Whether `stmt`, in a batching helper, only sets the shapes of what it dequeued
+        from those of its record parameters (``for i in range(len(input_tensors)):
+        output_tensors[i].set_shape(input_tensors[i].shape)``)."""
+        if fn.role != "batch":
+            return False
+        calls = {callee(c) for c in self.calls_in(stmt)}
+        if "set_shape" not in calls or calls - {"set_shape", "range", "len", "enumerate", "zip"}:
+            return False
+        return bool(names_in(stmt) & {p for p in fn.params if fn.kind(p) == "record"})
+
+    def _records_out(self, fn: Function, assign: cst.Assign) -> bool:
+        """Whether what a batching helper's call assigns holds records, not batches.
+
+        NOTE [ A helper that shuffles the records ]
+        magenta's ``input_tensors = _shuffle_inputs(input_tensors, capacity,
+        min_after_dequeue, num_threads)`` passes the records through a
+        ``RandomShuffleQueue`` of its own (``enqueue``, a QueueRunner, then
+        ``dequeue()``): records in, records out. Its version maps the Dataset
+        of records to the shuffled Dataset of records, and the caller goes on
+        with ``records`` and the same element (the run tells records from
+        batches).
+        """
+        values = fn.call.local_values if fn.call is not None else {}
+        tensors = [
+            t
+            for t_ in assign.targets
+            for n in m.findall(t_.target, m.Name())
+            if isinstance(n, cst.Name)
+            for t in tf.nest.flatten(values.get(n.value))
+            if isinstance(t, tf.Tensor)
+        ]
+        return bool(tensors) and all(t.name not in self.trace.batch for t in tensors)
+
+    def _element_names(self, fn: Function, names: list[str], state: State) -> list[str]:
+        """`names`, the element from now on; a name the run left holding a list takes
+        the element's values as ``*name`` in a per-record function (a Dataset hands
+        them one by one)."""
+        values = fn.call.local_values if fn.call is not None else {}
+        state.starred = {n for n in names if isinstance(values.get(n), list)}
+        return list(names)
 
     def _returned_queue(self, fn: Function, stmt) -> tuple[str, int] | None:
         """(name, number of components) when `stmt` assigns one name a queue its helper
@@ -768,6 +917,23 @@ def _drop_unused_record_helpers(rw: _Rewriter) -> None:
         others = "".join(v for k, v in rw.generated.items() if k != owner) + code.replace(own, "")
         if not re.search(rf"\b{re.escape(name)}\b", others):
             rw.generated[owner] = code.replace(own, "").replace("\n\n\n\n\n", "\n\n")
+
+
+def _every_branch_returns(stmt: cst.If) -> bool:
+    """Whether every branch of `stmt` (an ``else`` included) ends with a ``return``."""
+    branch: cst.If | cst.Else = stmt
+    while True:
+        body = branch.body.body if isinstance(branch.body, cst.IndentedBlock) else ()
+        last = body[-1] if body else None
+        if not (
+            isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)
+        ):
+            return False
+        if isinstance(branch, cst.Else):
+            return True
+        if branch.orelse is None:
+            return False
+        branch = branch.orelse
 
 
 def _insert(rw: _Rewriter, source: str) -> str:

@@ -84,6 +84,7 @@ class Followed:
     first: int
     start: int
     last: int
+    method: bool = False  # an object's method: called as ``<local>(obj, ...)`` in the copy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +103,8 @@ class Foreign:
         for f in self.followed:
             if f.local == f.spelled:  # imported by name: its versions keep that name
                 continue
+            if f.method:  # `Class__m(reader, q)` is `reader.m(q)`
+                text = re.sub(rf"\b{f.local}\((\w+)(?:,\s*|\s*(?=\)))", rf"\1.{f.short}(", text)
             text = re.sub(rf"\b{f.local}\b", f.spelled, text)
             for suffix in dict.fromkeys(re.findall(rf"\b{f.local}(_\w+)\b", text)):
                 name = f.short + suffix
@@ -170,10 +173,12 @@ class Foreign:
         return "".join(lines[:at] + [i + "\n" for i in needed] + lines[at:])
 
 
-def lift(source: str, path: str) -> Foreign | None:
+def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
     """`source` (the file `path`, or a copy of it) with the functions of the program's
     other modules it calls that build input lifted after it; None when there are none.
 
+    `objects`: ``"reader.prepare_reader"`` -> (file, class, method) for the
+    methods of the program's objects it hands a queue (:func:`objects_called`).
     See NOTE [ Following a function of another module ].
     """
     module = cst.parse_module(source)
@@ -186,13 +191,29 @@ def lift(source: str, path: str) -> Foreign | None:
         and any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body)
     }
     wanted = _called(module, _imported(module, directory))
-    if not wanted:
+    objects = objects or {}
+    if not wanted and not objects:
         return None
     lifted: dict[str, str] = {}  # local name in the copy -> how the program calls it
     renames: dict[str, str] = {}  # spelled -> local, in the file
     imports: list[str] = []
     texts: list[tuple[str, str, int, str]] = []  # (local, code, first, path)
     queue = [(spelled, file, name, alias) for spelled, (file, name, alias) in wanted.items()]
+    methods: dict[str, str] = {}  # local -> the method's name, for an object's method
+    for spelled, (file, cls, name) in objects.items():
+        local = f"{cls}__{name}"
+        found = _function(file, name, cls)
+        if found is None or local in bound or local in lifted:
+            continue
+        other, node, first = found
+        code, more = _rewritten(other, node, file, None, bound, own_imports, imports, cls)
+        lifted[local] = spelled
+        methods[local] = name
+        renames[spelled] = local
+        texts.append(
+            (local, re.sub(rf"^def\s+{re.escape(name)}\b", f"def {local}", code), first, file)
+        )
+        queue += more
     for _ in range(_LEVELS):
         later = []
         for spelled, file, name, alias in queue:
@@ -219,7 +240,7 @@ def lift(source: str, path: str) -> Foreign | None:
             break
     if not texts:
         return None
-    body = _respelled(source, renames)
+    body = _respelled(source, renames, set(methods))
     head = body.rstrip("\n") + "\n\n\n" + MARKER + "\n"
     head += "".join(i + "\n" for i in imports)
     followed = []
@@ -229,7 +250,9 @@ def lift(source: str, path: str) -> Foreign | None:
         head += code.rstrip("\n") + "\n"
         spelled = lifted[local]
         short = local.rsplit("__", 1)[-1]
-        followed.append(Followed(spelled, local, short, file, first, start, head.count("\n")))
+        followed.append(
+            Followed(spelled, local, short, file, first, start, head.count("\n"), local in methods)
+        )
     return Foreign(head, tuple(followed), tuple(imports), frozenset(bound))
 
 
@@ -356,8 +379,11 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
     return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]
 
 
-def _function(file: str, name: str) -> tuple[cst.Module, cst.FunctionDef, int] | None:
-    """The top-level function `name` of `file` when it builds input and can be followed."""
+def _function(
+    file: str, name: str, cls: str | None = None
+) -> tuple[cst.Module, cst.FunctionDef, int] | None:
+    """The top-level function `name` of `file` (or method of its top-level class `cls`)
+    when it builds input and can be followed."""
     try:
         with open(file, encoding="utf-8") as f:
             wrapper = MetadataWrapper(cst.parse_module(f.read()))
@@ -365,10 +391,10 @@ def _function(file: str, name: str) -> tuple[cst.Module, cst.FunctionDef, int] |
         return None
     module = wrapper.module
     positions = wrapper.resolve(PositionProvider)
-    for s in module.body:
+    for s in _scope(module, cls):
         if isinstance(s, cst.FunctionDef) and s.name.value == name:
             code = module.code_for_node(s)
-            if s.decorators or re.search(r"^\s*(global|nonlocal)\b", code, re.M):
+            if s.decorators or re.search(r"^\s*(global|nonlocal)\b|super\(|self\.__", code, re.M):
                 return None
             if not BUILDS_INPUT.search(code):
                 return None
@@ -376,9 +402,19 @@ def _function(file: str, name: str) -> tuple[cst.Module, cst.FunctionDef, int] |
     return None
 
 
+def _scope(module: cst.Module, cls: str | None) -> list:
+    """The top-level statements of `module`, or the body of its top-level class `cls`."""
+    if cls is None:
+        return list(module.body)
+    for s in module.body:
+        if isinstance(s, cst.ClassDef) and s.name.value == cls:
+            return list(s.body.body) if isinstance(s.body, cst.IndentedBlock) else []
+    return []
+
+
 def _rewritten(
     other: cst.Module, node: cst.FunctionDef, file: str, alias: str | None, bound: set[str],
-    own_imports: set[str], imports: list[str],
+    own_imports: set[str], imports: list[str], cls: str | None = None,
 ) -> tuple[str, list[tuple[str, str, str, str | None]]]:  # fmt: skip
     """`node`'s code with its module's names reachable from the file; and the functions
     of its module it calls that build input (followed in turn)."""
@@ -386,7 +422,7 @@ def _rewritten(
     scopes = wrapper.resolve(ScopeProvider)
     target = next(
         s
-        for s in wrapper.module.body
+        for s in _scope(wrapper.module, cls)
         if isinstance(s, cst.FunctionDef) and s.name.value == node.name.value
     )
     globals_used: dict[str, list[cst.Name]] = {}
@@ -472,8 +508,9 @@ class _Renamer(cst.CSTTransformer):
         return updated
 
 
-def _respelled(source: str, renames: dict[str, str]) -> str:
-    """`source` with each call of a followed function spelled by its name in the copy."""
+def _respelled(source: str, renames: dict[str, str], methods: frozenset | set = frozenset()) -> str:
+    """`source` with each call of a followed function spelled by its name in the copy
+    (an object's method, `methods`, with the object as its first argument)."""
     if not renames:
         return source
     module = cst.parse_module(source)
@@ -482,6 +519,59 @@ def _respelled(source: str, renames: dict[str, str]) -> str:
     class Calls(cst.CSTTransformer):
         def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
             local = renames.get(code(original.func))
-            return updated.with_changes(func=cst.Name(local)) if local else updated
+            if not local:
+                return updated
+            if local in methods and isinstance(original.func, cst.Attribute):
+                first = cst.Arg(original.func.value)
+                return updated.with_changes(func=cst.Name(local), args=[first, *updated.args])
+            return updated.with_changes(func=cst.Name(local))
 
     return module.visit(Calls()).code
+
+
+def objects_called(traced, source: str) -> dict[str, tuple[str, str, str]]:
+    """The methods of the program's objects that the traced run handed a queue.
+
+    ``reader.prepare_reader(filename_queue)`` in youtube-8m's
+    ``get_input_data_tensors(reader, ...)``: ``reader`` was an instance of a
+    class of the program (``readers.YT8MFrameFeatureReader``) whose method
+    reads the queue. Returns ``"reader.prepare_reader"`` -> (its class's file,
+    the class defining the method, the method), for :func:`lift`, which lifts
+    the method as ``<Class>__<method>(self, ...)`` (NOTE [ Following a
+    function of another module ]).
+    """
+    import inspect  # noqa: PLC0415
+
+    values: dict[str, object] = {}
+    for call in traced.calls.values():
+        for name, value in [*call.arguments.items(), *call.local_values.items()]:
+            values.setdefault(name, value)
+    found: dict[str, tuple[str, str, str]] = {}
+    for call in _calls(cst.parse_module(source)):
+        func = call.func
+        if not (
+            call.args
+            and isinstance(func, cst.Attribute)
+            and isinstance(func.value, cst.Name)
+            and func.value.value in values
+        ):
+            continue
+        value = values[func.value.value]
+        if isinstance(value, type) or not hasattr(type(value), "__mro__"):
+            continue
+        owner = next((c for c in type(value).__mro__ if func.attr.value in vars(c)), None)
+        method = vars(owner).get(func.attr.value) if owner is not None else None
+        if owner is None or not inspect.isfunction(method):
+            continue
+        try:
+            file = inspect.getsourcefile(owner)
+        except TypeError:
+            continue
+        if file is None or _library(file):
+            continue
+        found[f"{func.value.value}.{func.attr.value}"] = (
+            os.path.realpath(file),
+            owner.__name__,
+            func.attr.value,
+        )
+    return found

@@ -216,7 +216,11 @@ class OwnQueues(Stages):
             raise self.fail(fn, stmt, f"it dequeues from {name}, which no enqueue of it fills")
         method = callee(call)
         if method == "dequeue":
-            return self._own_single(fn, stmt, kind, state)
+            lines = self._own_single(fn, stmt, kind, state)
+            if fn.role == "batch" and not state.pending:
+                # records in, records out: NOTE [ A helper that shuffles the records ]
+                return ["    " * depth + "records = dataset\n"]
+            return lines
         count = call.args[0].value if call.args else None
         if count is None:
             raise self.fail(fn, stmt, f"{method} needs its count")

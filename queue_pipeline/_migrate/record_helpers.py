@@ -149,9 +149,13 @@ class RecordHelpers(RewriterBase):
             return kind, reader_fn, value, self.text(stmt, 1, replace)
         return None
 
-    def _element_of(self, tensors: str) -> str:
-        """What the mapped function returns for a batching call's `tensors` (never a list)."""
+    def _element_of(self, tensors: str, fn: Function | None = None) -> str:
+        """What the mapped function returns for a batching call's `tensors` (never a list:
+        tf.data would stack one; a name `fn`'s run left holding a list is a tuple)."""
         text = tensors.strip()
+        value = fn.call.local_values.get(text) if fn is not None and fn.call is not None else None
+        if isinstance(value, list) and text.isidentifier():
+            return f"tuple({text})"
         if text.startswith("list(") and text.endswith(")"):
             return "tuple(" + text[len("list(") :]
         if text.startswith("[") and text.endswith("]"):

@@ -367,7 +367,12 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
     levels = [*path_blocks, (block, start)]
     if fn is None:
         levels = levels[1:]
-    before = [s for stmts, index in levels for s in stmts[:index] if not has_session_code(s)]
+    before = [
+        s
+        for stmts, index in levels
+        for s in stmts[:index]
+        if not has_session_code(s) and not _calls(s) & {"run", "eval"}  # they need a session
+    ]
     body, body_lines = _render(before + region, unit, positions)
     returned = ", ".join(names)
     loader = ""

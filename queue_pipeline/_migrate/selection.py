@@ -186,6 +186,13 @@ def _definitional(stmt: ast.stmt, needed: set[str], variables: set[str]) -> bool
     if isinstance(stmt, ast.If):
         body = stmt.body + stmt.orelse
         return all(_definitional(s, needed, variables) for s in body)
+    if isinstance(stmt, ast.With):  # `with graph.as_default(): BATCH = tf.constant(16)`
+        opens = any(
+            isinstance(n, ast.Call) and getattr(n.func, "id", "") == "open"
+            for item in stmt.items
+            for n in ast.walk(item.context_expr)
+        )
+        return not opens and all(_definitional(s, needed, variables) for s in stmt.body)
     if isinstance(stmt, ast.Try):
         body = stmt.body + stmt.orelse + stmt.finalbody
         handlers = [s for h in stmt.handlers for s in h.body]

@@ -278,7 +278,7 @@ class Stages(RecordHelpers):
     def _flush(self, state: State, returns: str, depth: int) -> list[str]:
         """The pending per-record statements as a nested function mapped over ``records``."""
         pad = "    " * depth
-        params = ", ".join(state.element)
+        params = ", ".join(f"*{e}" if e in state.starred else e for e in state.element)
         direct = self._direct_helper(state, returns)
         if direct:
             state.pending = []
@@ -295,6 +295,10 @@ class Stages(RecordHelpers):
             return [
                 f"{pad}records = records.map({function}, num_parallel_calls={chains.AUTOTUNE})\n"
             ]
+        if not state.pending and returns.replace(" ", "").replace("tuple(", "(").strip("()") in (
+            params.replace(" ", "").lstrip("*"),
+        ):
+            return []
         if not state.pending and returns.replace(" ", "") in (
             params.replace(" ", ""),
             f"({params})",
@@ -407,9 +411,10 @@ class Stages(RecordHelpers):
                 )
             source = "dataset"
         else:
-            after = self._batched_flush(fn, state, self._element_of(args[first]), args, kind, depth)
+            element = self._element_of(args[first], fn)
+            after = self._batched_flush(fn, state, element, args, kind, depth)
             if after is None:
-                out += self._flush(state, self._element_of(args[first]), depth)
+                out += self._flush(state, element, depth)
             source = "records"
         try:
             chain = chains.batching_lines(kind, args, "dataset")
@@ -571,8 +576,15 @@ class Stages(RecordHelpers):
         new, kind, reader_fn, extra, _ = self.record_helper(helper)
         if helper.name in self.record_keys:
             raise self.fail(fn, stmt, "a reader's key read by one of several parallel readers")
-        queue = elt.args[0].value if elt.args else None
-        if not isinstance(queue, cst.Name) or queue.value not in state.queues:
+        queue = next(  # the first argument (after the object, for an object's method)
+            (
+                a.value
+                for a in elt.args
+                if isinstance(a.value, cst.Name) and a.value.value in state.queues
+            ),
+            None,
+        )
+        if not isinstance(queue, cst.Name):
             raise self.fail(fn, stmt, "the helper must read from a producer of this function")
         files = state.queues[queue.value]
         count = self.code(comp.for_in.iter)

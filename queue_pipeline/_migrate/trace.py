@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import os
 import sys
 import types
@@ -402,10 +403,10 @@ def trace(
     except MigrateError:
         raise
     except Exception as e:  # noqa: BLE001 - the user's function failed
+        usual = _graph_defaults(fn, args, kwargs) or "pass arguments that run (--call)"
         raise MigrateError(
             f"{_API}: calling {function}({_spell(args, kwargs)}) failed: "
-            f"{type(e).__name__}: {e}. Fix: "
-            f"{loading.fix_for(e, 'pass arguments that run (--call)')}."
+            f"{type(e).__name__}: {str(e).rstrip('.')}. Fix: {loading.fix_for(e, usual)}."
         ) from e
     # The graph is fresh: everything recorded on it is this call's pipeline,
     # including the stages behind a queue no builder recorded (a prefetch).
@@ -447,6 +448,37 @@ def trace(
         real, module, function, outputs, nodes, sites, reader_sites, calls, record, batch,
         queue_sites,
     )  # fmt: skip
+
+
+def _graph_defaults(fn, args, kwargs) -> str:
+    """The fix when `fn` was called with a default that is a tensor made at import.
+
+    A parameter's default made as ``tf.constant(16)`` belongs to the graph the
+    module was imported in; migrate calls the function in a graph of its own
+    (each side of the proof too), where that tensor cannot be used.
+    """
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return ""
+    passed = set(list(kwargs or {}))
+    passed |= {p.name for p in parameters[: len(args)]}
+    tensors = [
+        p
+        for p in parameters
+        if p.name not in passed and isinstance(p.default, (tf.Tensor, tf.Variable))
+    ]
+    if not tensors:
+        return ""
+    value = None
+    with contextlib.suppress(Exception):  # a constant's value, for the example
+        value = tf.get_static_value(tensors[0].default)
+    example = f"{tensors[0].name}={value.tolist() if value is not None else 'VALUE'}"
+    return (
+        f"the default of {', '.join(p.name for p in tensors)} is a tensor made when the file "
+        f"was imported, in another graph: pass a value with --call (e.g. --call "
+        f"'{example}'), or make the default a plain value"
+    )
 
 
 def _spell(args, kwargs) -> str:
