@@ -192,3 +192,40 @@ def test_a_default_made_in_the_import_graph_is_named_with_its_fix(tmp_path):
         migrate(str(tmp_path / "ops.py"), "get_batch_producer", call=files)
     result = migrate(str(tmp_path / "ops.py"), "get_batch_producer", call=f"{files}, 4")
     assert result.verdict.status == "MATCH", result.report()
+
+
+_PYTHON_FED = """
+import threading
+
+import tensorflow.compat.v1 as tf
+
+
+class AudioReader(object):
+    def __init__(self, queue_size=32):
+        self.sample_placeholder = tf.placeholder(dtype=tf.float32, shape=None)
+        self.queue = tf.PaddingFIFOQueue(queue_size, ["float32"], shapes=[(None, 1)])
+        self.enqueue = self.queue.enqueue([self.sample_placeholder])
+
+    def dequeue(self, num_elements):
+        return self.queue.dequeue_many(num_elements)
+
+    def thread_main(self, sess):
+        for piece in ([[0.0]], [[1.0], [2.0]]):
+            sess.run(self.enqueue, feed_dict={self.sample_placeholder: piece})
+
+    def start_threads(self, sess):
+        thread = threading.Thread(target=self.thread_main, args=(sess,))
+        thread.start()
+        return [thread]
+"""
+
+
+def test_a_queue_fed_from_python_is_refused_with_its_line(tmp_path):
+    """NOTE [ A queue the program feeds from Python ]: WaveNet's AudioReader."""
+    (tmp_path / "audio_reader.py").write_text(_PYTHON_FED)
+    with pytest.raises(
+        MigrateError,
+        match=r"audio_reader\.py:10: AudioReader\.dequeue\(\) dequeues from a queue the "
+        r"program fills from Python .*from_generator",
+    ):
+        migrate(str(tmp_path / "audio_reader.py"), "AudioReader.dequeue", call="AudioReader(), 2")

@@ -102,6 +102,7 @@ class Lifted:
         text = text.replace(
             f"{self.function}() in {copy_path}", f"{path}: {self.cls}.{self.method}()"
         )
+        text = re.sub(rf"\b{self.function}\(", f"{self.cls}.{self.method}(", text)
         return text.replace(copy_path, path)
 
 

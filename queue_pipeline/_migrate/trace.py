@@ -424,6 +424,17 @@ def trace(
             "runs the session on them."
         )
     if not nodes:
+        fed = _fed_from_python(outputs)
+        if fed is not None:  # NOTE [ A queue the program feeds from Python ]
+            frames = _frames(fed, real)
+            where = f"{real}:{frames[-1][1]}" if frames else real
+            raise MigrateError(
+                f"{_API}: {where}: {function}() dequeues from a queue the program fills "
+                f"from Python (`{fed.name}`: an enqueue of placeholders, run with feed_dict "
+                "by a thread of the program), so no graph stage reads its data. Fix: write "
+                "the thread's loop as a generator for tf.data.Dataset.from_generator (then "
+                ".padded_batch), or migrate a function that reads its files with a reader."
+            )
         raise MigrateError(
             f"{_API}: {function}() in {real} builds no queue pipeline (nothing it returns "
             "comes from a producer, reader or batching call). Fix: name the function that "
@@ -448,6 +459,29 @@ def trace(
         real, module, function, outputs, nodes, sites, reader_sites, calls, record, batch,
         queue_sites,
     )  # fmt: skip
+
+
+def _fed_from_python(outputs) -> tf.Operation | None:
+    """The queue `outputs` are dequeued from whose enqueues take placeholders, or None.
+
+    NOTE [ A queue the program feeds from Python ]
+    WaveNet's ``AudioReader`` loads audio in Python threads and runs
+    ``queue.enqueue([placeholder])`` with ``feed_dict``; its ``dequeue(n)`` is
+    ``queue.dequeue_many(n)``. No reader, producer or batching call is in the
+    graph: the data comes from the program's own loop, which migrate does not
+    run or rewrite. Refused with what the queue is and the way to tf.data.
+    """
+    for t in tf.nest.flatten(outputs, expand_composites=False):
+        op = getattr(t, "op", None)
+        if op is None or op.type not in graph_facts.DEQUEUE_OPS or not op.inputs:
+            continue
+        queue_op = op.inputs[0].op
+        for use in queue_op.outputs[0].consumers():
+            if use.type.startswith("QueueEnqueue") and any(
+                i.op.type.startswith("Placeholder") for i in use.inputs[1:]
+            ):
+                return queue_op
+    return None
 
 
 def _graph_defaults(fn, args, kwargs) -> str:
