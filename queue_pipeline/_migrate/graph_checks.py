@@ -5,15 +5,15 @@
   join ] (in stages.py): a copy whose code reads the loop's variable
   (``thread_id``) may still build the same ops in every copy (im2txt's
   ``process_image(image, thread_id=thread_id)`` uses it only for summaries).
-* :func:`reads_model`: whether a tensor is the model's (it reads a variable
-  or a placeholder), not the input's.
+* :func:`reads_model` / :func:`input_tensor`: whether a tensor is the
+  model's (it reads a variable or a placeholder) or the input's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MODEL_OPS", "identical_copies", "reads_model"]
+__all__ = ["MODEL_OPS", "identical_copies", "input_tensor", "reads_model"]
 
 # attributes that name an op rather than say what it computes
 _IDENTITY_ATTRS = frozenset({"seed", "seed2", "_class", "shared_name", "container"})
@@ -71,8 +71,8 @@ MODEL_OPS = frozenset(
 )
 
 
-def reads_model(tensor, limit: int = 2000) -> bool:
-    """Whether `tensor` is computed from a variable or a placeholder (the model's)."""
+def _walk(tensor, stop=lambda op: False, limit: int = 2000):
+    """The ops `tensor` is computed from (its own first), not past those `stop` accepts."""
     seen: set[str] = set()
     stack = [tensor.op]
     while stack and len(seen) < limit:
@@ -80,7 +80,26 @@ def reads_model(tensor, limit: int = 2000) -> bool:
         if op.name in seen:
             continue
         seen.add(op.name)
+        yield op
+        if not stop(op):
+            stack.extend(t.op for t in op.inputs)
+
+
+def reads_model(tensor) -> bool:
+    """Whether `tensor` is computed from a variable or a placeholder (the model's)."""
+    return any(op.type in MODEL_OPS for op in _walk(tensor))
+
+
+def input_tensor(tensor, reads: bool = False) -> bool:
+    """Whether `tensor` is read from a queue (or, with `reads`, a reader) and from no
+    variable or placeholder: the input's, not the model's."""
+
+    def source(op) -> bool:
+        return "Dequeue" in op.type or (reads and op.type.startswith("ReaderRead"))
+
+    found = False
+    for op in _walk(tensor, source):
         if op.type in MODEL_OPS:
-            return True
-        stack.extend(t.op for t in op.inputs)
-    return False
+            return False
+        found = found or source(op)
+    return found

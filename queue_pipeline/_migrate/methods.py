@@ -38,7 +38,7 @@ import libcst.matchers as m
 import tensorflow as tf
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from queue_pipeline._migrate.graph_checks import MODEL_OPS
+from queue_pipeline._migrate.graph_checks import input_tensor
 from queue_pipeline._migrate.loading import MigrateError
 
 __all__ = [
@@ -367,28 +367,10 @@ def queue_tensors(instance: object, reads: bool = False) -> list[str]:
     With `reads`, a reader's read counts too (a record read in the constructor).
     """
 
-    def dequeued(tensor) -> bool:
-        # a tensor of the model (it reads a variable or a placeholder too) is not input
-        seen: set[str] = set()
-        stack = [tensor.op]
-        found = False
-        while stack and len(seen) < 2000:
-            op = stack.pop()
-            if op.name in seen:
-                continue
-            seen.add(op.name)
-            if op.type in MODEL_OPS:
-                return False
-            if "Dequeue" in op.type or (reads and op.type.startswith("ReaderRead")):
-                found = True
-                continue
-            stack.extend(t.op for t in op.inputs)
-        return found
-
     found = []
     for name, value in vars(instance).items():
         values = value if isinstance(value, (list, tuple)) else [value]
-        if values and all(isinstance(v, tf.Tensor) and dequeued(v) for v in values):
+        if values and all(isinstance(v, tf.Tensor) and input_tensor(v, reads) for v in values):
             found.append(name)
     return found
 
