@@ -52,15 +52,10 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains, preloaded
-from queue_pipeline._migrate.foreign import BUILDS_INPUT
-from queue_pipeline._migrate.graph_checks import reads_model
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
     attributes_read,
-    bare,
-    bind_arguments,
-    call_text,
     callee,
     dead_code,
     filled_blocks,
@@ -72,27 +67,16 @@ from queue_pipeline._migrate.trace import MigrateError, Trace, attribute
 from queue_pipeline._migrate.base import (
     API,
     BATCHING,
-    OWN_QUEUE_CALLS,
     PRODUCERS,
-    READER_CLASSES,
     READS,
     Function,
     State,
     Step,
-    batch_params,
-    fresh,
 )
-from queue_pipeline._migrate.returns import Returns
+from queue_pipeline._migrate.branches import NOT_PER_BATCH
+from queue_pipeline._migrate.helper_calls import HelperCalls
 
 __all__ = ["Rewrite", "Step", "rewrite"]
-
-# What a per-batch map cannot make (NOTE [ Per-batch code after the batching call ])
-_NOT_PER_BATCH = frozenset(
-    {"Variable", "get_variable", "placeholder", "placeholder_with_default", "Session"}
-)
-
-# what the tf.data version of a branch that feeds placeholders raises
-_RAISES = "this branch feeds placeholders; a tf.data.Dataset has none (use the legacy code)"
 
 # calls that may take a queue: the stages migrate rewrites, and a queue's own methods
 _FOLLOWED = frozenset(
@@ -137,7 +121,7 @@ class Rewrite:
     names: list[str] = dataclasses.field(default_factory=list)
 
 
-class _Rewriter(Returns):
+class _Rewriter(HelperCalls):
     """One rewrite of a traced function and the helpers on its path."""
 
     # ----------------------------------------------------------- record helpers
@@ -376,7 +360,7 @@ class _Rewriter(Returns):
                     "outside the Dataset (add it to the training step)"
                 )
                 return []
-            made = {callee(c) for c in calls} & _NOT_PER_BATCH
+            made = {callee(c) for c in calls} & NOT_PER_BATCH
             model = self._model_names(fn, stmt)
             if model:
                 raise self.fail(
@@ -460,403 +444,6 @@ class _Rewriter(Returns):
         names = names_in(stmt)
         return any(fn.kind(n) in ("record", "queue", "reader", "batch") for n in names)
 
-    def _compound(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
-        pad = "    " * depth
-        out: list[str] = []
-        # The comments and blank lines above the statement, then its header alone.
-        out += [
-            f"{pad}{self.code(line).strip()}\n" if line.comment else "\n"
-            for line in stmt.leading_lines
-        ]
-        if isinstance(stmt, cst.With):
-            bare = stmt.with_changes(
-                leading_lines=[], body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])])
-            )
-            header = self.code(bare).rsplit("pass", 1)[0].strip()
-            inner = self._block(fn, list(stmt.body.body), state, depth + 1)
-            out.append(f"{pad}{header}\n")
-            out += inner or [f"{pad}    pass\n"]
-            return out
-        assert isinstance(stmt, cst.If)
-        out.append(f"{pad}if {self.code(stmt.test)}:\n")
-        saved = dataclasses.replace(state, pending=list(state.pending), element=list(state.element))
-        lines = self._branch(fn, list(stmt.body.body), state, depth + 1)
-        feeds = _RAISES in "".join(lines)
-        out += lines
-        orelse = stmt.orelse
-        while orelse is not None:
-            other = dataclasses.replace(
-                saved, pending=list(saved.pending), element=list(saved.element)
-            )
-            body = list(orelse.body.body)
-            if isinstance(orelse, cst.If):
-                out.append(f"{pad}elif {self.code(orelse.test)}:\n")
-                orelse = orelse.orelse
-            else:
-                out.append(f"{pad}else:\n")
-                orelse = None
-            lines = self._branch(fn, body, other, depth + 1)
-            out += lines
-            if feeds and _RAISES not in "".join(lines):
-                # the first branch feeds placeholders: what follows the `if` goes on
-                # from this one (NOTE [ A branch that feeds placeholders ])
-                for field in dataclasses.fields(State):
-                    setattr(state, field.name, getattr(other, field.name))
-                feeds = False
-        return out
-
-    def _flush_before(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
-        """The per-record code so far, mapped before an ``if`` whose branches hold a stage
-        (magenta's ``if shuffle: input_tensors = _shuffle_inputs(input_tensors, ...)``):
-        each branch, and what follows, starts from the same records. The map returns
-        what the rest of the function reads of it."""
-        if not state.pending or state.batch_element or not self._stage_calls(stmt):
-            return []
-        if _every_branch_returns(stmt):  # each branch maps the records its own way
-            return []
-        line = fn.line(stmt)
-        later = {
-            n.value
-            for n in m.findall(fn.node.body, m.Name())
-            if isinstance(n, cst.Name) and self.positions[n].start.line >= line
-        }
-        made = [n for st, _ in state.pending for n in assigned_names(st)]
-        names = [n for n in dict.fromkeys([*state.element, *made]) if n in later]
-        if not names:
-            return []
-        returns = ", ".join(self._element_of(n, fn) for n in names)
-        out = self._flush(state, returns, depth)
-        state.element = self._element_names(fn, names, state)
-        return out
-
-    def _model_names(self, fn: Function, stmt) -> list[str]:
-        """The names `stmt` assigns that the run left holding the model's tensors."""
-        values = fn.call.local_values if fn.call is not None else {}
-        found = []
-        for name in assigned_names(stmt):
-            value = values.get(name)
-            tensors = value if isinstance(value, (list, tuple)) else [value]
-            if any(isinstance(t, tf.Tensor) and reads_model(t) for t in tensors):
-                found.append(name)
-        return found
-
-    def _per_record_if(self, fn: Function, stmt: cst.If, state: State) -> bool:
-        """Moves an ``if`` of per-record statements (no stage in it) into the per-record
-        code whole: ``if is_grayscale: image = tf.image.rgb_to_grayscale(image)`` keeps
-        its test (its statements alone would run whatever the test)."""
-        if not state.element or state.batch_element or self._stage_calls(stmt):
-            return False
-        pending = {n for st, _ in state.pending for n in assigned_names(st)}
-        if not names_in(stmt) & (set(state.element) | pending):
-            return False
-        unrun = self._unrun_builder(stmt)
-        if unrun:
-            raise self.fail(
-                fn, stmt, f"a branch this run did not take calls `{unrun}`, which builds queue "
-                "stages the run did not see; migrate with arguments that take that branch "
-                "(--call)"
-            )  # fmt: skip
-        state.pending.append((stmt, ()))
-        return True
-
-    def _collects_records(self, fn: Function, stmt) -> bool:
-        """Whether `stmt` makes empty lists that later per-record code appends to.
-
-        The video prediction input's ``image_seq, state_seq = [], []``, then a
-        loop over the time steps appending each step's decoded frame, then
-        ``tf.concat(image_seq, 0)``: the lists belong to one record, so they
-        are made in the per-record function too (not once, outside it).
-        """
-        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-        if not isinstance(assign, cst.Assign):
-            return False
-        value = assign.value
-        values = value.elements if isinstance(value, cst.Tuple) else [value]
-        parts = [v.value if isinstance(v, cst.Element) else v for v in values]
-        if not parts or not all(
-            isinstance(p, (cst.List, cst.Dict)) and not p.elements for p in parts
-        ):
-            return False
-        targets = set(assigned_names(stmt))
-        line = fn.line(stmt)
-        later = [
-            c
-            for c in m.findall(fn.node.body, m.Call())
-            if isinstance(c, cst.Call) and self.positions[c].start.line > line
-        ]
-        for call in later:  # the copies of a join (NOTE [ Copies of the per-record code ...])
-            if (callee(call) in BATCHING or self.helper_of(call) is not None) and any(
-                isinstance(a.value, cst.Name) and a.value.value in targets for a in call.args
-            ):
-                return False
-        for call in later:
-            func = call.func
-            if (
-                isinstance(func, cst.Attribute)
-                and func.attr.value in ("append", "extend")
-                and isinstance(func.value, cst.Name)
-                and func.value.value in targets
-                and any(fn.kind(n) == "record" for a in call.args for n in names_in(a.value))
-            ):
-                return True
-        return False
-
-    def _unrun_builder(self, stmt) -> str:
-        """A function of the file called in `stmt` that the run never called and whose
-        code builds queue stages (a reader, producer, queue or batching call), or ""."""
-        for call in self.calls_in(stmt):
-            name = callee(call) if isinstance(call.func, cst.Name) else ""
-            helper = self.functions.get(name)
-            if helper is not None and helper.call is None:
-                if BUILDS_INPUT.search(self.code(helper.node)):
-                    return name
-        return ""
-
-    def _stage_calls(self, stmt) -> bool:
-        """Whether `stmt` holds a stage: a producer, reader, batching call, queue,
-        placeholder or variable, or a helper that builds one."""
-        calls = self.calls_in(stmt)
-        stages = set(PRODUCERS + BATCHING + READS + READER_CLASSES + OWN_QUEUE_CALLS)
-        stages |= {"slice_input_producer", "dequeue", "dequeue_many", "dequeue_up_to"}
-        stages |= {"enqueue", "enqueue_many"} | _NOT_PER_BATCH
-        return any(callee(c) in stages or self.helper_of(c) is not None for c in calls)
-
-    def _per_batch_if(self, fn: Function, stmt: cst.If, state: State) -> bool:
-        """Moves an ``if`` on the batches after the batching call into the per-batch
-        code, whole (NOTE [ Per-batch code after the batching call ]): ``if
-        size == 64: images = tf.image.resize_images(images, ...)`` keeps its test."""
-        if not state.batch_element or self._stage_calls(stmt):
-            return False
-        assigned = {
-            n.value
-            for t in m.findall(stmt, m.AssignTarget())
-            for n in m.findall(t, m.Name())
-            if isinstance(n, cst.Name)
-        }
-        if not assigned & (state.batch_names | set(state.batch_element)):
-            return False
-        state.after_batch.append((stmt, ()))
-        state.batch_names.update(assigned)
-        return True
-
-    def _branch(self, fn: Function, body: list, state: State, depth: int) -> list[str]:
-        """One branch of an ``if`` holding a stage.
-
-        NOTE [ A branch that feeds placeholders ]
-        Model code often makes its batches one of two ways: ``if
-        use_tfrecords:`` the pipeline, ``else:`` placeholders of the same names
-        for a feed_dict (im2txt's inference mode). A Dataset has no placeholders,
-        so such a branch (it makes a ``placeholder`` and assigns a name that
-        holds batches) becomes a ``raise ValueError`` saying so, and is listed
-        among the statements not migrated; the legacy function keeps it. What
-        follows the ``if`` goes on from the branch that builds the pipeline.
-        """
-        pad = "    " * depth
-        makes = {"placeholder", "placeholder_with_default"}
-        feeds = any(makes & {callee(c) for c in self.calls_in(stmt)} for stmt in body) and any(
-            fn.kind(n.value) in ("batch", "record")
-            for stmt in body
-            for t in m.findall(stmt, m.AssignTarget())
-            for n in m.findall(t, m.Name())
-            if isinstance(n, cst.Name)
-        )
-        if not feeds:
-            return self._block(fn, body, state, depth) or [f"{pad}pass\n"]
-        first, last = fn.line(body[0]), self.positions[body[-1]].end.line
-        self.dropped.append(
-            f"{self.where(first)}: a branch ({last - first + 1} lines) that makes the batches "
-            "as placeholders (fed by feed_dict): a Dataset has none; the tf.data version "
-            "raises ValueError there, the legacy function keeps it"
-        )
-        return [f"{pad}raise ValueError({_RAISES!r})\n"]
-
-    def _helper_call(self, fn, stmt, call, helper: Function, state: State, depth: int) -> list[str]:
-        pad = "    " * depth
-        role = helper.role
-        if role == "record":
-            new, kind, reader_fn, extra, value = self.record_helper(helper)
-            files = self._files(fn, stmt, call, state)
-            args = self._extra_args(helper, call, extra) if extra else []
-            records = chains.records_of(reader_fn, files)
-            state.element = [value]
-            if helper.name in self.record_keys:  # (key, value): the legacy reader's keys
-                key, spec = self.record_keys[helper.name]
-                try:
-                    records = chains.keyed_records_of(spec[0], spec[1], files)
-                except chains.Unsupported as e:
-                    raise self.fail(fn, stmt, str(e)) from e
-                state.element = [key, value]
-            passed = ", ".join(state.element + args)
-            state.pending.append((stmt, ((call, f"{new}({passed})"),)))
-            state.direct = (stmt, new if not args else "")
-            self.steps.append(
-                Step(
-                    fn.line(stmt),
-                    f"{kind}.read (in {helper.name})",
-                    f"{' '.join(records.split())}, then {new} in Dataset.map",
-                )
-            )
-            read = [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
-            if helper.name in self.record_batching:  # NOTE [ A reading helper that batches ]
-                legacy = self.caller_batching(fn, stmt, call, helper)
-                returned = isinstance(stmt.body[0], cst.Return)
-                state.direct = (stmt, new if not args else "") if returned else (None, "")
-                read += self._batching(fn, stmt, call, state, depth, legacy=legacy)
-            return read
-        if role == "pipeline":
-            self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
-        new = self.pipeline(helper)
-        kept = self.kept_params[new]
-        queue = self._returned_queue(fn, stmt)
-        if queue is not None:  # NOTE [ A queue a helper fills and returns ]
-            name, count = queue
-            new_call = self._new_call(helper, call, new, kept, {})
-            state.own_queues[name] = ("FIFOQueue", {})
-            state.enqueued[name] = (name, False)
-            state.element = [f"{name}_{i}" for i in range(count)]
-            self.steps.append(Step(fn.line(stmt), f"{helper.name}(...)", f"records = {new_call}"))
-            target = stmt.body[0].targets[0].target
-            return [self.text(stmt, depth, [(target, "records"), (call, new_call)])]
-        out: list[str] = []
-        replace: dict[str, str] = {}
-        if role == "batch":
-            bound = bind_arguments(getattr(self.trace.module, helper.name), call, self.module)
-            record_params = [p for p in helper.params if helper.kind(p) == "record"]
-            returns = ", ".join(bound[p] for p in record_params if p in bound)
-            if returns in state.copies:  # the N copies' lists: one copy's values
-                returns = self._element_of(state.copies.pop(returns)[0])
-            elif state.pending:
-                returns = self._element_of(returns, fn)
-            if state.pending or bare(returns) != bare(", ".join(state.element)):
-                out += self._flush(state, returns, depth)
-            replace = {p: "" for p in record_params}
-            replace[record_params[0]] = "records"
-        new_call = self._new_call(helper, call, new, kept, replace)
-        self.steps.append(Step(fn.line(stmt), f"{helper.name}(...)", new_call))
-        replacements: list[tuple[cst.CSTNode, str]] = []
-        target = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-        loaders = self.loaders.get(new, [])  # the helper's version returns (dataset, load)
-        if isinstance(target, cst.Assign) and role == "batch" and self._records_out(fn, target):
-            # NOTE [ A helper that shuffles the records ]: records in, records out
-            t = target.targets[0].target
-            state.element = self._element_names(
-                fn,
-                [self.code(e.value) for e in t.elements]
-                if isinstance(t, (cst.Tuple, cst.List))
-                else [self.code(t)],
-                state,
-            )
-            replacements.append((t, "records"))
-        elif isinstance(target, cst.Assign):
-            t = target.targets[0].target
-            state.batch_element = (
-                [self.code(e.value) for e in t.elements]
-                if isinstance(t, (cst.Tuple, cst.List))
-                else batch_params(fn, self.code(t))
-            )
-            own = [fresh(fn, *(f"{n}{s}" for s in ("", "_inputs", "_arrays"))) for n in loaders]
-            state.loaders += own
-            replacements.append((t, ", ".join(["dataset", *own])))
-        elif loaders and isinstance(target, cst.Return):
-            self.loaders[f"{fn.name}_dataset"] = list(loaders)  # returned with the Dataset
-        replacements.append((call, new_call))
-        out.append(self.text(stmt, depth, replacements))
-        return out
-
-    def _restores_shapes(self, fn: Function, stmt) -> bool:
-        """Whether `stmt`, in a batching helper, only sets the shapes of what it dequeued
-        from those of its record parameters (``for i in range(len(input_tensors)):
-        output_tensors[i].set_shape(input_tensors[i].shape)``)."""
-        if fn.role != "batch":
-            return False
-        calls = {callee(c) for c in self.calls_in(stmt)}
-        if "set_shape" not in calls or calls - {"set_shape", "range", "len", "enumerate", "zip"}:
-            return False
-        return bool(names_in(stmt) & {p for p in fn.params if fn.kind(p) == "record"})
-
-    def _records_out(self, fn: Function, assign: cst.Assign) -> bool:
-        """Whether what a batching helper's call assigns holds records, not batches.
-
-        NOTE [ A helper that shuffles the records ]
-        magenta's ``input_tensors = _shuffle_inputs(input_tensors, capacity,
-        min_after_dequeue, num_threads)`` passes the records through a
-        ``RandomShuffleQueue`` of its own (``enqueue``, a QueueRunner, then
-        ``dequeue()``): records in, records out. Its version maps the Dataset
-        of records to the shuffled Dataset of records, and the caller goes on
-        with ``records`` and the same element (the run tells records from
-        batches).
-        """
-        values = fn.call.local_values if fn.call is not None else {}
-        tensors = [
-            t
-            for t_ in assign.targets
-            for n in m.findall(t_.target, m.Name())
-            if isinstance(n, cst.Name)
-            for t in tf.nest.flatten(values.get(n.value))
-            if isinstance(t, tf.Tensor)
-        ]
-        return bool(tensors) and all(t.name not in self.trace.batch for t in tensors)
-
-    def _element_names(self, fn: Function, names: list[str], state: State) -> list[str]:
-        """`names`, the element from now on; a name the run left holding a list takes
-        the element's values as ``*name`` in a per-record function (a Dataset hands
-        them one by one)."""
-        values = fn.call.local_values if fn.call is not None else {}
-        state.starred = {n for n in names if isinstance(values.get(n), list)}
-        return list(names)
-
-    def _returned_queue(self, fn: Function, stmt) -> tuple[str, int] | None:
-        """(name, number of components) when `stmt` assigns one name a queue its helper
-        filled and returned.
-
-        NOTE [ A queue a helper fills and returns ]
-        im2txt's and skip-thoughts' ``input_queue = prefetch_input_data(reader,
-        pattern, ...)`` returns a queue the helper made, filled from N readers
-        and started (``RandomShuffleQueue`` in training, ``FIFOQueue`` in
-        evaluation); the caller dequeues (``dequeue()`` in N copies of its
-        preprocessing, or ``dequeue_many(batch_size)``). The helper's version
-        returns the Dataset of what it enqueued (its shuffle included); the
-        caller's line becomes ``records = <helper>_dataset(...)`` and its
-        dequeues read those records as a FIFO queue's: ``dequeue()`` one at a
-        time, ``dequeue_many(n)`` a batch of ``n``.
-        """
-        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
-            return None
-        target = assign.targets[0].target
-        if not isinstance(target, cst.Name) or fn.kind(target.value) != "queue":
-            return None
-        value = fn.call.local_values.get(target.value) if fn.call is not None else None
-        dtypes = getattr(value, "dtypes", None)
-        if not dtypes or not hasattr(value, "dequeue_many"):
-            return None
-        return target.value, len(dtypes)
-
-    def _new_call(self, helper: Function, call: cst.Call, new: str, kept, replace) -> str:
-        """`call` of `helper` as a call of its version `new` that takes the `kept` parameters.
-
-        `replace` maps parameters to the text to pass instead (empty: drop it).
-        """
-        positional = [
-            p.name.value
-            for p in list(helper.node.params.posonly_params) + list(helper.node.params.params)
-        ]
-        pieces: list[str] = []
-        as_keywords = False
-        for i, arg in enumerate(call.args):
-            param = arg.keyword.value if arg.keyword is not None else positional[i]
-            text = replace.get(param, self.code(arg.value))
-            if param == next((p for p, t in replace.items() if t), None):
-                param = "dataset"
-            if not text or param not in kept:
-                as_keywords = as_keywords or arg.keyword is None
-                continue
-            if arg.keyword is not None or as_keywords:
-                pieces.append(f"{param}={text}")
-            else:
-                pieces.append(text)
-        return call_text(new, pieces)
-
 
 def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite:
     """The module's source with a tf.data version of the traced function and its helpers.
@@ -917,23 +504,6 @@ def _drop_unused_record_helpers(rw: _Rewriter) -> None:
         others = "".join(v for k, v in rw.generated.items() if k != owner) + code.replace(own, "")
         if not re.search(rf"\b{re.escape(name)}\b", others):
             rw.generated[owner] = code.replace(own, "").replace("\n\n\n\n\n", "\n\n")
-
-
-def _every_branch_returns(stmt: cst.If) -> bool:
-    """Whether every branch of `stmt` (an ``else`` included) ends with a ``return``."""
-    branch: cst.If | cst.Else = stmt
-    while True:
-        body = branch.body.body if isinstance(branch.body, cst.IndentedBlock) else ()
-        last = body[-1] if body else None
-        if not (
-            isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)
-        ):
-            return False
-        if isinstance(branch, cst.Else):
-            return True
-        if branch.orelse is None:
-            return False
-        branch = branch.orelse
 
 
 def _insert(rw: _Rewriter, source: str) -> str:

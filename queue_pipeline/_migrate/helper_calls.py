@@ -1,0 +1,208 @@
+"""The rewriter's calls of the file's helpers: a helper's version called in its place.
+
+A reading helper's record function mapped over the records; a batching
+helper's version taking the Dataset (records in, records out for one that
+only shuffles: NOTE [ A helper that shuffles the records ]); a pipeline
+helper's version returning the Dataset, or the records of a queue it filled
+and returned (NOTE [ A queue a helper fills and returns ]).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+import libcst.matchers as m
+import tensorflow as tf
+
+from queue_pipeline._migrate import chains
+from queue_pipeline._migrate.base import Function, State, Step, batch_params, fresh
+from queue_pipeline._migrate.branches import Branches
+from queue_pipeline._migrate.syntax import bare, bind_arguments, call_text, callee, names_in
+
+__all__ = ["HelperCalls"]
+
+
+class HelperCalls(Branches):
+    """The helper-call rewrites (a mixin of the rewriter)."""
+
+    pipeline: Callable[..., str]  # the rewriter's: writes a function's tf.data version
+
+    def _helper_call(self, fn, stmt, call, helper: Function, state: State, depth: int) -> list[str]:
+        pad = "    " * depth
+        role = helper.role
+        if role == "record":
+            new, kind, reader_fn, extra, value = self.record_helper(helper)
+            files = self._files(fn, stmt, call, state)
+            args = self._extra_args(helper, call, extra) if extra else []
+            records = chains.records_of(reader_fn, files)
+            state.element = [value]
+            if helper.name in self.record_keys:  # (key, value): the legacy reader's keys
+                key, spec = self.record_keys[helper.name]
+                try:
+                    records = chains.keyed_records_of(spec[0], spec[1], files)
+                except chains.Unsupported as e:
+                    raise self.fail(fn, stmt, str(e)) from e
+                state.element = [key, value]
+            passed = ", ".join(state.element + args)
+            state.pending.append((stmt, ((call, f"{new}({passed})"),)))
+            state.direct = (stmt, new if not args else "")
+            self.steps.append(
+                Step(
+                    fn.line(stmt),
+                    f"{kind}.read (in {helper.name})",
+                    f"{' '.join(records.split())}, then {new} in Dataset.map",
+                )
+            )
+            read = [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
+            if helper.name in self.record_batching:  # NOTE [ A reading helper that batches ]
+                legacy = self.caller_batching(fn, stmt, call, helper)
+                returned = isinstance(stmt.body[0], cst.Return)
+                state.direct = (stmt, new if not args else "") if returned else (None, "")
+                read += self._batching(fn, stmt, call, state, depth, legacy=legacy)
+            return read
+        if role == "pipeline":
+            self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
+        new = self.pipeline(helper)
+        kept = self.kept_params[new]
+        queue = self._returned_queue(fn, stmt)
+        if queue is not None:  # NOTE [ A queue a helper fills and returns ]
+            name, count = queue
+            new_call = self._new_call(helper, call, new, kept, {})
+            state.own_queues[name] = ("FIFOQueue", {})
+            state.enqueued[name] = (name, False)
+            state.element = [f"{name}_{i}" for i in range(count)]
+            self.steps.append(Step(fn.line(stmt), f"{helper.name}(...)", f"records = {new_call}"))
+            target = stmt.body[0].targets[0].target
+            return [self.text(stmt, depth, [(target, "records"), (call, new_call)])]
+        out: list[str] = []
+        replace: dict[str, str] = {}
+        if role == "batch":
+            bound = bind_arguments(getattr(self.trace.module, helper.name), call, self.module)
+            record_params = [p for p in helper.params if helper.kind(p) == "record"]
+            returns = ", ".join(bound[p] for p in record_params if p in bound)
+            if returns in state.copies:  # the N copies' lists: one copy's values
+                returns = self._element_of(state.copies.pop(returns)[0])
+            elif state.pending:
+                returns = self._element_of(returns, fn)
+            if state.pending or bare(returns) != bare(", ".join(state.element)):
+                out += self._flush(state, returns, depth)
+            replace = {p: "" for p in record_params}
+            replace[record_params[0]] = "records"
+        new_call = self._new_call(helper, call, new, kept, replace)
+        self.steps.append(Step(fn.line(stmt), f"{helper.name}(...)", new_call))
+        replacements: list[tuple[cst.CSTNode, str]] = []
+        target = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        loaders = self.loaders.get(new, [])  # the helper's version returns (dataset, load)
+        if isinstance(target, cst.Assign) and role == "batch" and self._records_out(fn, target):
+            # NOTE [ A helper that shuffles the records ]: records in, records out
+            t = target.targets[0].target
+            state.element = self._element_names(
+                fn,
+                [self.code(e.value) for e in t.elements]
+                if isinstance(t, (cst.Tuple, cst.List))
+                else [self.code(t)],
+                state,
+            )
+            replacements.append((t, "records"))
+        elif isinstance(target, cst.Assign):
+            t = target.targets[0].target
+            state.batch_element = (
+                [self.code(e.value) for e in t.elements]
+                if isinstance(t, (cst.Tuple, cst.List))
+                else batch_params(fn, self.code(t))
+            )
+            own = [fresh(fn, *(f"{n}{s}" for s in ("", "_inputs", "_arrays"))) for n in loaders]
+            state.loaders += own
+            replacements.append((t, ", ".join(["dataset", *own])))
+        elif loaders and isinstance(target, cst.Return):
+            self.loaders[f"{fn.name}_dataset"] = list(loaders)  # returned with the Dataset
+        replacements.append((call, new_call))
+        out.append(self.text(stmt, depth, replacements))
+        return out
+
+    def _restores_shapes(self, fn: Function, stmt) -> bool:
+        """Whether `stmt`, in a batching helper, only sets the shapes of what it dequeued
+        from those of its record parameters (``for i in range(len(input_tensors)):
+        output_tensors[i].set_shape(input_tensors[i].shape)``)."""
+        if fn.role != "batch":
+            return False
+        calls = {callee(c) for c in self.calls_in(stmt)}
+        if "set_shape" not in calls or calls - {"set_shape", "range", "len", "enumerate", "zip"}:
+            return False
+        return bool(names_in(stmt) & {p for p in fn.params if fn.kind(p) == "record"})
+
+    def _records_out(self, fn: Function, assign: cst.Assign) -> bool:
+        """Whether what a batching helper's call assigns holds records, not batches.
+
+        NOTE [ A helper that shuffles the records ]
+        magenta's ``input_tensors = _shuffle_inputs(input_tensors, capacity,
+        min_after_dequeue, num_threads)`` passes the records through a
+        ``RandomShuffleQueue`` of its own (``enqueue``, a QueueRunner, then
+        ``dequeue()``): records in, records out. Its version maps the Dataset
+        of records to the shuffled Dataset of records, and the caller goes on
+        with ``records`` and the same element (the run tells records from
+        batches).
+        """
+        values = fn.call.local_values if fn.call is not None else {}
+        tensors = [
+            t
+            for t_ in assign.targets
+            for n in m.findall(t_.target, m.Name())
+            if isinstance(n, cst.Name)
+            for t in tf.nest.flatten(values.get(n.value))
+            if isinstance(t, tf.Tensor)
+        ]
+        return bool(tensors) and all(t.name not in self.trace.batch for t in tensors)
+
+    def _returned_queue(self, fn: Function, stmt) -> tuple[str, int] | None:
+        """(name, number of components) when `stmt` assigns one name a queue its helper
+        filled and returned.
+
+        NOTE [ A queue a helper fills and returns ]
+        im2txt's and skip-thoughts' ``input_queue = prefetch_input_data(reader,
+        pattern, ...)`` returns a queue the helper made, filled from N readers
+        and started (``RandomShuffleQueue`` in training, ``FIFOQueue`` in
+        evaluation); the caller dequeues (``dequeue()`` in N copies of its
+        preprocessing, or ``dequeue_many(batch_size)``). The helper's version
+        returns the Dataset of what it enqueued (its shuffle included); the
+        caller's line becomes ``records = <helper>_dataset(...)`` and its
+        dequeues read those records as a FIFO queue's: ``dequeue()`` one at a
+        time, ``dequeue_many(n)`` a batch of ``n``.
+        """
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+            return None
+        target = assign.targets[0].target
+        if not isinstance(target, cst.Name) or fn.kind(target.value) != "queue":
+            return None
+        value = fn.call.local_values.get(target.value) if fn.call is not None else None
+        dtypes = getattr(value, "dtypes", None)
+        if not dtypes or not hasattr(value, "dequeue_many"):
+            return None
+        return target.value, len(dtypes)
+
+    def _new_call(self, helper: Function, call: cst.Call, new: str, kept, replace) -> str:
+        """`call` of `helper` as a call of its version `new` that takes the `kept` parameters.
+
+        `replace` maps parameters to the text to pass instead (empty: drop it).
+        """
+        positional = [
+            p.name.value
+            for p in list(helper.node.params.posonly_params) + list(helper.node.params.params)
+        ]
+        pieces: list[str] = []
+        as_keywords = False
+        for i, arg in enumerate(call.args):
+            param = arg.keyword.value if arg.keyword is not None else positional[i]
+            text = replace.get(param, self.code(arg.value))
+            if param == next((p for p, t in replace.items() if t), None):
+                param = "dataset"
+            if not text or param not in kept:
+                as_keywords = as_keywords or arg.keyword is None
+                continue
+            if arg.keyword is not None or as_keywords:
+                pieces.append(f"{param}={text}")
+            else:
+                pieces.append(text)
+        return call_text(new, pieces)
