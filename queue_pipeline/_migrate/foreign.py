@@ -29,24 +29,33 @@ function itself (prefixed by its module where the file uses that name); an
 import they need is added after the file's imports. Lines the report names
 in a followed function are its own file's.
 
+**A method of the program's object** handed a queue (youtube-8m's
+``reader.prepare_reader(filename_queue)``, ``reader`` an instance of a class
+of ``readers.py``) is found on the run's object (:func:`objects_called`,
+after a first trace) and lifted as ``<Class>__<method>(self, ...)``, called
+with the object first; it calls the object's other methods as it did.
+
 Not followed: a decorated function, one with ``global`` or ``nonlocal``
-statements, a function imported with ``*``, and methods of objects (a
-class's own reading methods are: NOTE [ Reading methods of a migrated class ]).
+statements or ``super()``, a function imported with ``*``, and anything of an
+installed library (a class's own reading methods are followed by NOTE [
+Reading methods of a migrated class ]).
 """
 
 from __future__ import annotations
 
 import builtins
 import dataclasses
+import inspect
 import os
 import re
 import sys
 import sysconfig
 
 import libcst as cst
+import libcst.matchers as m
 from libcst.metadata import GlobalScope, MetadataWrapper, PositionProvider, ScopeProvider
 
-__all__ = ["Followed", "Foreign", "MARKER", "lift"]
+__all__ = ["BUILDS_INPUT", "MARKER", "Followed", "Foreign", "lift", "objects_called"]
 
 MARKER = "# queue_pipeline migrate: functions of other modules, lifted"
 
@@ -57,10 +66,8 @@ BUILDS_INPUT = re.compile(
     r"|train\.(?:shuffle_|maybe_)?batch|\.dequeue(?:_many|_up_to)?\(|Queue\("
 )
 _LEVELS = 4
-# this package's __init__.py (its files are never the program's)
-_OWN_PACKAGE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "__init__.py"
-)
+# this package's own directory (its files are never the program's)
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,8 +304,7 @@ def _library(path: str) -> bool:
     """Whether `path` is part of Python, an installed package or queue_pipeline itself
     (never followed)."""
     real = os.path.realpath(path)
-    own = os.path.dirname(os.path.realpath(_OWN_PACKAGE))
-    if real.startswith(own + os.sep):
+    if real.startswith(_OWN_DIR + os.sep):
         return True
     roots = {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}
     return (
@@ -374,8 +380,6 @@ def _called(module: cst.Module, imported: dict) -> dict[str, tuple[str, str, str
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    import libcst.matchers as m  # noqa: PLC0415
-
     return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]
 
 
@@ -490,8 +494,6 @@ def _rewritten(
 
 
 def _names(node: cst.CSTNode) -> list[cst.Name]:
-    import libcst.matchers as m  # noqa: PLC0415
-
     return [n for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)]
 
 
@@ -540,8 +542,6 @@ def objects_called(traced, source: str) -> dict[str, tuple[str, str, str]]:
     the method as ``<Class>__<method>(self, ...)`` (NOTE [ Following a
     function of another module ]).
     """
-    import inspect  # noqa: PLC0415
-
     values: dict[str, object] = {}
     for call in traced.calls.values():
         for name, value in [*call.arguments.items(), *call.local_values.items()]:
