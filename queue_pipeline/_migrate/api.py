@@ -517,6 +517,8 @@ def _trace_plain(path, foreign, function, argv, call, args, kwargs) -> tuple:
     if call is not None or (args is None and kwargs is None):
         args, kwargs, graph_call = _trace.call_arguments(module, call)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
+    if graph_call is None:  # NOTE [ A default made at import ]
+        kwargs.update(_trace.import_constants(getattr(module, function, None), args, kwargs))
     traced = _trace.trace(
         path, function, args, kwargs, module=module, argv=argv, graph_call=graph_call
     )

@@ -62,6 +62,10 @@ READER_CLASSES = (
     "WholeFileReader",
     "IdentityReader",
 )
+# Every call that builds or reads a stage of a queue pipeline, by its name.
+STAGE_CALLS = frozenset(
+    PRODUCERS + BATCHING + READS + READER_CLASSES + OWN_QUEUE_CALLS + ("slice_input_producer",)
+)
 
 
 @dataclasses.dataclass
@@ -127,8 +131,6 @@ class Function:
 
     def _first_made(self) -> dict[str, int]:
         made: dict[str, int] = {}
-        stages = set(PRODUCERS + BATCHING + READS + READER_CLASSES + OWN_QUEUE_CALLS)
-        stages.add("slice_input_producer")
         lines = [s for s in m.findall(self.node.body, m.SimpleStatementLine())]
         lines.sort(key=lambda s: self.rw.positions[s].start.line)
         for stmt in lines:
@@ -137,7 +139,9 @@ class Function:
             if not targets:
                 continue
             calls = self.rw.calls_in(stmt)
-            builds = any(callee(c) in stages or self.rw.helper_of(c) is not None for c in calls)
+            builds = any(
+                callee(c) in STAGE_CALLS or self.rw.helper_of(c) is not None for c in calls
+            )
             reads = names_in(stmt)
             if not builds:
                 builds = any(

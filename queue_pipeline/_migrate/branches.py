@@ -18,11 +18,8 @@ import libcst.matchers as m
 import tensorflow as tf
 
 from queue_pipeline._migrate.base import (
+    STAGE_CALLS,
     BATCHING,
-    OWN_QUEUE_CALLS,
-    PRODUCERS,
-    READER_CLASSES,
-    READS,
     Function,
     State,
 )
@@ -201,9 +198,7 @@ class Branches(Returns):
         """Whether `stmt` holds a stage: a producer, reader, batching call, queue,
         placeholder or variable, or a helper that builds one."""
         calls = self.calls_in(stmt)
-        stages = set(PRODUCERS + BATCHING + READS + READER_CLASSES + OWN_QUEUE_CALLS)
-        stages |= {"slice_input_producer", "dequeue", "dequeue_many", "dequeue_up_to"}
-        stages |= {"enqueue", "enqueue_many"} | NOT_PER_BATCH
+        stages = STAGE_CALLS | {"enqueue", "enqueue_many"} | NOT_PER_BATCH
         return any(callee(c) in stages or self.helper_of(c) is not None for c in calls)
 
     def _per_batch_if(self, fn: Function, stmt: cst.If, state: State) -> bool:

@@ -65,6 +65,7 @@ from queue_pipeline._migrate.syntax import (
 )
 from queue_pipeline._migrate.trace import MigrateError, Trace, attribute
 from queue_pipeline._migrate.base import (
+    STAGE_CALLS,
     API,
     BATCHING,
     PRODUCERS,
@@ -437,7 +438,7 @@ class _Rewriter(HelperCalls):
 
     def _has_stage(self, fn: Function, stmt) -> bool:
         for call in self.calls_in(stmt):
-            if callee(call) in PRODUCERS + BATCHING + READS + ("slice_input_producer",):
+            if callee(call) in STAGE_CALLS:
                 return True
             if self.helper_of(call) is not None:
                 return True

@@ -515,6 +515,35 @@ def _graph_defaults(fn, args, kwargs) -> str:
     )
 
 
+def import_constants(fn, args: tuple, kwargs: dict) -> dict:
+    """The parameters of `fn` left to a constant tensor default, with the constants' values.
+
+    NOTE [ A default made at import ]
+    cinc2017 writes ``FLAGS.batch_size = tf.constant(16)`` at module level and
+    ``def get_batch_producer(batch_size=FLAGS.batch_size)``: the program builds
+    everything in the one graph that was default at import. Migrate calls the
+    function in graphs of its own (the trace, each side of the proof), where
+    that tensor cannot be used, so a constant default is passed as its value,
+    alike on both sides; the migrated code keeps the default as written. A
+    default whose value is not constant (a variable) still fails, with the
+    fix (:func:`_graph_defaults`).
+    """
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    passed = set(kwargs) | {p.name for p in parameters[: len(args)]}
+    values = {}
+    for p in parameters:
+        if p.name in passed or not isinstance(p.default, tf.Tensor):
+            continue
+        with contextlib.suppress(Exception):
+            value = tf.get_static_value(p.default)
+            if value is not None:
+                values[p.name] = value.tolist() if hasattr(value, "tolist") else value
+    return values
+
+
 def _spell(args, kwargs) -> str:
     return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()])
 
