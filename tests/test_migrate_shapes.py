@@ -238,3 +238,53 @@ def test_a_queue_fed_from_python_is_refused_with_its_line(tmp_path):
         r"program fills from Python .*from_generator",
     ):
         migrate(str(tmp_path / "audio_reader.py"), "AudioReader.dequeue", call="AudioReader(), 2")
+
+
+@pytest.fixture
+def segmentation_pngs(tmp_path):
+    """PNG images (6x8x3) and annotations (6x8x1): 10 for training, 6 for validation."""
+    rng = np.random.default_rng(3)
+    with tf.Graph().as_default(), tf.compat.v1.Session() as sess:  # either TF mode
+        rgb = tf.compat.v1.placeholder(tf.uint8, [6, 8, 3])
+        gray = tf.compat.v1.placeholder(tf.uint8, [6, 8, 1])
+        encoded = {3: tf.io.encode_png(rgb), 1: tf.io.encode_png(gray)}
+        for folder, count, channels in [
+            ("train", 10, 3), ("trainannot", 10, 1), ("val", 6, 3), ("valannot", 6, 1)
+        ]:  # fmt: skip
+            (tmp_path / folder).mkdir()
+            for i in range(count):
+                pixels = rng.integers(0, 2 if channels == 1 else 256, (6, 8, channels))
+                feed = {rgb if channels == 3 else gray: pixels.astype(np.uint8)}
+                (tmp_path / folder / f"{i:02d}.png").write_bytes(sess.run(encoded[channels], feed))
+    return tmp_path
+
+
+def test_a_training_and_a_validation_pipeline_in_one_function_migrate_each(
+    segmentation_pngs, monkeypatch
+):
+    """ENet's ``run()`` builds a training pipeline, the model, then a validation
+    pipeline (NOTE [ Several pipelines in one function ]): each becomes a Dataset
+    at its place and is proven on its own; the model between stays; the report's
+    lines are the file's own (was: refused as "a second pipeline")."""
+    path = segmentation_pngs / "train_two.py"
+    shutil.copy(os.path.join(SCRIPTS, "two_pipelines_train.py"), path)
+    monkeypatch.setenv("TWO_PIPELINES_DATA", str(segmentation_pngs))
+    result = migrate(str(path), "run")
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason.startswith("pipeline 1: ")
+    assert "pipeline 2: " in result.verdict.reason
+    source = result.source
+    assert "tf.train.slice_input_producer(" not in source and "tf.train.batch(" not in source
+    assert source.count("tf.data.Dataset.from_tensor_slices(") == 2
+    assert source.count("make_one_shot_iterator(") == 2  # no variable reaches the input
+    model = source.index("train_op = tf.train.GradientDescentOptimizer")
+    second = source.index("from_tensor_slices((images_val, annotations_val))")
+    assert source.index("records.batch(batch_size)") < model < second
+    assert "records.batch(eval_batch_size, drop_remainder=True)" in source[second:]
+    original = path.read_text().splitlines()
+    lines = {s.legacy: s.line for s in result.steps if s.line}
+    assert "slice_input_producer" in original[lines["slice_input_producer"] - 1]
+    batches = sorted(s.line for s in result.steps if s.legacy == "batch")
+    assert len(batches) == 2 and "images_val, annotations_val" in original[batches[1] - 1]
+    assert not any("Coordinator kept" in s.replacement for s in result.steps)
+    compile(source, str(path), "exec")

@@ -30,6 +30,7 @@ from typing import Sequence
 
 from queue_pipeline._migrate import classes as _classes
 from queue_pipeline._migrate import codegen
+from queue_pipeline._migrate import graph_checks
 from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate.callers import rewrite_callers
@@ -281,6 +282,7 @@ def migrate(
             objects = _foreign.objects_called(traced, original) if foreign is None else {}
             if objects:  # methods of the program's objects handed a queue: traced again
                 foreign = _foreign.lift(original, real, objects)
+            if foreign is not None and traced_path == path:
                 traced_path = _script.copy_path_for(real, kind="foreign")
                 module, traced, args, kwargs, graph_call = _trace_plain(
                     traced_path, foreign, function, program_argv, *given
@@ -331,6 +333,8 @@ def _migrate_inline(
     """A pipeline built beside its session code: NOTE [ Migrating an inline pipeline ].
 
     `function` is the function that holds both, or None for the module level.
+    Several pipelines there are migrated one after another, each proven on its
+    own (NOTE [ Several pipelines in one function ]).
     """
     if function is None and (call or args or kwargs):
         raise MigrateError(
@@ -338,6 +342,87 @@ def _migrate_inline(
             "FILE.py:FUNCTION."
         )
     real, original = _trace.read_source(path)
+    given = (call, args, kwargs, verify, epochs, max_batches, batch_decode, argv)
+    source = original
+    passes: list[MigrationResult] = []
+    while True:
+        lines = _unchanged_lines(original, source)
+        try:
+            result = _inline_pass(path, real, source, function, *given)
+        except MigrateError as e:
+            if not passes:
+                raise
+            raise MigrateError(_at_lines(str(e), real, lines)) from e
+        passes.append(_at_lines_of(result, real, lines))
+        source = result.source
+        if len(passes) == _MAX_PIPELINES or not _script.has_pipeline(source, real, function):
+            break
+    first, last = passes[0], passes[-1]
+    verdicts = [p.verdict for p in passes if p.verdict is not None]
+    verdict = next((v for v in verdicts if v.status != "MATCH"), verdicts[-1] if verdicts else None)
+    if len(verdicts) > 1 and verdict is not None and verdict.status == "MATCH":
+        reason = "; ".join(f"pipeline {i + 1}: {v.reason}" for i, v in enumerate(verdicts))
+        verdict = dataclasses.replace(verdict, reason=reason)
+    rewrite = codegen.Rewrite(source, "".join(p.added for p in passes), first.function, [], [], [])
+    return _finish(
+        path, original, source, target, in_place, rewrite,
+        [
+            s
+            for p in passes
+            for s in p.steps
+            # an earlier pass's session code kept its Coordinator for the later pipelines
+            if p is last or s.line or not s.legacy.startswith("the session code")
+        ],
+        [d for p in passes for d in p.dropped],
+        [d for p in passes for d in p.differences], verdict, last.original, script=True,
+    )  # fmt: skip
+
+
+# Pipelines migrated one after another in one function, at most.
+_MAX_PIPELINES = 8
+
+
+def _unchanged_lines(original: str, current: str) -> dict[int, int]:
+    """Line numbers of `current` (1-based) that are unchanged lines of `original`, mapped."""
+    matcher = difflib.SequenceMatcher(
+        a=original.splitlines(), b=current.splitlines(), autojunk=False
+    )
+    found = {}
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            found[block.b + k + 1] = block.a + k + 1
+    return found
+
+
+def _at_lines(text: str, real: str, lines: dict[int, int]) -> str:
+    """`text` with ``REAL:LINE`` of the file a pass read as the original file's lines."""
+    if all(k == v for k, v in lines.items()):
+        return text
+    return re.sub(
+        re.escape(real) + r":(\d+)",
+        lambda mt: f"{real}:{lines.get(int(mt.group(1)), mt.group(1))}",
+        text,
+    )
+
+
+def _at_lines_of(result: MigrationResult, real: str, lines: dict[int, int]) -> MigrationResult:
+    """`result` of a pass, its steps and notes in the original file's lines."""
+    return dataclasses.replace(
+        result,
+        steps=[
+            dataclasses.replace(s, line=lines.get(s.line, s.line)) if s.line else s
+            for s in result.steps
+        ],
+        dropped=[_at_lines(d, real, lines) for d in result.dropped],
+        differences=[_at_lines(d, real, lines) for d in result.differences],
+    )
+
+
+def _inline_pass(
+    path, real, original, function, call, args, kwargs, verify, epochs, max_batches,
+    batch_decode, argv,
+) -> MigrationResult:  # fmt: skip
+    """One pipeline of the source `original` of the file `path`, migrated (nothing written)."""
     copy = _script.copy_path_for(real)
     wrapped = _script.wrap(original, real, function)
     # The copy and its migrated version parse the file's flags when loaded
@@ -394,7 +479,7 @@ def _migrate_inline(
     fix = functools.partial(_script.map_lines, wrapped=wrapped, copy_path=copy, script_path=real)
     name = f"{function}() (inline)" if function else "(module level)"
     return _finish(
-        path, original, source, target, in_place,
+        path, original, source, None, False,
         dataclasses.replace(rewrite, function=name), steps,
         [fix(d) for d in rewrite.dropped], [fix(d) for d in differences + notes],
         verdict, traced.module, script=True,
@@ -559,12 +644,18 @@ def _holds_session_code(path: str, function: str) -> bool:
 def _reads_variables(traced: _trace.Trace) -> bool:
     """Whether the traced pipeline builds variables of its own (no one-shot iterator reads them).
 
-    The epoch counters of producers are local variables: they are not counted.
+    The epoch counters of producers are local variables: they are not counted;
+    nor are variables only the code before the pipeline built (the model of a
+    first pipeline, NOTE [ Several pipelines in one function ]).
     """
     graph = _trace.graph_of(traced.outputs)
     counters = {v.op.name for v in graph.get_collection(tf.compat.v1.GraphKeys.LOCAL_VARIABLES)}
-    kinds = {"VariableV2", "VarHandleOp", "Variable"}
-    return any(op.type in kinds and op.name not in counters for op in graph.get_operations())
+    ops = [
+        getattr(t, "op", t)
+        for t in tf.nest.flatten(traced.outputs, expand_composites=True)
+        if isinstance(t, (tf.Tensor, tf.Operation))
+    ]
+    return bool(graph_checks.variables_read(ops) - counters)
 
 
 def _trace_copy(copy: str, wrapped, call, args, kwargs, argv) -> tuple[_trace.Trace, tuple, dict]:

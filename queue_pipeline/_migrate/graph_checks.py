@@ -7,13 +7,15 @@
   ``process_image(image, thread_id=thread_id)`` uses it only for summaries).
 * :func:`reads_model` / :func:`input_tensor`: whether a tensor is the
   model's (it reads a variable or a placeholder) or the input's.
+* :func:`variables_read`: the variables a pipeline's outputs are computed
+  from, through its queues (a one-shot iterator cannot read them).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MODEL_OPS", "identical_copies", "input_tensor", "reads_model"]
+__all__ = ["MODEL_OPS", "identical_copies", "input_tensor", "reads_model", "variables_read"]
 
 # attributes that name an op rather than say what it computes
 _IDENTITY_ATTRS = frozenset({"seed", "seed2", "_class", "shared_name", "container"})
@@ -83,6 +85,25 @@ def _walk(tensor, stop=lambda op: False, limit: int = 2000):
         yield op
         if not stop(op):
             stack.extend(t.op for t in op.inputs)
+
+
+def variables_read(ops, limit: int = 20000) -> set[str]:
+    """The names of the variable ops `ops` are computed from, through the queues they
+    dequeue from (each queue's enqueues, its runners' inputs)."""
+    seen: set[str] = set()
+    found: set[str] = set()
+    stack = list(ops)
+    while stack and len(seen) < limit:
+        op = stack.pop()
+        if op.name in seen:
+            continue
+        seen.add(op.name)
+        if op.type in ("VariableV2", "VarHandleOp", "Variable"):
+            found.add(op.name)
+        stack.extend(t.op for t in op.inputs)
+        if op.type.endswith(("Queue", "QueueV2")):
+            stack.extend(c for c in op.outputs[0].consumers() if c.type.startswith("QueueEnqueue"))
+    return found
 
 
 def reads_model(tensor) -> bool:

@@ -60,7 +60,7 @@ from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API, BATCHING, PRODUCERS, READER_CLASSES
 from queue_pipeline._migrate.callers import drop_queue_runners
-from queue_pipeline._migrate.syntax import assigned_names, callee, string_lines
+from queue_pipeline._migrate.syntax import assigned_names, callee, names_in, string_lines
 from queue_pipeline._migrate.trace import MigrateError
 
 __all__ = ["LOADER", "WRAPPER", "Wrapped", "has_session_code", "unwrap", "wrap"]
@@ -77,6 +77,8 @@ _BUILDERS = frozenset(
     + ("match_filenames_once",)
 )
 _BATCHING = frozenset(BATCHING)
+# The calls that start a pipeline: its source.
+_STARTS = frozenset(PRODUCERS + ("slice_input_producer", "match_filenames_once"))
 _SESSION_CODE = frozenset(
     {
         "Session",
@@ -176,10 +178,64 @@ def _find(
     end = next((i for i in range(start, len(stmts)) if _ends_region(stmts[i])), len(stmts))
     batching = [i for i in range(start, end) if _calls(stmts[i]) & batchers]
     if batching:
+        second = _second_pipeline(stmts, start, batching[0], end, builders)
+        if second is not None:  # NOTE [ Several pipelines in one function ]
+            batching = [i for i in batching if i < second]
         end = batching[-1] + 1  # what follows the last batching call is the model
     while end - 1 > start and not assigned_names(stmts[end - 1]):
         end -= 1  # a statement that only uses the tensors (a print) comes after
     return stmts, start, end, []
+
+
+def has_pipeline(source: str, path: str, function: str | None) -> bool:
+    """Whether the source of the file `path` still builds a queue pipeline before its
+    session code, in `function` (or at module level)."""
+    module = cst.parse_module(source)
+    scope: list = list(module.body)
+    if function is not None:
+        fn = next(
+            (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == function),
+            None,
+        )
+        if fn is None or not isinstance(fn.body, cst.IndentedBlock):
+            return False
+        scope = list(fn.body.body)
+    found = _find(scope, *_pipeline_functions(module))
+    return found is not None and found[1] < found[2]
+
+
+def _second_pipeline(
+    stmts: list, start: int, first_batch: int, end: int, builders: frozenset
+) -> int | None:
+    """The index of the statement after `first_batch` that starts another pipeline, or None.
+
+    NOTE [ Several pipelines in one function ]
+    A training function often builds its training input, the model on it, then
+    a validation input and the model again (ENet's ``run()``: two
+    ``slice_input_producer`` + ``batch`` pipelines with the model between). A
+    Dataset is one pipeline: the region ends with the first pipeline's last
+    batching call, before the statement that builds a stage reading nothing
+    the batches made (directly or through the statements after them). The
+    migration then runs again on its own result, where the first pipeline is
+    tf.data already, so the next region is the next pipeline; each is proven
+    on its own (:func:`queue_pipeline._migrate.api.migrate`).
+    """
+    made = {n for stmt in stmts[start : first_batch + 1] for n in assigned_names(stmt)}
+    for i in range(first_batch + 1, end):
+        stmt = stmts[i]
+        if _reads(stmt) & made:
+            made |= set(assigned_names(stmt))
+        elif _calls(stmt) & (builders | _STARTS):
+            return i
+    return None
+
+
+def _reads(stmt: cst.CSTNode) -> set[str]:
+    """The names `stmt` reads (an assignment's value; else every name in it)."""
+    line = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
+    if isinstance(line, (cst.Assign, cst.AnnAssign)) and line.value is not None:
+        return names_in(line.value)
+    return names_in(stmt)
 
 
 def _main_guard(stmt: cst.CSTNode) -> bool:
@@ -340,7 +396,12 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
     loads = _variable_loads(after, assigned)
     if names is None:
         rest = [s for s in after if loads is None or not any(s is x for x in loads[1])]
-        seen = [n.value for s in rest for n in m.findall(s, m.Name()) if isinstance(n, cst.Name)]
+        seen = [  # variables, not attribute names (``tf.summary.image``)
+            n.value
+            for s in rest
+            for n in m.findall(s, m.Name())
+            if isinstance(n, cst.Name) and n.value in names_in(s)
+        ]
         stored = collections.Counter(n for s in rest for n in assigned_names(s))
         counts = collections.Counter(seen)
         read = [n for n in seen if counts[n] > stored[n]]  # not only assigned again (`_`)
@@ -373,6 +434,7 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         for s in stmts[:index]
         if not has_session_code(s) and not _calls(s) & {"run", "eval"}  # they need a session
     ]
+    before = _needed(before, region)
     body, body_lines = _render(before + region, unit, positions)
     returned = ", ".join(names)
     loader = ""
@@ -398,6 +460,30 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         text, names, lines, (first, last), indent, unit, function, lead,
         prologue.count("\n"), before,
     )  # fmt: skip
+
+
+def _needed(before: list, region: list) -> list:
+    """The statements of `before` the region needs: those assigning what it reads
+    (through one another), and those assigning nothing that read only what is kept
+    (a seed, a log level). The model an earlier pipeline fed is not run to trace a
+    later one (NOTE [ Several pipelines in one function ])."""
+    needed = set().union(*(names_in(s) for s in region))
+    keep = set()
+    for k in range(len(before) - 1, -1, -1):
+        targets = set(assigned_names(before[k]))
+        if not targets or targets & needed:
+            keep.add(k)
+            needed |= names_in(before[k])
+    dropped: set[str] = set()
+    kept = []
+    for k, stmt in enumerate(before):
+        targets = set(assigned_names(stmt))
+        if k in keep and (targets or not names_in(stmt) & dropped):
+            kept.append(stmt)
+            dropped -= targets
+        else:
+            dropped |= targets
+    return kept
 
 
 def unwrap(
@@ -463,8 +549,18 @@ def unwrap(
         and f"def {st.name.value}(" not in helpers
     )
     code = cst.Module([], default_indent=wrapped.unit).code_for_node
-    copied = {_bare(code(s)) for s in wrapped.before}
-    kept = [st for st in statements[:-1] if _bare(code(st)) not in copied]
+    # The statements copied before the region, in their order (a statement of
+    # the region may read as one of them: `records = records.repeat()` of a
+    # pipeline migrated by an earlier pass).
+    copied = [_bare(code(s)) for s in wrapped.before]
+    kept = []
+    for st in statements[:-1]:
+        if copied and _bare(code(st)) == copied[0]:
+            copied.pop(0)
+        elif _bare(code(st)) in copied:
+            del copied[: copied.index(_bare(code(st))) + 1]
+        else:
+            kept.append(st)
     used = {
         n.value for n in m.findall(cst.parse_module(original), m.Name()) if isinstance(n, cst.Name)
     }
