@@ -213,7 +213,9 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
         if found is None or local in bound or local in lifted:
             continue
         other, node, first = found
-        code, more = _rewritten(other, node, file, None, bound, own_imports, imports, cls)
+        code, more = _rewritten(
+            other, node, file, None, bound, own_imports, imports, cls, directory=directory
+        )
         lifted[local] = spelled
         methods[local] = name
         renames[spelled] = local
@@ -237,7 +239,9 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
             other, node, first = found
             if "." in spelled:
                 renames[spelled] = local
-            code, more = _rewritten(other, node, file, alias, bound, own_imports, imports)
+            code, more = _rewritten(
+                other, node, file, alias, bound, own_imports, imports, directory=directory
+            )
             lifted[local] = spelled
             code = re.sub(rf"^def\s+{re.escape(name)}\b", f"def {local}", code)
             texts.append((local, code, first, file))
@@ -261,6 +265,16 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
             Followed(spelled, local, short, file, first, start, head.count("\n"), local in methods)
         )
     return Foreign(head, tuple(followed), tuple(imports), frozenset(bound))
+
+
+def _dotted(file: str, directory: str) -> str:
+    """The module name of `file` as the program in `directory` imports it
+    (``datasets.read`` for ``directory/datasets/read.py``), else its stem."""
+    relative = os.path.relpath(os.path.splitext(file)[0], directory) if directory else ""
+    parts = relative.split(os.sep)
+    if not relative or parts[0] == ".." or not all(p.isidentifier() for p in parts):
+        return _stem(file)
+    return ".".join(parts)
 
 
 def _stem(path: str) -> str:
@@ -418,7 +432,7 @@ def _scope(module: cst.Module, cls: str | None) -> list:
 
 def _rewritten(
     other: cst.Module, node: cst.FunctionDef, file: str, alias: str | None, bound: set[str],
-    own_imports: set[str], imports: list[str], cls: str | None = None,
+    own_imports: set[str], imports: list[str], cls: str | None = None, *, directory: str = "",
 ) -> tuple[str, list[tuple[str, str, str, str | None]]]:  # fmt: skip
     """`node`'s code with its module's names reachable from the file; and the functions
     of its module it calls that build input (followed in turn)."""
@@ -485,8 +499,10 @@ def _rewritten(
         replace[name] = f"{module_alias}.{name}"
     qualified = any(v.startswith(module_alias + ".") for v in replace.values())
     if alias is None and (qualified or more) and stem not in bound:
-        if f"import {stem}" not in imports:  # `from reader import f`: the module by name
-            imports.append(f"import {stem}")
+        dotted = _dotted(file, directory)  # `from datasets.read import f`: in a package
+        line = f"import {stem}" if dotted == stem else f"import {dotted} as {stem}"
+        if line not in imports:  # `from reader import f`: the module by name
+            imports.append(line)
     changed = target.visit(_Renamer(replace, {id(n) for ns in globals_used.values() for n in ns}))
     assert isinstance(changed, cst.FunctionDef)
     code = wrapper.module.code_for_node(changed.with_changes(leading_lines=[], decorators=[]))
@@ -556,6 +572,13 @@ def objects_called(traced, source: str) -> dict[str, tuple[str, str, str]]:
             and func.value.value in values
         ):
             continue
+        handed = [
+            values[a.value.value]
+            for a in call.args
+            if isinstance(a.value, cst.Name) and a.value.value in values
+        ]
+        if not any(traced.kind_of(v) == "queue" for v in handed):
+            continue  # a method handed no queue (a folder to walk): the program's own
         value = values[func.value.value]
         if isinstance(value, type) or not hasattr(type(value), "__mro__"):
             continue

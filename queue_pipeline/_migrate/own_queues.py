@@ -37,6 +37,7 @@ import re
 import libcst as cst
 import tensorflow as tf
 
+from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import OWN_QUEUES, READS, State, Step
 from queue_pipeline._migrate.stages import Stages
 from queue_pipeline._migrate.syntax import assigned_names, bind_arguments, callee, names_in
@@ -125,7 +126,7 @@ class OwnQueues(Stages):
         init = getattr(tf.queue, kind).__init__
         try:
             args = bind_arguments(init, call, self.module, skip_self=True)
-        except (TypeError, ValueError) as e:
+        except (chains.Unsupported, TypeError, ValueError) as e:
             raise self.fail(fn, stmt, str(e)) from e
         state.own_queues[targets[0]] = (kind, args)
         state.enqueued.pop(targets[0], None)  # a new queue under that name

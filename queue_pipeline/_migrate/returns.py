@@ -17,7 +17,7 @@ import libcst as cst
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains
-from queue_pipeline._migrate.base import Function, State, Step
+from queue_pipeline._migrate.base import Function, State, Step, with_outer_values
 from queue_pipeline._migrate.own_queues import OwnQueues
 from queue_pipeline._migrate.syntax import names_in
 
@@ -217,6 +217,15 @@ class Returns(OwnQueues):
         blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
         return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {loaders}\n"]
 
+    def _records_beside(self, fn, stmt, names):
+        """The refusal of ``return batches..., record`` (an unbatched tensor of one record)."""
+        records = ", ".join(sorted(n for n in names if fn.kind(n) == "record"))
+        return self.fail(
+            fn, stmt, f"it returns per-record tensors ({records}) beside the batches: an "
+            "element of a Dataset holds batches only; add them to the batching call's list "
+            "(or leave them out), then migrate"
+        )  # fmt: skip
+
     def _return(self, fn, stmt, state: State, depth: int) -> list[str]:
         lines = self._return_lines(fn, stmt, state, depth)
         if state.loaders and lines and lines[-1].lstrip().startswith("return "):
@@ -237,7 +246,9 @@ class Returns(OwnQueues):
         as not migrated; a statement making a variable or placeholder is refused.
         """
         pad = "    " * depth
-        params = ", ".join(state.batch_element)
+        params = with_outer_values(
+            ", ".join(state.batch_element), [st for st, _ in state.after_batch]
+        )
         body = "".join(self.text(st, depth + 1, rep) for st, rep in state.after_batch)
         body = body.lstrip("\n")
         state.after_batch = []
@@ -266,10 +277,26 @@ class Returns(OwnQueues):
             return out + [f"{pad}return records.prefetch({chains.AUTOTUNE})\n"]
         if state.batch_element and state.after_batch:
             parts = ret.value.elements if isinstance(ret.value, (cst.Tuple, cst.List)) else []
-            if self._plain_returns(fn, parts) or self._plain_fields(fn)[1]:
+            if "record" in {fn.kind(n) for n in names}:
+                raise self._records_beside(fn, stmt, names)
+            extra = self._plain_returns(fn, parts)
+            codes = [self.code(p.value) for p in parts]
+            if extra and len(extra) < len(codes) and codes[-len(extra) :] == extra:
+                # ``return frames, labels, lengths, num_examples``: the count after the
+                # batches computed on (NOTE [ Per-batch code after the batching call ])
+                tensors = ", ".join(codes[: -len(extra)])
+                self.steps.append(
+                    Step(
+                        fn.line(stmt), f"return {value}", f"return the Dataset, {', '.join(extra)}"
+                    )
+                )
+                return self._per_batch(state, tensors, depth) + [
+                    f"{pad}return dataset.prefetch({chains.AUTOTUNE}), {', '.join(extra)}\n"
+                ]
+            if extra or self._plain_fields(fn)[1]:
                 raise self.fail(
-                    fn, stmt, "it returns plain values beside batches it computed on; return "
-                    "the batches alone (or compute on them after the call)"
+                    fn, stmt, "it returns plain values among the batches it computed on; return "
+                    "the batches first and the plain values after them all"
                 )  # fmt: skip
             return self._per_batch(state, value, depth) + [
                 f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"
@@ -279,7 +306,7 @@ class Returns(OwnQueues):
             if value.replace(" ", "").strip("()[]") == ",".join(element):
                 return [f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"]
             if "record" in {fn.kind(n) for n in names}:
-                raise self.fail(fn, stmt, "it returns per-record tensors beside the batches")
+                raise self._records_beside(fn, stmt, names)
             parts = ret.value.elements if isinstance(ret.value, (cst.Tuple, cst.List)) else []
             extra = self._plain_returns(fn, parts)
             if extra:

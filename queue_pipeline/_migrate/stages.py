@@ -35,6 +35,7 @@ from queue_pipeline._migrate.base import (
     fresh,
     is_shuffled,
     tensor_names,
+    with_outer_values,
 )
 from queue_pipeline._migrate.record_helpers import RecordHelpers
 from queue_pipeline._migrate.trace import loader_count
@@ -55,7 +56,13 @@ class Stages(RecordHelpers):
             queue = arg.value
             if isinstance(queue, cst.Name) and queue.value in state.queues:
                 return state.queues[queue.value]
-        raise self.fail(fn, stmt, "it reads from a queue no producer of this function filled")
+        raise self.fail(
+            fn, stmt, "it reads from a queue no producer of this function filled (one the "
+            "program fills from Python with feed_dict, as facenet's `enqueue_many` of "
+            "placeholders, or one another function builds): write the fed arrays as "
+            "tf.data.Dataset.from_tensor_slices (or a generator as from_generator), or "
+            "migrate the function that builds the whole pipeline"
+        )  # fmt: skip
 
     def _legacy_arguments(self, fn, stmt, call) -> tuple[str, dict[str, str]]:
         """The legacy API `call` names and its arguments' source text by parameter name."""
@@ -309,6 +316,7 @@ class Stages(RecordHelpers):
             for st, rep in state.pending
         )
         body += f"{pad}    return {returns}\n"
+        params = with_outer_values(params, [st for st, _ in state.pending])
         state.pending = []
         return [
             "\n",

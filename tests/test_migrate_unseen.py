@@ -1,0 +1,142 @@
+"""migrate on shapes of a third round of public programs it had not seen (#41).
+
+A program's own Python object called on a folder (not a queue) beside a
+``py_func`` label (Cat-GAN); a constructor rebinding its feature specs' names
+to the parsed tensors (entity networks); a count returned beside batches that
+were computed on (seq2seq regression), and an unbatched record beside them
+refused; ``**`` arguments of an own queue refused with the fix; a reading
+function in a package (object detection). Each program is in
+``tests/scripts/unseen_*``. Run in the suite's TF mode (the suite runs this file
+with ``--tf1`` too).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from queue_pipeline._migrate.api import MigrateError, migrate
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
+
+
+def _copy(name: str, directory, as_name: str | None = None):
+    target = directory / (as_name or name)
+    shutil.copy(os.path.join(SCRIPTS, name), target)
+    return target
+
+
+def _line_of(path, text: str) -> int:
+    return 1 + next(i for i, line in enumerate(open(path).read().splitlines()) if text in line)
+
+
+def test_an_object_walking_a_folder_is_not_followed_and_a_py_func_label_migrates(tmp_path):
+    """``FileNameQueue(folder, 1)`` calls its own method on a folder: no queue is
+    handed, so it is the program's, run as is (was: a copy "does not exist"); the
+    label made by ``tf.py_func`` from the key stays in the per-record function."""
+    path = _copy("unseen_image_pipeline.py", tmp_path, "imagePipeline.py")
+    (tmp_path / "data").mkdir()
+    for i in range(24):
+        kind = "cat" if i % 3 else "dog"
+        (tmp_path / "data" / f"{kind}{i:02d}.txt").write_text(f"{i} {i + 1} {i + 2} {i + 3}")
+    result = migrate(str(path), "inputPipeline", call=f"{str(tmp_path / 'data')!r}, 4, 1")
+    assert result.verdict.status == "MATCH", result.report()
+    assert "tf.py_func(getLabel, [key], tf.float32)" in result.added
+    assert "FileNameQueue(folderPath, 1)" in result.added
+
+
+def _sequence_records(path, count: int) -> None:
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(count):
+            example = tf.train.SequenceExample()
+            example.context.feature["answer"].int64_list.value.append(i)
+            story = example.feature_lists.feature_list["story"]
+            for k in range(6):
+                story.feature.add().int64_list.value.append(10 * i + k)
+            writer.write(example.SerializeToString())
+
+
+def test_a_spec_name_rebound_to_the_parsed_tensors_is_read_from_outside(tmp_path):
+    """entity networks' ``context_features, sequence_features = ...(...,
+    context_features=context_features, ...)``: in ``per_record`` the specs come in
+    as defaults (was: UnboundLocalError in the twin, nothing written)."""
+    path = _copy("unseen_sequence_dataset.py", tmp_path, "dataset.py")
+    _sequence_records(tmp_path / "qa.tfrecords", 30)
+    files = repr([str(tmp_path / "qa.tfrecords")])
+    for shuffle in (True, False):
+        result = migrate(str(path), "Dataset", call=f"{files}, 4, shuffle={shuffle}")
+        assert result.verdict.status == "MATCH", result.report()
+        assert (
+            "def per_record(serialized, context_features=context_features, "
+            "sequence_features=sequence_features):" in result.added
+        )
+
+
+def _audio_records(directory, count: int) -> None:
+    rng = np.random.default_rng(5)
+    for i in range(count):
+        frames = rng.random((1 + i % 4, 3), dtype=np.float32)
+        feature = {
+            "frames": tf.train.Feature(bytes_list=tf.train.BytesList(value=[frames.tobytes()])),
+            "word": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"w%d" % i])),
+        }
+        example = tf.train.Example(features=tf.train.Features(feature=feature))
+        with tf.io.TFRecordWriter(str(directory / f"ex{i:02d}.tfrecords")) as writer:
+            writer.write(example.SerializeToString())
+
+
+def test_a_count_beside_batches_computed_on_is_returned_beside_the_dataset(tmp_path):
+    """``return frames, frame_lengths, num_examples`` after per-batch code: the
+    tf.data version returns ``(dataset, num_examples)``, proven with the count (was:
+    refused). An unbatched record beside the batches is refused with its name and
+    the fix (was: a per_batch reading an undefined name)."""
+    path = _copy("unseen_audio_provider.py", tmp_path, "data_provider.py")
+    _audio_records(tmp_path, 12)
+    options = f"{{'batch_size': 3, 'is_training': False}}, {str(tmp_path)!r}"
+    result = migrate(str(path), "get_split", call=options)
+    assert result.verdict.status == "MATCH", result.report()
+    assert "values beside the batches (12)" in result.verdict.reason
+    assert "return dataset.prefetch(tf.data.AUTOTUNE), num_examples" in result.added
+    assert "def per_batch(frames, words):" in result.added
+    line = _line_of(path, "return frames, frame_lengths, word")
+    refusal = r"per-record tensors \(word\) beside the batches: .*add them to the batching"
+    with pytest.raises(MigrateError, match=rf"data_provider.py:{line}: .*{refusal}"):
+        migrate(str(path), "get_split_word", call=options)
+
+
+def test_double_star_arguments_of_an_own_queue_are_refused_with_the_fix(tmp_path):
+    """``tf.RandomShuffleQueue(..., **({...} if names else {}))``: which arguments
+    it sets is known only when it runs; refused at its line with the fix (was: a
+    traceback and exit status 1, the code for DIFFER)."""
+    path = _copy("unseen_rbox_reader.py", tmp_path, "tfrecord_utils.py")
+    (tmp_path / "values.csv").write_text("".join(f"{i}\n" for i in range(20)))
+    line = _line_of(path, "queue = tf.RandomShuffleQueue(")
+    with pytest.raises(MigrateError, match=rf"tfrecord_utils.py:{line}: .*`\*\*\(.*write the "
+                       r"arguments out"):  # fmt: skip
+        migrate(str(path), "read_tfrecord", call=f"{str(tmp_path / 'values.csv')!r}, Config()")
+
+
+def test_a_reading_function_of_a_package_module_is_imported_by_its_dotted_name(tmp_path):
+    """``from unseen_datasets.read import read_and_decode``: the migrated file imports
+    the package's module by its dotted name (was: ``import read``, which fails)."""
+    shutil.copytree(os.path.join(SCRIPTS, "unseen_datasets"), tmp_path / "unseen_datasets")
+    path = _copy("unseen_package_inputs.py", tmp_path, "probe_inputs.py")
+    with tf.io.TFRecordWriter(str(tmp_path / "train.tfrecords")) as writer:
+        for i in range(10):
+            feature = {
+                "boxes": tf.train.Feature(
+                    float_list=tf.train.FloatList(value=[float(i)] * 4 * (1 + i % 3))
+                ),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    result = migrate(str(path), "build_inputs", call=f"{str(tmp_path / 'train.tfrecords')!r}, 4")
+    assert result.verdict.status == "MATCH", result.report()
+    assert "import unseen_datasets.read as read\n" in result.source
+    assert "import read\n" not in result.source
+    assert "[-1, read.BOX]" in result.added
