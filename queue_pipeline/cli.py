@@ -194,20 +194,23 @@ def _migrate(args) -> int:
     path, sep, function = args.target.rpartition(":")
     if not sep or not path.endswith(".py"):
         path, function = args.target, ""
+    # What the program prints while migrate runs it (a shape, a count) goes to
+    # stderr: stdout is the migrated module (`queue-pipeline migrate F.py > new.py`).
     try:
-        result = migrate(
-            path,
-            function,
-            call=args.call,
-            out=args.out,
-            in_place=args.in_place,
-            verify=args.verify,
-            epochs=args.epochs,
-            max_batches=args.batches,
-            callers=args.callers,
-            tf1=args.tf1 or _tf1_from_environment(),
-            argv=args.argv,
-        )
+        with contextlib.redirect_stdout(sys.stderr):
+            result = migrate(
+                path,
+                function,
+                call=args.call,
+                out=args.out,
+                in_place=args.in_place,
+                verify=args.verify,
+                epochs=args.epochs,
+                max_batches=args.batches,
+                callers=args.callers,
+                tf1=args.tf1 or _tf1_from_environment(),
+                argv=args.argv,
+            )
     except MigrateError as e:
         sys.stderr.write(f"{e}\n")
         return 2

@@ -5,13 +5,16 @@ A program's own Python object called on a folder (not a queue) beside a
 to the parsed tensors (entity networks); a count returned beside batches that
 were computed on (seq2seq regression), and an unbatched record beside them
 refused; ``**`` arguments of an own queue refused with the fix; a reading
-function in a package (object detection). Each program is in
+function in a package (object detection), from a plain function and from a
+``main()`` that runs the session itself. Each program is in
 ``tests/scripts/unseen_*``. Run in the suite's TF mode (the suite runs this file
 with ``--tf1`` too).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 
@@ -19,6 +22,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from queue_pipeline import cli
 from queue_pipeline._migrate.api import MigrateError, migrate
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
@@ -120,11 +124,8 @@ def test_double_star_arguments_of_an_own_queue_are_refused_with_the_fix(tmp_path
         migrate(str(path), "read_tfrecord", call=f"{str(tmp_path / 'values.csv')!r}, Config()")
 
 
-def test_a_reading_function_of_a_package_module_is_imported_by_its_dotted_name(tmp_path):
-    """``from unseen_datasets.read import read_and_decode``: the migrated file imports
-    the package's module by its dotted name (was: ``import read``, which fails)."""
+def _box_records(tmp_path) -> None:
     shutil.copytree(os.path.join(SCRIPTS, "unseen_datasets"), tmp_path / "unseen_datasets")
-    path = _copy("unseen_package_inputs.py", tmp_path, "probe_inputs.py")
     with tf.io.TFRecordWriter(str(tmp_path / "train.tfrecords")) as writer:
         for i in range(10):
             feature = {
@@ -135,8 +136,36 @@ def test_a_reading_function_of_a_package_module_is_imported_by_its_dotted_name(t
             }
             example = tf.train.Example(features=tf.train.Features(feature=feature))
             writer.write(example.SerializeToString())
+
+
+def test_a_reading_function_of_a_package_module_is_imported_by_its_dotted_name(tmp_path):
+    """``from unseen_datasets.read import read_and_decode``: the migrated file imports
+    the package's module by its dotted name (was: ``import read``, which fails)."""
+    _box_records(tmp_path)
+    path = _copy("unseen_package_inputs.py", tmp_path, "probe_inputs.py")
     result = migrate(str(path), "build_inputs", call=f"{str(tmp_path / 'train.tfrecords')!r}, 4")
     assert result.verdict.status == "MATCH", result.report()
     assert "import unseen_datasets.read as read\n" in result.source
     assert "import read\n" not in result.source
     assert "[-1, read.BOX]" in result.added
+
+
+def test_an_inline_pipeline_reading_through_a_package_function_migrates(tmp_path, monkeypatch):
+    """``main()`` builds its queue, hands it to an imported ``read_and_decode`` and
+    runs the session itself: the function is followed as for a plain function (was:
+    refused, "does not follow"); what the program prints while it is traced goes to
+    stderr, so the console script's stdout is the migrated module alone."""
+    _box_records(tmp_path)
+    path = _copy("unseen_package_train.py", tmp_path, "train.py")
+    monkeypatch.chdir(tmp_path)
+    result = migrate(str(path), "main", argv="--batch_size 2")
+    assert result.verdict.status == "MATCH", result.report()
+    assert "tf.train.start_queue_runners" not in result.source
+    assert "def read_and_decode_record(serialized):" in result.source
+    assert "import unseen_datasets.read as read\n" in result.source
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["migrate", "train.py:main", "--argv", "--batch_size 2"])
+    assert status == 0, err.getvalue()
+    assert "boxes: (" in err.getvalue() and "boxes: (" not in out.getvalue()
+    compile(out.getvalue(), "train_migrated.py", "exec")

@@ -425,26 +425,44 @@ def _inline_pass(
     """One pipeline of the source `original` of the file `path`, migrated (nothing written)."""
     copy = _script.copy_path_for(real)
     wrapped = _script.wrap(original, real, function)
+    foreign = None  # NOTE [ Following a function of another module ], in the copy
     # The copy and its migrated version parse the file's flags when loaded
     # (script._flag_setup): from the program's own argv, as for `python FILE.py ARGV`.
     try:
-        traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs, argv)
+        foreign = _foreign.lift(wrapped.source, copy)
+        text = foreign.source if foreign is not None else wrapped.source
+        traced, args, kwargs = _trace_copy(copy, text, call, args, kwargs, argv)
         outputs = traced.outputs if isinstance(traced.outputs, tuple) else (traced.outputs,)
         tensors = [
             n for n, v in zip(wrapped.names, outputs) if isinstance(v, (tf.Tensor, tf.SparseTensor))
         ]
         if tensors and tensors != wrapped.names:  # e.g. the reader's `key`, a queue
             wrapped = _script.wrap(original, real, function, tensors)
-            traced, args, kwargs = _trace_copy(copy, wrapped, call, args, kwargs, argv)
+            foreign = _foreign.lift(wrapped.source, copy)
+            text = foreign.source if foreign is not None else wrapped.source
+            traced, args, kwargs = _trace_copy(copy, text, call, args, kwargs, argv)
         rewrite, verdict, notes = _rewrite_and_prove(
-            traced, wrapped.source, verify, batch_decode, args, kwargs, epochs, max_batches, argv
+            traced, text, verify, batch_decode, args, kwargs, epochs, max_batches, argv
         )
+        rewritten = rewrite.source
+        if foreign is not None:
+            rewritten = foreign.finish(foreign.write_back(rewritten, rewrite.function))
+            steps_of = [_foreign_step(foreign, step) for step in rewrite.steps]
+            fix = functools.partial(_foreign_lines, foreign, copy=copy, path=real)
+            rewrite = dataclasses.replace(
+                rewrite,
+                steps=steps_of,
+                dropped=[fix(d) for d in rewrite.dropped],
+                differences=[fix(d) for d in rewrite.differences],
+            )
+            notes = [fix(n) for n in notes]
         source, removed = _script.unwrap(
-            wrapped, original, rewrite.source, rewrite.function,
+            wrapped, original, rewritten, rewrite.function,
             initializable=_reads_variables(traced),
         )  # fmt: skip
     except MigrateError as e:
-        raise MigrateError(_script.map_lines(str(e), wrapped, copy, real)) from e
+        message = foreign.map_lines(str(e), copy) if foreign is not None else str(e)
+        raise MigrateError(_script.map_lines(message, wrapped, copy, real)) from e
     finally:
         with contextlib.suppress(OSError):
             os.remove(copy)
@@ -658,10 +676,11 @@ def _reads_variables(traced: _trace.Trace) -> bool:
     return bool(graph_checks.variables_read(ops) - counters)
 
 
-def _trace_copy(copy: str, wrapped, call, args, kwargs, argv) -> tuple[_trace.Trace, tuple, dict]:
-    """Writes the wrapped copy of a file and traces its pipeline function with the arguments."""
+def _trace_copy(copy: str, text: str, call, args, kwargs, argv) -> tuple[_trace.Trace, tuple, dict]:
+    """Writes the wrapped copy of a file (`text`) and traces its pipeline function with the
+    arguments."""
     with open(copy, "w", encoding="utf-8") as f:
-        f.write(wrapped.source)
+        f.write(text)
     name = os.path.splitext(os.path.basename(copy))[0]
     for key in [k for k in sys.modules if k == name or k.endswith("." + name)]:
         del sys.modules[key]  # a first copy, traced before its names were narrowed

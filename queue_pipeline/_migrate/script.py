@@ -541,13 +541,16 @@ def unwrap(
     # lines with the helpers' versions inserted; module helpers written with
     # the wrapper's version (the preloaded arrays' one) go with them.
     helpers = migrated_source[: migrated_source.index(f"def {WRAPPER}(")]
-    helpers += "".join(
+    extra = "".join(
         cst.Module([]).code_for_node(st.with_changes(leading_lines=())) + "\n\n"
         for st in module.body
         if isinstance(st, cst.FunctionDef)
         and st.name.value not in (WRAPPER, new_function)
         and f"def {st.name.value}(" not in helpers
     )
+    if extra and helpers.strip() and not helpers.endswith("\n\n\n"):
+        helpers = helpers.rstrip("\n") + "\n\n\n"  # two blank lines before a definition
+    helpers += extra
     code = cst.Module([], default_indent=wrapped.unit).code_for_node
     # The statements copied before the region, in their order (a statement of
     # the region may read as one of them: `records = records.repeat()` of a

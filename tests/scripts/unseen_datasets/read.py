@@ -19,4 +19,5 @@ def read_and_decode(filename_queue, batch_size):
         },
     )
     boxes = tf.reshape(tf.sparse_tensor_to_dense(features["boxes"]), [-1, BOX])
+    print("boxes:", boxes.get_shape())  # the public file prints what it builds
     return tf.train.batch([boxes, features["label"]], batch_size, dynamic_pad=True)
