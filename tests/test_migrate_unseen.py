@@ -4,7 +4,7 @@ A program's own Python object called on a folder (not a queue) beside a
 ``py_func`` label (Cat-GAN); a constructor rebinding its feature specs' names
 to the parsed tensors (entity networks); a count returned beside batches that
 were computed on (seq2seq regression), and an unbatched record beside them
-refused; ``**`` arguments of an own queue refused with the fix; a reading
+refused; ``**`` arguments of an own queue read from the queue the run built; a reading
 function in a package (object detection), from a plain function and from a
 ``main()`` that runs the session itself. Each program is in
 ``tests/scripts/unseen_*``. Run in the suite's TF mode (the suite runs this file
@@ -112,16 +112,17 @@ def test_a_count_beside_batches_computed_on_is_returned_beside_the_dataset(tmp_p
         migrate(str(path), "get_split_word", call=options)
 
 
-def test_double_star_arguments_of_an_own_queue_are_refused_with_the_fix(tmp_path):
+def test_double_star_arguments_of_an_own_queue_are_read_from_the_queue_the_run_built(tmp_path):
     """``tf.RandomShuffleQueue(..., **({...} if names else {}))``: which arguments
-    it sets is known only when it runs; refused at its line with the fix (was: a
-    traceback and exit status 1, the code for DIFFER)."""
+    it sets is known only when it runs, so they are read from the queue the trace
+    built (NOTE [ A queue's `**` arguments ]); ``return queue.dequeue()`` hands
+    the records back (was: refused, and before that a traceback)."""
     path = _copy("unseen_rbox_reader.py", tmp_path, "tfrecord_utils.py")
     (tmp_path / "values.csv").write_text("".join(f"{i}\n" for i in range(20)))
-    line = _line_of(path, "queue = tf.RandomShuffleQueue(")
-    with pytest.raises(MigrateError, match=rf"tfrecord_utils.py:{line}: .*`\*\*\(.*write the "
-                       r"arguments out"):  # fmt: skip
-        migrate(str(path), "read_tfrecord", call=f"{str(tmp_path / 'values.csv')!r}, Config()")
+    result = migrate(str(path), "read_tfrecord", call=f"{str(tmp_path / 'values.csv')!r}, Config()")
+    assert result.verdict.status == "MATCH", result.report()
+    assert "dataset = dataset.shuffle(config.capacity)" in result.added
+    assert "RandomShuffleQueue" not in result.added
 
 
 def _box_records(tmp_path) -> None:

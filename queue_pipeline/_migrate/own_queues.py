@@ -33,6 +33,7 @@ Its statements migrate as the batching call they amount to:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import libcst as cst
 import tensorflow as tf
@@ -51,6 +52,8 @@ _RUNNER_CALLS = ("QueueRunner", "add_queue_runner")
 
 class OwnQueues(Stages):
     """The own-queue rewrites (a mixin of the rewriter); see the NOTE above."""
+
+    _return: Callable[..., list[str]]  # the rewriter's: a `return` statement's lines
 
     def own_queue_statement(self, fn, stmt, calls: list, state: State, depth: int):
         """The lines `stmt` becomes if it builds, fills, runs or reads an own queue; else None."""
@@ -124,10 +127,18 @@ class OwnQueues(Stages):
         if len(targets) != 1:
             raise self.fail(fn, stmt, f"assign the {kind} to one variable")
         init = getattr(tf.queue, kind).__init__
+        made = fn.call.local_values.get(targets[0]) if fn.call is not None else None
+        known, written = _attributes(made), call
+        if known is not None and any(
+            a.star == "**" for a in call.args
+        ):  # `**` arguments: NOTE [ A queue's `**` arguments ]
+            written = call.with_changes(args=[a for a in call.args if a.star != "**"])
         try:
-            args = bind_arguments(init, call, self.module, skip_self=True)
+            args = bind_arguments(init, written, self.module, skip_self=True)
         except (chains.Unsupported, TypeError, ValueError) as e:
             raise self.fail(fn, stmt, str(e)) from e
+        if known is not None and written is not call:
+            args = {**known, **args}
         state.own_queues[targets[0]] = (kind, args)
         state.enqueued.pop(targets[0], None)  # a new queue under that name
         if not state.element and not state.pending and fn.role != "batch":
@@ -217,7 +228,9 @@ class OwnQueues(Stages):
             raise self.fail(fn, stmt, f"it dequeues from {name}, which no enqueue of it fills")
         method = callee(call)
         if method == "dequeue":
-            lines = self._own_single(fn, stmt, kind, state)
+            lines = self._own_single(fn, stmt, kind, state, depth)
+            if isinstance(stmt.body[0], cst.Return):
+                return lines
             if fn.role == "batch" and not state.pending:
                 # records in, records out: NOTE [ A helper that shuffles the records ]
                 return ["    " * depth + "records = dataset\n"]
@@ -235,9 +248,14 @@ class OwnQueues(Stages):
         label = f"{kind}.{method}"
         return self._batching(fn, stmt, call, state, depth, legacy=("batch", batching, label))
 
-    def _own_single(self, fn, stmt, kind: str, state: State) -> list[str]:
+    def _own_single(self, fn, stmt, kind: str, state: State, depth: int) -> list[str]:
         """``dequeue()``: the records go on, one element at a time, under the new names."""
         assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if isinstance(assign, cst.Return) and state.element and not state.batch_element:
+            # ``return queue.dequeue()``: the records, returned as ``return <element>`` is
+            self.steps.append(Step(fn.line(stmt), f"{kind}.dequeue", "one record at a time"))
+            element = cst.parse_expression(", ".join(state.element))
+            return self._return(fn, stmt.with_changes(body=[cst.Return(element)]), state, depth)
         if not isinstance(assign, cst.Assign):
             raise self.fail(fn, stmt, f"assign what {kind}.dequeue() returns to variables")
         target = assign.targets[0].target
@@ -250,6 +268,34 @@ class OwnQueues(Stages):
         state.element = names
         self.steps.append(Step(fn.line(stmt), f"{kind}.dequeue", "one record at a time"))
         return []
+
+
+def _attributes(queue) -> dict[str, str] | None:
+    """The arguments the traced `queue` was made with that its migration reads, as source
+    text, from its op; None if `queue` is no queue the trace built.
+
+    NOTE [ A queue's `**` arguments ]
+    ``tf.RandomShuffleQueue(capacity=..., dtypes=..., **({"names": names} if
+    names else {}))`` (a text-detection reader's shuffling helper): which
+    arguments the ``**`` sets is known only when the call runs. The queue the
+    trace built knows them: its op holds its capacity and its seeds (``seed2``
+    is the seed the call was given; 0 when it was given none), and the queue its
+    names. Arguments written out keep their source text; those the ``**``
+    may set are read from the op. Untraced (a branch the run did not take),
+    the ``**`` is refused with the fix.
+    """
+    ref = getattr(queue, "queue_ref", None)
+    op = getattr(ref, "op", None)
+    if op is None or not isinstance(queue, tf.queue.QueueBase):
+        return None
+    found = {"capacity": str(op.get_attr("capacity"))}
+    if op.type.startswith("RandomShuffleQueue"):
+        found["min_after_dequeue"] = str(op.get_attr("min_after_dequeue"))
+        if op.get_attr("seed2"):
+            found["seed"] = str(op.get_attr("seed2"))
+    if queue.names is not None:
+        found["names"] = repr(list(queue.names))
+    return found
 
 
 def _queue_name(call: cst.Call) -> str:

@@ -2,7 +2,8 @@
 
 Shaped like a rotated-box text-detection reader's tfrecord_utils.py: a
 ``Config`` object, ``tf.RandomShuffleQueue(..., **({"names": names} if names
-else {}))`` and a QueueRunner in a helper, the records returned unbatched.
+else {}))`` and a QueueRunner in a helper, the records returned unbatched by
+``return queue.dequeue()``.
 """
 
 import tensorflow.compat.v1 as tf
