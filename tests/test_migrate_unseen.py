@@ -6,7 +6,8 @@ to the parsed tensors (entity networks); a count returned beside batches that
 were computed on (seq2seq regression), and an unbatched record beside them
 refused; ``**`` arguments of an own queue read from the queue the run built; a reading
 function in a package (object detection), from a plain function and from a
-``main()`` that runs the session itself. Each program is in
+``main()`` that runs the session itself; a constructor building a training
+and a validation pipeline (face attributes). Each program is in
 ``tests/scripts/unseen_*``. Run in the suite's TF mode (the suite runs this file
 with ``--tf1`` too).
 """
@@ -170,3 +171,58 @@ def test_an_inline_pipeline_reading_through_a_package_function_migrates(tmp_path
     assert status == 0, err.getvalue()
     assert "boxes: (" in err.getvalue() and "boxes: (" not in out.getvalue()
     compile(out.getvalue(), "train_migrated.py", "exec")
+
+
+def _face_records(directory) -> None:
+    rng = np.random.default_rng(0)
+    directory.mkdir()
+    for split, shards in (("train", 2), ("val", 1)):
+        for shard in range(shards):
+            with tf.io.TFRecordWriter(str(directory / f"{split}-{shard}.tfrecords")) as writer:
+                for _ in range(7):
+                    pixels = rng.integers(0, 255, 8 * 8 * 3, dtype=np.uint8).tobytes()
+                    feature = {
+                        "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels])),
+                        "attributes": tf.train.Feature(
+                            int64_list=tf.train.Int64List(value=rng.integers(0, 2, 4))
+                        ),
+                    }
+                    example = tf.train.Example(features=tf.train.Features(feature=feature))
+                    writer.write(example.SerializeToString())
+
+
+def test_a_constructor_with_a_training_and_a_validation_pipeline_migrates_each(tmp_path):
+    """``FILE.py:Class`` whose ``__init__`` keeps two pipelines' batches: each becomes
+    a method of its own, named by its attributes (``init_train_dataset``,
+    ``init_val_dataset``), holding only its own statements, each proven (NOTE
+    [ Several pipelines in a constructor ]; was: refused as a second pipeline)."""
+    path = _copy("unseen_two_pipeline_class.py", tmp_path, "face_data.py")
+    _face_records(tmp_path / "data")
+    result = migrate(str(path), "FaceAttributes", call=f"{str(tmp_path / 'data')!r}")
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason.startswith("pipeline 1: multiset; pipeline 2: ordered")
+    source = result.source
+    train = source[source.index("def init_train_dataset") : source.index("def init_val_dataset")]
+    val = source[source.index("def init_val_dataset") : source.index("    def read(")]
+    assert "records.shuffle(40, seed=3)" in train and "val_files" not in train
+    assert "records.batch(val_batch_size)" in val and "train_files" not in val
+    assert "flip_left_right" in train and "flip_left_right" not in val
+    assert source.count("def FaceAttributes__read_record(") == 1
+    # the migrated class's datasets deliver every record of their split once
+    namespace: dict = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    data = namespace["FaceAttributes"].__new__(namespace["FaceAttributes"])
+    with tf.Graph().as_default():
+        for method, key, expected in (
+            ("init_train_dataset", "train_attributes", 14),
+            ("init_val_dataset", "val_attributes", 7),
+        ):
+            dataset = getattr(data, method)(str(tmp_path / "data"))
+            element = tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()
+            count = 0
+            config = tf.compat.v1.ConfigProto(operation_timeout_in_ms=60000)
+            with tf.compat.v1.Session(config=config) as sess:
+                with contextlib.suppress(tf.errors.OutOfRangeError):
+                    while True:
+                        count += len(sess.run(element)[key])
+            assert count == expected, method

@@ -29,6 +29,7 @@ import types
 from typing import Sequence
 
 from queue_pipeline._migrate import classes as _classes
+from queue_pipeline._migrate import constructor_pipelines as _pipelines
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import graph_checks
 from queue_pipeline._migrate import foreign as _foreign
@@ -261,10 +262,15 @@ def migrate(
                     f"{_API}: {function} is {what} constructor's arguments with `call` "
                     "(--call), not `args` / `kwargs`."
                 )
-            return _migrate_method(
-                path, function, call, target, in_place, verify, epochs, max_batches,
-                batch_decode, program_argv,
-            )  # fmt: skip
+            options = (verify, epochs, max_batches, batch_decode)
+            if method:
+                return _migrate_method(
+                    path, function, call, *options, program_argv, target=target,
+                    in_place=in_place,
+                )  # fmt: skip
+            return _migrate_constructor(
+                path, function, call, target, in_place, *options, program_argv
+            )
         if not function or _holds_session_code(path, function):
             return _migrate_inline(
                 path, function or None, call, args, kwargs, target, in_place, verify, epochs,
@@ -358,11 +364,7 @@ def _migrate_inline(
         if len(passes) == _MAX_PIPELINES or not _script.has_pipeline(source, real, function):
             break
     first, last = passes[0], passes[-1]
-    verdicts = [p.verdict for p in passes if p.verdict is not None]
-    verdict = next((v for v in verdicts if v.status != "MATCH"), verdicts[-1] if verdicts else None)
-    if len(verdicts) > 1 and verdict is not None and verdict.status == "MATCH":
-        reason = "; ".join(f"pipeline {i + 1}: {v.reason}" for i, v in enumerate(verdicts))
-        verdict = dataclasses.replace(verdict, reason=reason)
+    verdict, _, dropped, differences = _merged(passes)
     rewrite = codegen.Rewrite(source, "".join(p.added for p in passes), first.function, [], [], [])
     return _finish(
         path, original, source, target, in_place, rewrite,
@@ -373,8 +375,7 @@ def _migrate_inline(
             # an earlier pass's session code kept its Coordinator for the later pipelines
             if p is last or s.line or not s.legacy.startswith("the session code")
         ],
-        [d for p in passes for d in p.dropped],
-        [d for p in passes for d in p.differences], verdict, last.original, script=True,
+        dropped, differences, verdict, last.original, script=True,
     )  # fmt: skip
 
 
@@ -504,17 +505,67 @@ def _inline_pass(
     )  # fmt: skip
 
 
-def _migrate_method(
+def _migrate_constructor(
     path, qualified, call, target, in_place, verify, epochs, max_batches, batch_decode, argv
 ) -> MigrationResult:
-    """``Class.method``: NOTE [ Migrating a method ] in methods.py."""
+    """``Class``: NOTE [ Migrating a constructor ] in methods.py; each of several
+    pipelines on its own (NOTE [ Several pipelines in a constructor ])."""
+    groups = _classes.constructor_batches(path, qualified, call, argv)
+    given = (call, verify, epochs, max_batches, batch_decode, argv)
+    if len(groups) < 2:
+        return _migrate_method(path, qualified, *given, target=target, in_place=in_place,
+                               batches=groups[0] if groups else [])  # fmt: skip
     real, original = _trace.read_source(path)
+    source = original
+    passes: list[MigrationResult] = []
+    # the last first: each is written right after __init__, so they end up in order
+    for group, name in reversed(list(zip(groups, _pipelines.method_names(groups)))):
+        others = [a for g in groups if g is not group for a in g]
+        lines = _unchanged_lines(original, source)
+        try:
+            result = _migrate_method(
+                path, qualified, *given, source=source, batches=group, others=others,
+                new_method=name,
+            )  # fmt: skip
+        except MigrateError as e:
+            raise MigrateError(_at_lines(str(e), real, lines)) from e
+        passes.insert(0, _at_lines_of(result, real, lines))
+        source = result.source
+    verdict, steps, dropped, differences = _merged(passes)
+    function = " and ".join(p.function for p in passes)
+    rewrite = codegen.Rewrite(source, "".join(p.added for p in passes), function, [], [], [])
+    return _finish(
+        path, original, source, target, in_place, rewrite, steps, dropped, differences,
+        verdict, passes[-1].original,
+    )  # fmt: skip
+
+
+def _merged(passes: list[MigrationResult]) -> tuple:
+    """(verdict, steps, dropped, differences) of migrations one after another in one file:
+    the first verdict that is no MATCH, else MATCH with each one's reason."""
+    verdicts = [p.verdict for p in passes if p.verdict is not None]
+    verdict = next((v for v in verdicts if v.status != "MATCH"), verdicts[-1] if verdicts else None)
+    if len(verdicts) > 1 and verdict is not None and verdict.status == "MATCH":
+        reason = "; ".join(f"pipeline {i + 1}: {v.reason}" for i, v in enumerate(verdicts))
+        verdict = dataclasses.replace(verdict, reason=reason)
+    steps = [s for p in passes for s in p.steps]
+    dropped = [d for p in passes for d in p.dropped]
+    return verdict, steps, dropped, [d for p in passes for d in p.differences]
+
+
+def _migrate_method(
+    path, qualified, call, verify, epochs, max_batches, batch_decode, argv, *, target=None,
+    in_place=False, source=None, batches=None, others=None, new_method="",
+) -> MigrationResult:  # fmt: skip
+    """``Class.method``: NOTE [ Migrating a method ] in methods.py; ``Class`` (the
+    constructor) with `batches`, its batch attributes, and `others`, those of its other
+    pipelines, in the file's text `source` (default: the file's)."""
+    real, original = _trace.read_source(path)
+    original = original if source is None else source
     constructor = "." not in qualified
     made = None
     if constructor:
-        lifted = _methods.lift_keeping(
-            original, real, qualified, _classes.constructor_batches(path, qualified, call, argv)
-        )
+        lifted = _methods.lift_keeping(original, real, qualified, batches or [], others, new_method)
     else:
         lifted = _methods.lift(original, real, qualified)
         probe = _classes.probe_method(path, lifted, call, argv)
@@ -596,8 +647,8 @@ def _migrate_method(
         notes.append(
             f"{real}:{lifted.method_first}: {name}(self, ...) does the constructor's work with "
             "its batch attributes as the Dataset's elements (a dict by attribute name); "
-            "__init__ is kept as it was: call init_dataset from it in place of the pipeline "
-            "to switch"
+            f"__init__ is kept as it was: call {name.rpartition('.')[2]} from it in place of "
+            "the pipeline to switch"
         )
     added = foreign.finish(rewrite.added) if foreign else rewrite.added
     return _finish(

@@ -15,6 +15,7 @@ import inspect
 import libcst as cst
 import tensorflow as tf
 
+from queue_pipeline._migrate import constructor_pipelines as _pipelines
 from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate.trace import MigrateError
@@ -115,8 +116,9 @@ def defines_class(path: str, name: str) -> bool:
     return any(isinstance(s, cst.ClassDef) and s.name.value == name for s in top_level(path))
 
 
-def constructor_batches(path: str, cls: str, call: str | None, argv) -> list[str]:
-    """The attributes that ``cls(call)`` keeps holding tensors read from a queue.
+def constructor_batches(path: str, cls: str, call: str | None, argv) -> list[list[str]]:
+    """The attributes that ``cls(call)`` keeps holding tensors read from a queue, one
+    list per pipeline (NOTE [ Several pipelines in a constructor ]).
 
     The constructor runs once, in a graph of its own (under install(), as
     `--call` is evaluated): NOTE [ Migrating a constructor ].
@@ -124,4 +126,4 @@ def constructor_batches(path: str, cls: str, call: str | None, argv) -> list[str
     module, _ = _trace.load_module(path, cls, argv, call)
     with tf.Graph().as_default():
         (instance,), _ = _trace.parse_call(module, f"{cls}({call or ''})")
-    return _methods.queue_tensors(instance)
+        return _pipelines.pipelines(instance, _methods.queue_tensors(instance))

@@ -38,6 +38,7 @@ import libcst.matchers as m
 import tensorflow as tf
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from queue_pipeline._migrate import constructor_pipelines as _pipelines
 from queue_pipeline._migrate.graph_checks import input_tensor
 from queue_pipeline._migrate.loading import MigrateError
 
@@ -223,7 +224,8 @@ def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     lines = head.splitlines(keepends=True)
     inserted = "\n" + "\n\n".join(blocks) + "\n"
     after_class = positions[cls].end.line
-    functions = "".join("\n\n" + code + "\n" for code in outside)
+    # a reading method's version an earlier migration of the class wrote is there already
+    functions = "".join("\n\n" + code + "\n" for code in outside if code not in head)
     return (
         "".join(lines[:end])
         + inserted
@@ -233,7 +235,14 @@ def write_back(lifted: Lifted, rewritten: str, new_function: str) -> str:
     )
 
 
-def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) -> Lifted:
+def lift_keeping(
+    source: str,
+    path: str,
+    qualified: str,
+    attributes: list[str],
+    others: list[str] | None = None,
+    new_method: str = "",
+) -> Lifted:
     """A constructor (`qualified` is ``Class``) or a method that keeps its batches as
     attributes and returns nothing, lifted with those `attributes` returned as a dict.
 
@@ -268,6 +277,8 @@ def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) 
     lifted = lift(source, path, f"{qualified}.__init__" if constructor else qualified)
     head, marker, tail = lifted.source.partition(_MARKER + "\n")
     tail, local = _as_locals(tail, attributes)
+    if others:  # NOTE [ Several pipelines in a constructor ]: this one's statements
+        tail = _pipelines.only(tail, list(local.values()), others)
     model: tuple[int, int] | None = None
     if not constructor:  # NOTE [ The model after the input, in a method ]
         tail, model = _without_the_model(tail, set(local.values()))
@@ -280,7 +291,7 @@ def lift_keeping(source: str, path: str, qualified: str, attributes: list[str]) 
     pad = indent if isinstance(indent, str) else tail_module.default_indent  # 2 spaces, or 4
     fields = ", ".join(f"{a!r}: {n}" for a, n in local.items())
     tail = tail.rstrip("\n") + f"\n{pad}return {{{fields}}}\n"
-    new_method = "init_dataset" if constructor else ""
+    new_method = new_method or ("init_dataset" if constructor else "")
     return dataclasses.replace(
         lifted, source=head + marker + tail, new_method=new_method, model=model
     )
