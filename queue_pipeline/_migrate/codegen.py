@@ -277,13 +277,19 @@ class _Rewriter(HelperCalls):
         own = self.own_queue_statement(fn, stmt, calls, state, depth)
         if own is not None:  # NOTE [ Migrating the function's own queue ]
             return own
-        producer = next((c for c in calls if callee(c) in PRODUCERS), None)
+        # a function of the file named as an API (its own `input_producer`) is its own
+        api = [
+            c
+            for c in calls
+            if not (isinstance(c.func, cst.Name) and c.func.value in self.functions)
+        ]
+        producer = next((c for c in api if callee(c) in PRODUCERS), None)
         if producer is not None:
             return self._producer(fn, stmt, producer, state, depth)
-        slicer = next((c for c in calls if callee(c) == "slice_input_producer"), None)
+        slicer = next((c for c in api if callee(c) == "slice_input_producer"), None)
         if slicer is not None:
             return self._slice(fn, stmt, slicer, state, depth)
-        batcher = next((c for c in calls if callee(c) in BATCHING), None)
+        batcher = next((c for c in api if callee(c) in BATCHING), None)
         if batcher is not None:
             return self._batching(fn, stmt, batcher, state, depth)
         comp = list_of_reads(stmt)

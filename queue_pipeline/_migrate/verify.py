@@ -78,7 +78,7 @@ def verify(
     multisets.
 
     A legacy input that repeats forever is read for `epochs` epochs on both
-    sides (unless `max_batches` bounds the run), and random draws are pinned:
+    sides (`max_batches` may end it sooner), and random draws are pinned:
     NOTE [ Proving a random, endless input pipeline ]. The verdict's reason
     names each condition the proof held. `graph_call` (a
     :class:`~queue_pipeline._migrate.trace.GraphCall`) makes the arguments
@@ -89,7 +89,9 @@ def verify(
     kind, _ = plan.epochs_of(trace.outputs)
     if kind == "unknown":  # behind the program's own queue: every producer of its graph
         kind, _ = plan.epochs_of(*_producers(graph_of(trace.outputs)))
-    bound = kind == "infinite" and max_batches is None
+    # endless repeats end after `epochs` epochs on both sides, with `max_batches` or not:
+    # a part of a shuffled endless stream proves nothing (NOTE [ A proof cut short ])
+    bound = kind == "infinite"
     pinned, unpinned = random_op_types(graph_of(trace.outputs))
     conditions = []
     if bound:
@@ -135,7 +137,7 @@ def verify(
             lambda: side("legacy", lambda a, k: _build_legacy(original, a, k, installed=bound)),
             lambda: side("twin", lambda a, k: new(*a, **k)),
             epochs=epochs,
-            max_batches=_BOUNDED_MAX_BATCHES if bound else max_batches,
+            max_batches=_BOUNDED_MAX_BATCHES if bound and max_batches is None else max_batches,
             timeout=timeout,
         )
     held = [n for n in report.notes if "max_bytes=" in n]
@@ -151,6 +153,9 @@ def verify(
             f"(legacy) against {_shown(plain.get('twin'))} (migrated)" + suffix,
             report,
         )
+    unproven = _cut_short(report)
+    if unproven:
+        return Verdict("UNVERIFIED", unproven + suffix, report)
     if report.matched:
         return Verdict("MATCH", report.mode + suffix, report)
     tail = _dropped_tail(trace, report)
@@ -162,6 +167,36 @@ def verify(
             report,
         )
     return Verdict("DIFFER", report.mode + suffix, report)
+
+
+def _cut_short(report) -> str:
+    """Why `report` proves nothing, or "".
+
+    NOTE [ A proof cut short ]
+    Two runs compared can agree without proving anything. With no batch on
+    either side (twenty records and ``batch_size=64`` without
+    ``allow_smaller_final_batch``) every check holds vacuously. And where the
+    legacy order is random (a RandomShuffleQueue, shuffled file names), the
+    first N batches of one side hold other records than the first N of the
+    other: a run stopped by ``--batches`` or by the memory bound compares two
+    samples, and a difference there is no evidence either way. Both verdicts
+    are UNVERIFIED, saying what to change. (An endless input is read for
+    ``--epochs`` epochs on both sides, so ``--batches`` is not needed to end it.)
+    """
+    if report.legacy.batches == 0 and report.twin.batches == 0:
+        return (
+            "no batch on either side: the records make no whole batch (a final partial "
+            "batch is dropped unless allow_smaller_final_batch=True); give more records or a "
+            "smaller batch size (--call) to prove it"
+        )
+    if report.matched or report.legacy.exhausted or report.mode != "multiset":
+        return ""
+    return (
+        f"the legacy side was stopped after {report.legacy.batches} batch(es) and its order is "
+        "random: the first batches of two shuffled runs hold different records, so they prove "
+        "nothing; read whole epochs (without --batches, or with --batches above an epoch's "
+        "batches) to prove it"
+    )
 
 
 # Values a pipeline function may return beside its batches (counts, steps per epoch, names).
