@@ -165,6 +165,11 @@ def test_an_inline_pipeline_reading_through_a_package_function_migrates(tmp_path
     assert "tf.train.start_queue_runners" not in result.source
     assert "def read_and_decode_record(serialized):" in result.source
     assert "import unseen_datasets.read as read\n" in result.source
+    line = _line_of(path, "string_input_producer([args.tfrecord])")
+    # the file's own line (was: the wrapped copy's, one off)
+    assert any(f"train.py:{line}: string_input_producer" in d for d in result.differences), (
+        result.differences
+    )
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = cli.main(["migrate", "train.py:main", "--argv", "--batch_size 2"])

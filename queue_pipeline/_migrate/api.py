@@ -449,7 +449,8 @@ def _inline_pass(
         if foreign is not None:
             rewritten = foreign.finish(foreign.write_back(rewritten, rewrite.function))
             steps_of = [_foreign_step(foreign, step) for step in rewrite.steps]
-            fix = functools.partial(_foreign_lines, foreign, copy=copy, path=real)
+            # the copy's own lines are the wrapped copy's: mapped to the file's below
+            fix = functools.partial(foreign.map_lines, copy_path=copy)
             rewrite = dataclasses.replace(
                 rewrite,
                 steps=steps_of,
@@ -568,7 +569,10 @@ def _migrate_method(
         lifted = _methods.lift_keeping(original, real, qualified, batches or [], others, new_method)
     else:
         lifted = _methods.lift(original, real, qualified)
-        probe = _classes.probe_method(path, lifted, call, argv)
+        try:
+            probe = _classes.probe_method(path, lifted, call, argv)
+        except MigrateError as e:
+            raise MigrateError(_with_call_form(str(e), lifted.cls)) from e
         made = probe.made
         if made is not None:  # NOTE [ A method reading what its constructor built ]
             lifted = _methods.lift_with_constructor(original, real, qualified, probe.held)
@@ -610,11 +614,8 @@ def _migrate_method(
     except MigrateError as e:
         text = foreign.map_lines(str(e), copy) if foreign else str(e)
         text = lifted.map_lines(text, copy, real)
-        if "required positional argument" in text and not constructor and not combined:
-            text += (
-                f" A method's own arguments follow its instance: --call "
-                f"'{lifted.cls}(CONSTRUCTOR ARGS), METHOD ARGS'."
-            )
+        if not constructor and not combined:
+            text = _with_call_form(text, lifted.cls)
         raise MigrateError(text) from e
     finally:
         with contextlib.suppress(OSError):
@@ -658,6 +659,16 @@ def _migrate_method(
         verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
+
+
+def _with_call_form(text: str, cls: str) -> str:
+    """`text`, with the form of a method's `--call` where its arguments did not fit."""
+    if not re.search(r"positional argument|unexpected keyword argument", text):
+        return text
+    return text + (
+        f" A method's own arguments follow its instance: --call "
+        f"'{cls}(CONSTRUCTOR ARGS), METHOD ARGS' (--call 'ARGS' alone is the constructor's)."
+    )
 
 
 def _trace_plain(path, foreign, function, argv, call, args, kwargs) -> tuple:

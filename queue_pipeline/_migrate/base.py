@@ -370,7 +370,7 @@ class RewriterBase:
     def fail(self, fn: Function, node: cst.CSTNode, why: str) -> MigrateError:
         return MigrateError(
             f"{API}: {self.where(fn.line(node))}: cannot migrate "
-            f"`{self.code(node).strip().splitlines()[0]}`: {why}."
+            f"`{self.code(_bare_statement(node)).strip().splitlines()[0]}`: {why}."
         )
 
     def code(self, node: cst.CSTNode) -> str:
@@ -442,3 +442,10 @@ class RewriterBase:
 
     def calls_in(self, node: cst.CSTNode) -> list[cst.Call]:
         return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]
+
+
+def _bare_statement(node: cst.CSTNode) -> cst.CSTNode:
+    """`node` without the comments and blank lines above it (a refusal quotes the statement)."""
+    if getattr(node, "leading_lines", None):
+        return node.with_changes(leading_lines=[])
+    return node

@@ -297,6 +297,8 @@ class _Rewriter(HelperCalls):
             out = self._interleave(fn, stmt, comp, state, depth)
             state.joined.update(assigned_names(stmt))
             return out
+        if comp is not None and self.join_copies_comprehension(fn, stmt, comp, state):
+            return []
         helper = next((h for c in calls if (h := self.helper_of(c)) is not None), None)
         if helper is not None:
             call = next(c for c in calls if self.helper_of(c) is helper)

@@ -281,9 +281,35 @@ def _run(
             ) from e
 
 
+def raised_at(error: BaseException, path: str) -> str:
+    """`` at FILE:LINE (`statement`)``: the innermost line of the program's own files (those
+    beside `path` and below) that `error` went through; "" if none did."""
+    import linecache  # noqa: PLC0415
+    import traceback  # noqa: PLC0415
+
+    directory = os.path.dirname(os.path.realpath(path)) + os.sep
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+    found = ""
+    for frame in traceback.extract_tb(error.__traceback__):
+        name = os.path.realpath(frame.filename)
+        installed = f"{os.sep}site-packages{os.sep}" in name or "dist-packages" in name
+        if name.startswith(directory) and not name.startswith(here) and not installed:
+            text = linecache.getline(frame.filename, frame.lineno or 0).strip()
+            found = f" at {frame.filename}:{frame.lineno}" + (f" (`{text}`)" if text else "")
+    return found
+
+
 def fix_for(error: BaseException, usual: str) -> str:
     """The fix to suggest for the user's code raising `error`: `usual`, or ``--tf1`` for a
     file written for TensorFlow 1.x (``tf.gfile``, ``tf.train.batch`` missing on 2.x)."""
+    text = str(error)
+    if isinstance(error, AttributeError) and (
+        "removed in TensorFlow 2.x" in text or "has no attribute 'contrib'" in text
+    ):
+        return (
+            "that API is gone from TensorFlow 2.x (--tf1 does not bring it back): replace "
+            "the call with its TensorFlow 2.x equivalent in your file, then migrate"
+        )
     if isinstance(error, AttributeError) and "module 'tensorflow" in str(error):
         return (
             "the file is written for TensorFlow 1.x (`import tensorflow as tf` meaning "

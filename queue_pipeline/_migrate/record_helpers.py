@@ -179,7 +179,15 @@ class RecordHelpers(RewriterBase):
             raise self.fail(fn, stmt, str(e)) from e
         if kind.endswith("_join"):
             raise self.fail(fn, stmt, "a reading helper that joins several readers itself")
-        targets = assigned_names(stmt)
+        batchers = [callee(c) for c in self.calls_in(stmt) if callee(c) in BATCHING]
+        if len(batchers) > 1:
+            raise self.fail(
+                fn, stmt, f"a reading helper handed a queue ends where its caller batches, and "
+                f"this one batches in {len(batchers)} ways ({', '.join(batchers)}) by a test "
+                f"of its own; Fix: let {fn.name} return the records it batches and move the "
+                "test with its batching calls to its caller, then migrate"
+            )  # fmt: skip
+        targets = list(dict.fromkeys(assigned_names(stmt)))
         for later in rest:
             ret = later.body[0] if isinstance(later, cst.SimpleStatementLine) else None
             if isinstance(ret, cst.Return):

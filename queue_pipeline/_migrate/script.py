@@ -376,7 +376,8 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         where = f"{path}:{positions[fn].start.line}: {function}()"
         scope_stmts = list(fn.body.body)
         params = cst.Module([]).code_for_node(fn.params)
-    found = _find(scope_stmts, *_pipeline_functions(module))
+    builders, batchers = _pipeline_functions(module)
+    found = _find(scope_stmts, builders, batchers)
     if found is not None and found[1] >= found[2]:
         found = None  # nothing before the session code builds a stage
     if found is None:
@@ -406,6 +407,9 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         counts = collections.Counter(seen)
         read = [n for n in seen if counts[n] > stored[n]]  # not only assigned again (`_`)
         names = list(dict.fromkeys(n for n in read if n in assigned))
+        if fn is None:  # a script's batches are its module's names (another module imports them)
+            made = [n for s in region if _calls(s) & batchers for n in assigned_names(s)]
+            names += [n for n in dict.fromkeys(made) if n not in names]
     first_line = positions[region[0]].start.line
     if not names:
         raise MigrateError(

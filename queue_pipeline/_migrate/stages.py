@@ -532,6 +532,34 @@ class Stages(RecordHelpers):
         self.steps.append(Step(fn.line(stmt), label, "the per-record code once"))
         return out
 
+    def join_copies_comprehension(self, fn, stmt, comp: cst.ListComp, state: State) -> bool:
+        """``example_list = [tf.decode_csv(value, ...) for _ in range(n)]`` for a join:
+        N copies of per-record code on one read, as that code once (NOTE [ Copies of
+        the per-record code for a join ], the comprehension's form). False if `stmt`
+        is no such list (a copy that reads the loop's variable, one that builds a stage,
+        or no record read)."""
+        loop = comp.for_in
+        if loop.inner_for_in is not None or comp.for_in.ifs:
+            return False
+        stages = set(PRODUCERS + BATCHING + READS) | {"slice_input_producer"}
+        if any(callee(c) in stages for c in self.calls_in(comp.elt)):
+            return False
+        if names_in(loop.target) & names_in(comp.elt):
+            return False
+        if not any(fn.kind(n) == "record" for n in names_in(comp.elt)):
+            return False
+        (name,) = assigned_names(stmt) or ("",)
+        if not name:
+            return False
+        count = self.code(loop.iter).strip()
+        match = re.fullmatch(r"range\((.+)\)", count)
+        state.pending.append((stmt, ((comp, self.code(comp.elt)),)))
+        self.copy_lists.add(name)
+        state.copies[name] = (name, match.group(1) if match else f"len({count})")
+        label = f"[... for ... in {count}] (copies for a join)"
+        self.steps.append(Step(fn.line(stmt), label, "the per-record code once"))
+        return True
+
     def _copies_parameter_loop(self, fn, stmt, body, call, state: State, depth: int) -> list[str]:
         """``for image, caption in images_and_captions:`` in a batching helper.
 

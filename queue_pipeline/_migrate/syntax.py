@@ -324,7 +324,9 @@ def filled_blocks(lines: list[str]) -> list[str]:
         header = stripped.endswith(":") and "\n" not in stripped
         indent = len(text) - len(text.lstrip(" "))
         following = next((t for t in lines[i + 1 :] if t.strip()), None)
-        empty = following is None or len(following) - len(following.lstrip(" ")) <= indent
+        # its first line that is not blank (a statement may come with blank lines above it)
+        first = next((ln for ln in (following or "").splitlines() if ln.strip()), "")
+        empty = following is None or len(first) - len(first.lstrip(" ")) <= indent
         if header and empty and not stripped.lstrip().startswith("#"):
             if stripped.strip() == "else:":
                 continue

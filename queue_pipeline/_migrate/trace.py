@@ -405,8 +405,9 @@ def trace(
     except Exception as e:  # noqa: BLE001 - the user's function failed
         usual = _graph_defaults(fn, args, kwargs) or "pass arguments that run (--call)"
         raise MigrateError(
-            f"{_API}: calling {function}({_spell(args, kwargs)}) failed: "
-            f"{type(e).__name__}: {str(e).rstrip('.')}. Fix: {loading.fix_for(e, usual)}."
+            f"{_API}: calling {function}({_spell(args, kwargs)}) failed"
+            f"{loading.raised_at(e, real)}: {type(e).__name__}: {str(e).rstrip('.')}. Fix: "
+            f"{loading.fix_for(e, usual)}."
         ) from e
     # The graph is fresh: everything recorded on it is this call's pipeline,
     # including the stages behind a queue no builder recorded (a prefetch).

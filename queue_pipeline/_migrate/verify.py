@@ -153,7 +153,7 @@ def verify(
             f"(legacy) against {_shown(plain.get('twin'))} (migrated)" + suffix,
             report,
         )
-    unproven = _cut_short(report)
+    unproven = _cut_short(report, bound)
     if unproven:
         return Verdict("UNVERIFIED", unproven + suffix, report)
     if report.matched:
@@ -169,7 +169,7 @@ def verify(
     return Verdict("DIFFER", report.mode + suffix, report)
 
 
-def _cut_short(report) -> str:
+def _cut_short(report, endless: bool = False) -> str:
     """Why `report` proves nothing, or "".
 
     NOTE [ A proof cut short ]
@@ -187,7 +187,9 @@ def _cut_short(report) -> str:
         return (
             "no batch on either side: the records make no whole batch (a final partial "
             "batch is dropped unless allow_smaller_final_batch=True); give more records or a "
-            "smaller batch size (--call) to prove it"
+            "smaller batch size (--call)"
+            + (", or read more epochs of the endless input (--epochs N)," if endless else "")
+            + " to prove it"
         )
     if report.matched or report.legacy.exhausted or report.mode != "multiset":
         return ""

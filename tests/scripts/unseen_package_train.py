@@ -19,7 +19,7 @@ args = parser.parse_args()
 
 
 def main():
-    filename_queue = tf.train.string_input_producer([args.tfrecord], shuffle=False)
+    filename_queue = tf.train.string_input_producer([args.tfrecord])
     boxes, labels = read_and_decode(filename_queue, args.batch_size)
     with tf.Session() as sess:
         coord = tf.train.Coordinator()
