@@ -117,11 +117,52 @@ def test_two_decoder_copies_of_one_read_joined_become_the_decoder_once(tmp_path,
     assert "tf.train.batch_join(" not in result.source
 
 
-def test_a_reading_helper_batching_two_ways_is_refused_with_the_cause(tmp_path):
+def _voxel_records(path, count: int) -> None:
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(count):
+            feature = {
+                "data": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[np.full(8, i, np.float32).tobytes()])
+                ),
+                "target": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(value=[np.full(4, -i, np.float32).tobytes()])
+                ),
+            }
+            writer.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+
+
+def test_a_reading_helper_batching_two_ways_keeps_its_test_in_the_caller(tmp_path):
     """``if shuffle_batch: shuffle_batch(...) else: batch(...)`` in a helper handed
-    a queue: refused at the ``if`` with the real cause and fix (was: "it returns
-    something else than the batches it made", quoting the return)."""
+    a queue (NOTE [ A reading helper that batches two ways ]): the caller maps the
+    records once, then batches as the branch its call takes (the default: only
+    that one is written), or keeps the ``if`` on what it passes; each proven (was:
+    refused, "it returns something else than the batches it made")."""
     path = _copy("unseen_voxel_reader.py", tmp_path, "train.py")
+    data = str(tmp_path / "data.tfrecords")
+    _voxel_records(data, 20)
+    inline = migrate(str(path), "train", call=f"{data!r}")
+    assert inline.verdict.status == "MATCH", inline.report()
+    body = inline.source[inline.source.index("def train(") :]
+    assert "dataset = records.shuffle(40)" in body and "if True" not in body
+    for shuffle in (True, False):
+        passed = migrate(str(path), "evaluate", call=f"{data!r}, {shuffle}")
+        assert passed.verdict.status == "MATCH", passed.report()
+        assert "    if shuffle:\n        dataset = records.shuffle(40)\n" in passed.added
+        assert (
+            "    else:\n        dataset = records.batch(4, drop_remainder=True)\n" in passed.added
+        )
+
+
+def test_a_reading_helper_batching_other_tensors_by_a_test_is_refused_with_the_cause(tmp_path):
+    """Branches batching different tensors: refused at the ``if`` with the cause and
+    the fix, not at the ``return``."""
+    path = _copy("unseen_voxel_reader.py", tmp_path, "train.py")
+    text = path.read_text().replace(
+        "tf.train.batch([data, target]", "tf.train.batch([target, data]"
+    )
+    path.write_text(text)
     line = _line_of(path, "    if shuffle_batch:")
     with pytest.raises(MigrateError) as caught:
         migrate(str(path), "train", call="'data.tfrecords'")

@@ -339,6 +339,9 @@ class RewriterBase:
         # record helper name -> (kind, arguments, line) of the batching call it
         # ends with (NOTE [ A reading helper that batches ])
         self.record_batching: dict[str, tuple[str, dict[str, str], int]] = {}
+        # NOTE [ A reading helper that batches two ways ]: helper -> (its test, each
+        # branch's (kind, arguments, line))
+        self.record_branches: dict[str, tuple[str, list[tuple[str, dict[str, str], int]]]] = {}
         # lists of copies for a join (NOTE [ Copies of the per-record code for a join ])
         self.copy_lists: set[str] = set()
         self.kept_params: dict[str, list[str]] = {}

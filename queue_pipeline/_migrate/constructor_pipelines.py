@@ -31,6 +31,7 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from queue_pipeline._migrate.graph_checks import nearest
 from queue_pipeline._migrate.syntax import names_in
 
 __all__ = ["method_names", "only", "pipelines"]
@@ -48,21 +49,9 @@ def pipelines(instance: object, attributes: list[str]) -> list[list[str]]:
     return list(groups.values())
 
 
-def _dequeues(tensor, limit: int = 5000) -> set[str]:
+def _dequeues(tensor) -> set[str]:
     """The names of the nearest dequeue ops `tensor` is computed from."""
-    found: set[str] = set()
-    seen: set[str] = set()
-    stack = [tensor.op]
-    while stack and len(seen) < limit:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        if "Dequeue" in op.type:
-            found.add(op.name)
-            continue
-        stack.extend(t.op for t in op.inputs)
-    return found
+    return nearest(tensor, lambda op: "Dequeue" in op.type)
 
 
 def method_names(groups: list[list[str]]) -> list[str]:

@@ -15,7 +15,14 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MODEL_OPS", "identical_copies", "input_tensor", "reads_model", "variables_read"]
+__all__ = [
+    "MODEL_OPS",
+    "identical_copies",
+    "input_tensor",
+    "nearest",
+    "reads_model",
+    "variables_read",
+]
 
 # attributes that name an op rather than say what it computes
 _IDENTITY_ATTRS = frozenset({"seed", "seed2", "_class", "shared_name", "container"})
@@ -85,6 +92,12 @@ def _walk(tensor, stop=lambda op: False, limit: int = 2000):
         yield op
         if not stop(op):
             stack.extend(t.op for t in op.inputs)
+
+
+def nearest(tensor, accept) -> set[str]:
+    """The names of the ops `accept` takes that `tensor` is computed from, the nearest
+    ones only (not those behind them)."""
+    return {op.name for op in _walk(tensor, accept) if accept(op)}
 
 
 def variables_read(ops, limit: int = 20000) -> set[str]:

@@ -9,6 +9,7 @@ and returned (NOTE [ A queue a helper fills and returns ]).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import libcst as cst
@@ -56,9 +57,11 @@ class HelperCalls(Branches):
             )
             read = [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
             if helper.name in self.record_batching:  # NOTE [ A reading helper that batches ]
-                legacy = self.caller_batching(fn, stmt, call, helper)
                 returned = isinstance(stmt.body[0], cst.Return)
                 state.direct = (stmt, new if not args else "") if returned else (None, "")
+                if helper.name in self.record_branches:
+                    return read + self._branched_batching(fn, stmt, call, helper, state, depth)
+                legacy = self.caller_batching(fn, stmt, call, helper)
                 read += self._batching(fn, stmt, call, state, depth, legacy=legacy)
             return read
         if role == "pipeline":
@@ -119,6 +122,26 @@ class HelperCalls(Branches):
             self.loaders[f"{fn.name}_dataset"] = list(loaders)  # returned with the Dataset
         replacements.append((call, new_call))
         out.append(self.text(stmt, depth, replacements))
+        return out
+
+    def _branched_batching(self, fn, stmt, call, helper: Function, state: State, depth: int):
+        """The records mapped once, then the helper's ``if`` with each branch's batching
+        chain: NOTE [ A reading helper that batches two ways ]."""
+        pad = "    " * depth
+        test, parts = self.record_branches[helper.name]
+        legacies = [self.caller_batching(fn, stmt, call, helper, part) for part in parts]
+        element = self._element_of(legacies[0][1]["tensors"], fn)
+        out = self._flush(state, element, depth)
+        state.element = [e.strip() for e in element.split(",") if e.strip()]
+        test = self.in_caller_terms(test, call, helper)
+        if test in ("True", "False"):  # the caller takes one branch: the other is not written
+            legacy = legacies[0] if test == "True" else legacies[1]
+            return out + self._batching(fn, stmt, call, state, depth, legacy=legacy)
+        out.append(f"{pad}if {test}:\n")
+        other = dataclasses.replace(state, pending=[], element=list(state.element))
+        out += self._batching(fn, stmt, call, state, depth + 1, legacy=legacies[0])
+        out.append(f"{pad}else:\n")
+        out += self._batching(fn, stmt, call, other, depth + 1, legacy=legacies[1])
         return out
 
     def _restores_shapes(self, fn: Function, stmt) -> bool:

@@ -31,6 +31,7 @@ from queue_pipeline._migrate import chains, vectorize
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
+    bare,
     bind_arguments,
     callee,
     names_in,
@@ -180,7 +181,11 @@ class RecordHelpers(RewriterBase):
         if kind.endswith("_join"):
             raise self.fail(fn, stmt, "a reading helper that joins several readers itself")
         batchers = [callee(c) for c in self.calls_in(stmt) if callee(c) in BATCHING]
-        if len(batchers) > 1:
+        branches = self._batching_branches(fn, stmt) if len(batchers) > 1 else None
+        if branches is not None:  # NOTE [ A reading helper that batches two ways ]
+            self.record_branches[fn.name] = branches
+            kind, args, _ = branches[1][0]
+        elif len(batchers) > 1:
             raise self.fail(
                 fn, stmt, f"a reading helper handed a queue ends where its caller batches, and "
                 f"this one batches in {len(batchers)} ways ({', '.join(batchers)}) by a test "
@@ -205,10 +210,46 @@ class RecordHelpers(RewriterBase):
         self.record_batching[fn.name] = (kind, args, fn.line(stmt))
         return f"    return {self._element_of(args['tensors'])}\n"
 
-    def caller_batching(self, fn: Function, stmt, call: cst.Call, helper: Function) -> tuple:
-        """The `legacy` arguments of the batching that `helper` (called by `call`) ends with,
-        written in the caller's terms (NOTE [ A reading helper that batches ])."""
-        kind, args, line = self.record_batching[helper.name]
+    def _batching_branches(self, fn: Function, stmt) -> tuple | None:
+        """(test, [(kind, arguments, line)] * 2) when `stmt` is an ``if`` / ``else`` each of
+        whose branches is one batching call of the same tensors to the same names; else None.
+
+        NOTE [ A reading helper that batches two ways ]
+        A reading helper handed a queue often picks its batching by a parameter
+        (a shape-completion reader's ``if shuffle_batch: datas, targets =
+        tf.train.shuffle_batch([data, target], ...) else: ... tf.train.batch(
+        [data, target], ...)``). Its record function ends before the ``if``, as
+        for one batching call (NOTE [ A reading helper that batches ]); the
+        caller makes the records once and keeps the ``if``, its test written in
+        the caller's terms (the parameter replaced by what the call passes, or
+        its default), each branch the chain of its batching call.
+        """
+        if not isinstance(stmt, cst.If) or not isinstance(stmt.orelse, cst.Else):
+            return None
+        parts = []
+        for block in (stmt.body, stmt.orelse.body):
+            body = list(block.body) if isinstance(block, cst.IndentedBlock) else []
+            line = body[0] if len(body) == 1 else None
+            if not isinstance(line, cst.SimpleStatementLine):
+                return None
+            assign = line.body[0]
+            if not isinstance(assign, cst.Assign) or not isinstance(assign.value, cst.Call):
+                return None
+            kind = callee(assign.value)
+            if kind not in BATCHING or kind.endswith("_join"):
+                return None
+            try:
+                args = bind_arguments(getattr(queue_pipeline, kind), assign.value, self.module)
+            except TypeError:
+                return None
+            parts.append((assigned_names(line), kind, args, fn.line(line)))
+        (names, _, first, _), (others, _, second, _) = parts
+        if names != others or bare(first.get("tensors", "")) != bare(second.get("tensors", "")):
+            return None
+        return self.code(stmt.test), [(k, a, n) for _, k, a, n in parts]
+
+    def caller_values(self, call: cst.Call, helper: Function) -> dict[str, str]:
+        """Each parameter of `helper` as the code `call` passes for it (or its default)."""
         passed = bind_arguments(getattr(self.trace.module, helper.name), call, self.module)
         values = {}
         for p in helper.params:
@@ -220,6 +261,21 @@ class RecordHelpers(RewriterBase):
                 )
                 if default is not None:
                     values[p] = self.code(default)
+        return values
+
+    def in_caller_terms(self, text: str, call: cst.Call, helper: Function) -> str:
+        """The expression `text` of `helper`, its parameters as `call` passes them."""
+        node = cst.parse_expression(text).visit(_Substitute(self.caller_values(call, helper)))
+        return self.code(cast(cst.CSTNode, node))
+
+    def caller_batching(
+        self, fn: Function, stmt, call: cst.Call, helper: Function, batching=None
+    ) -> tuple:
+        """The `legacy` arguments of the batching that `helper` (called by `call`) ends with
+        (`batching`: one branch's, NOTE [ A reading helper that batches two ways ]),
+        written in the caller's terms (NOTE [ A reading helper that batches ])."""
+        kind, args, line = batching or self.record_batching[helper.name]
+        values = self.caller_values(call, helper)
         locals_ = set(helper.kinds) - set(helper.params)
         written = {}
         for name, text in args.items():

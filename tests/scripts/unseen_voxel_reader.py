@@ -4,8 +4,9 @@ Shaped like a 3-D shape-completion repository's reader.py and train.py:
 ``read_and_decode(filename_queue, shuffle_batch=True)`` parses two raw
 tensors and ends in ``if shuffle_batch: ... tf.train.shuffle_batch(...) else:
 ... tf.train.batch(...)``; ``train()`` makes the queue, calls it, and runs the
-session. Used by ``queue-pipeline migrate --tf1
-tests/scripts/unseen_voxel_reader.py:train --call "'FILE'"``.
+session; ``evaluate(path, shuffle)`` passes the choice on. Used by
+``queue-pipeline migrate tests/scripts/unseen_voxel_reader.py:train --call
+"'FILE'"``: NOTE [ A reading helper that batches two ways ].
 """
 
 import tensorflow.compat.v1 as tf
@@ -43,3 +44,9 @@ def train(path):
         print(sess.run(loss))
         coord.request_stop()
         coord.join(threads)
+
+
+def evaluate(path, shuffle):
+    filename_queue = tf.train.string_input_producer([path], num_epochs=1, shuffle=False)
+    datas, targets = read_and_decode(filename_queue, shuffle_batch=shuffle)
+    return datas, targets
