@@ -218,7 +218,7 @@ def _second_pipeline(
     the batches made (directly or through the statements after them). The
     migration then runs again on its own result, where the first pipeline is
     tf.data already, so the next region is the next pipeline; each is proven
-    on its own (:func:`queue_pipeline._migrate.api.migrate`).
+    on its own (:func:`queue_pipeline._migrate.inline.migrate_inline`).
     """
     made = {n for stmt in stmts[start : first_batch + 1] for n in assigned_names(stmt)}
     for i in range(first_batch + 1, end):
