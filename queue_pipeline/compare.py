@@ -27,7 +27,8 @@ NOTE [ Comparing examples, epochs and order ]
   divide). Per-epoch multisets are required to match unless the legacy side
   itself mixes epochs (threads or a RandomShuffleQueue).
 * Bounds: the legacy side ends on OutOfRangeError, `max_batches`,
-  `max_bytes` (the memory its batches hold, 256 MiB by default) or a
+  `max_bytes` (the memory its batches hold, with 1 KiB per example for
+  what the comparison keeps of it; 256 MiB by default) or a
   `timeout` stall; a legacy pipeline whose producers repeat forever needs
   `max_batches`. Stopped at `max_bytes`, the comparison covers the batches
   read so far, and the report says so. The twin is read for at most the legacy example count plus
@@ -152,8 +153,9 @@ def compare(
         the examples sorted by value).
       progress: draw a progress bar on stderr: True, False, or None for
         "only when stderr is a terminal".
-      max_bytes: stop the legacy side once its batches hold this many bytes
-        (the twin is then read for as many examples), so a comparison never
+      max_bytes: stop the legacy side once its batches hold this many bytes,
+        counting 1 KiB per example for what the comparison keeps of it (the
+        twin is then read for as many examples), so a comparison never
         exhausts the machine's memory; None: no bound.
 
     Returns:

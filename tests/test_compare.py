@@ -419,3 +419,20 @@ def test_console_script_with_a_file_path(tmp_path):
     assert out.returncode == 1, out.stderr[-2000:]
     assert "queue_pipeline compare: DIFFER" in out.stdout
     assert "first differing index: 3" in out.stdout
+
+
+def test_the_memory_bound_counts_what_each_example_costs_beside_its_arrays():
+    """Tiny examples hold few bytes but a comparison keeps each one split and keyed:
+    `max_bytes` counts `EXAMPLE_BYTES` per example, so a one-scalar stream stops
+    at about max_bytes / EXAMPLE_BYTES examples (was: only the 4-byte arrays
+    counted, and 200,000 scalar records added 236 MiB to a proof)."""
+    import numpy as np  # noqa: PLC0415
+
+    from queue_pipeline._compare.harness import EXAMPLE_BYTES, examples_in  # noqa: PLC0415
+
+    assert examples_in((np.zeros((4, 3)), np.zeros(4))) == 4
+    assert examples_in({"a": np.zeros((2,))}) == 2 and examples_in(np.int32(3)) == 1
+    bound = 8 * EXAMPLE_BYTES
+    r = run(P.legacy_forever, P.twin_forever, max_batches=10_000, max_bytes=bound)
+    assert r.matched, r.render()
+    assert not r.legacy.exhausted and r.legacy.examples <= bound // EXAMPLE_BYTES + P.BATCH

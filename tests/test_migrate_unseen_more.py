@@ -201,3 +201,25 @@ def test_a_methods_call_of_constructor_arguments_alone_is_shown_the_form(tmp_pat
     path = _copy("unseen_gan_reader.py", tmp_path, "reader.py")
     with pytest.raises(MigrateError, match=r"--call 'Reader\(CONSTRUCTOR ARGS\), METHOD ARGS'"):
         migrate(str(path), "Reader.feed", call="'data', 1, 2, 3, 4, 5, 6, 7")
+
+
+def test_a_shuffled_proof_stopped_by_the_memory_bound_names_its_own_fix():
+    """NOTE [ A proof cut short ]: stopped by ``max_bytes`` (not ``--batches``), the
+    fix is fewer records, not whole epochs."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from queue_pipeline._migrate.verify import _cut_short  # noqa: PLC0415
+
+    note = "the legacy side was stopped after 5 batch(es) holding 1 MiB (max_bytes=10)"
+    report = SimpleNamespace(
+        legacy=SimpleNamespace(batches=5, exhausted=False),
+        twin=SimpleNamespace(batches=5),
+        matched=False,
+        mode="multiset",
+        notes=[note],
+    )
+    assert "prove it on fewer records" in _cut_short(report)
+    report.notes = []
+    assert "read whole epochs" in _cut_short(report)
+    report.mode = "ordered"
+    assert _cut_short(report) == ""

@@ -130,8 +130,9 @@ def run_graph(
     """Fetches `fetches` until OutOfRangeError, `max_batches` or `max_bytes`, never hanging.
 
     `max_bytes` bounds the memory the fetched batches hold (their arrays'
-    bytes, strings' lengths): the run stops after the batch that reaches it,
-    and :attr:`RunResult.held_bytes` says so.
+    bytes, strings' lengths, and `EXAMPLE_BYTES` for each example: what a
+    comparison keeps of it, split out and keyed, on both sides): the run stops
+    after the batch that reaches it, and :attr:`RunResult.held_bytes` says so.
 
     Raises:
       PipelineStalledError: a fetch blocked for `timeout` seconds.
@@ -200,7 +201,7 @@ def run_graph(
             if on_batch is not None:
                 on_batch(len(batches))
             if max_bytes is not None:
-                held += nbytes(batches[-1])
+                held += nbytes(batches[-1]) + EXAMPLE_BYTES * examples_in(batches[-1])
                 if held >= max_bytes:
                     stopped_at = held
                     break
@@ -224,6 +225,23 @@ def run_graph(
     if error is not None:
         raise error
     return RunResult(batches, exhausted, t2 - t1, t1 - t0, stopped_at)
+
+
+# What a comparison keeps for each example beyond its arrays (its components split
+# out as numpy values, its multiset key), both sides together: measured about 1.2 KB
+# for one-scalar examples (a 200,000-record epoch added 236 MiB to a migrate proof).
+EXAMPLE_BYTES = 1024
+
+
+def examples_in(value) -> int:
+    """The examples in a fetched batch: the leading size of its first array (1 if none)."""
+    if isinstance(value, np.ndarray):
+        return int(value.shape[0]) if value.ndim else 1
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)) and value:
+        return examples_in(value[0])
+    return 1
 
 
 def nbytes(value) -> int:

@@ -193,11 +193,17 @@ def _cut_short(report, endless: bool = False) -> str:
         )
     if report.matched or report.legacy.exhausted or report.mode != "multiset":
         return ""
+    memory = any("max_bytes=" in n for n in report.notes)
+    fix = (
+        "prove it on fewer records (a part of the files, in --call): the memory bound ends the read"
+        if memory
+        else "read whole epochs (without --batches, or with --batches above an epoch's "
+        "batches) to prove it"
+    )
     return (
         f"the legacy side was stopped after {report.legacy.batches} batch(es) and its order is "
         "random: the first batches of two shuffled runs hold different records, so they prove "
-        "nothing; read whole epochs (without --batches, or with --batches above an epoch's "
-        "batches) to prove it"
+        f"nothing; {fix}"
     )
 
 
