@@ -1011,12 +1011,14 @@ def test_the_large_constants_note_names_only_the_producer_that_holds_them(tmp_pa
     path = _write(tmp_path / "two_producers.py", TWO_PRODUCERS)
     large, small = "np.zeros((23000, 784), np.float32)", "np.zeros((20, 3), np.float32)"
     call = f"{large}, {small}" if large_at == 7 else f"{small}, {large}"
-    # Two pipelines in one function do not migrate (a Dataset is one pipeline);
-    # the notes are made per producer statement as the rewriter meets them.
+    # Two pipelines in one function migrate each on its own (NOTE [ Several
+    # pipelines in a function ]); the notes are made per producer statement.
     from queue_pipeline._migrate import codegen, trace as _trace  # noqa: PLC0415
 
-    with pytest.raises(MigrateError, match=r":8: .*second pipeline in the same function"):
-        migrate(path, "two_inputs", call=call, verify=False)
+    result = migrate(path, "two_inputs", call=call, verify=False)
+    assert "def two_inputs_dataset(first, second):" in result.source
+    assert [n.partition(": slice_input_producer")[0] for n in result.differences if
+            "graph constants" in n] == [f"{path}:{large_at}"]  # fmt: skip
     module, _ = _trace.load_module(path, "two_inputs", (), call)
     traced = _trace.trace(path, "two_inputs", *_trace.parse_call(module, call), module=module)
     rewriter = codegen._Rewriter(traced, TWO_PRODUCERS)

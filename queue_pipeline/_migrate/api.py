@@ -27,6 +27,7 @@ from typing import Sequence
 from queue_pipeline._migrate import classes as _classes
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import foreign as _foreign
+from queue_pipeline._migrate import function_pipelines as _fp
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import trace as _trace
@@ -36,8 +37,14 @@ from queue_pipeline._migrate.loading import own_argv, split_argv
 from queue_pipeline._migrate.trace import MigrateError
 from queue_pipeline._migrate.class_targets import migrate_constructor, migrate_method
 from queue_pipeline._migrate.inline import migrate_inline
-from queue_pipeline._migrate.line_maps import foreign_lines, foreign_step
-from queue_pipeline._migrate.proven import MigrationResult, finish, rewrite_and_prove
+from queue_pipeline._migrate.line_maps import (
+    at_lines,
+    at_lines_of,
+    foreign_lines,
+    foreign_step,
+    unchanged_lines,
+)
+from queue_pipeline._migrate.proven import MigrationResult, finish, merged, rewrite_and_prove
 
 __all__ = ["MigrateError", "MigrationResult", "migrate"]
 
@@ -159,60 +166,146 @@ def migrate(
                 path, function or None, call, args, kwargs, target, in_place, verify, epochs,
                 max_batches, batch_decode, program_argv,
             )  # fmt: skip
-        real, original = _trace.read_source(path)
-        # NOTE [ Following a function of another module ]: traced from a copy
-        foreign = _foreign.lift(original, real)
-        traced_path = _script.copy_path_for(real, kind="foreign") if foreign else path
-        given = (call, args, kwargs)
-        try:
+        return _plain(
+            path, function, (call, args, kwargs), (verify, epochs, max_batches, batch_decode),
+            program_argv, target, in_place, callers,
+        )  # fmt: skip
+
+
+def _plain(
+    path, function, given, options, program_argv, target, in_place, callers, split=True
+) -> MigrationResult:  # fmt: skip
+    """A module-level function that returns its batches: traced, rewritten and proven;
+    several pipelines each on its own (NOTE [ Several pipelines a function returns ])."""
+    call, args, kwargs = given
+    verify, epochs, max_batches, batch_decode = options
+    real, original = _trace.read_source(path)
+    # NOTE [ Following a function of another module ]: traced from a copy
+    foreign = _foreign.lift(original, real)
+    traced_path = _script.copy_path_for(real, kind="foreign") if foreign else path
+    given = (call, args, kwargs)
+    try:
+        module, traced, args, kwargs, graph_call = _trace_plain(
+            traced_path, foreign, function, program_argv, *given
+        )
+        groups = _fp.pipelines(traced.outputs) if split else []
+        cut = _fp.returned(original, function) if len(groups) > 1 else None
+        if cut is not None and len(cut.elements) == len(traced.outputs):
+            if callers:
+                raise MigrateError(
+                    f"{_API}: {function} returns the batches of {len(groups)} pipelines, "
+                    "and --callers rewrites the callers of one. Fix: migrate without "
+                    f"--callers, then read each Dataset {function}_dataset returns "
+                    "through an iterator of its own in the callers."
+                )
+            return _several(
+                path, function, groups, given, options, program_argv, target, in_place,
+                traced.module,
+            )  # fmt: skip
+        objects = _foreign.objects_called(traced, original) if foreign is None else {}
+        if objects:  # methods of the program's objects handed a queue: traced again
+            foreign = _foreign.lift(original, real, objects)
+        if foreign is not None and traced_path == path:
+            traced_path = _script.copy_path_for(real, kind="foreign")
             module, traced, args, kwargs, graph_call = _trace_plain(
                 traced_path, foreign, function, program_argv, *given
             )
-            objects = _foreign.objects_called(traced, original) if foreign is None else {}
-            if objects:  # methods of the program's objects handed a queue: traced again
-                foreign = _foreign.lift(original, real, objects)
-            if foreign is not None and traced_path == path:
-                traced_path = _script.copy_path_for(real, kind="foreign")
-                module, traced, args, kwargs, graph_call = _trace_plain(
-                    traced_path, foreign, function, program_argv, *given
-                )
-            rewrite, verdict, notes = rewrite_and_prove(
-                traced, foreign.source if foreign else original, verify, batch_decode, args,
-                kwargs, epochs, max_batches, program_argv, graph_call,
-            )  # fmt: skip
-        except MigrateError as e:
-            if foreign is None:
-                raise
-            raise MigrateError(foreign_lines(foreign, str(e), traced_path, real)) from e
-        finally:
-            if foreign is not None:
-                with contextlib.suppress(OSError):
-                    os.remove(traced_path)
-        source, steps = rewrite.source, list(rewrite.steps)
-        if foreign is not None:
-            source = foreign.finish(foreign.write_back(source, rewrite.function))
-            steps = [foreign_step(foreign, step) for step in steps]
-            fix = functools.partial(foreign_lines, foreign, copy=traced_path, path=real)
-            rewrite = dataclasses.replace(
-                rewrite,
-                added=foreign.finish(rewrite.added),
-                dropped=[fix(d) for d in rewrite.dropped],
-                differences=[fix(d) for d in rewrite.differences],
-            )
-            notes = [fix(n) for n in notes]
-        if callers:
-            skip = set(rewrite.names) | {function}
-            loaders = _trace.loader_count(traced.outputs)
-            source, changed = rewrite_callers(
-                source, function, rewrite.function, skip, loaders, len(rewrite.loaders),
-                _verify.plain_beside(traced.outputs),
-            )  # fmt: skip
-            steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
-        return finish(
-            path, original, source, target, in_place, rewrite, steps, rewrite.dropped,
-            rewrite.differences + notes, verdict, traced.module,
-            not_run=module.__dict__.get("__qp_skipped__", []),
+        rewrite, verdict, notes = rewrite_and_prove(
+            traced, foreign.source if foreign else original, verify, batch_decode, args,
+            kwargs, epochs, max_batches, program_argv, graph_call,
         )  # fmt: skip
+    except MigrateError as e:
+        if foreign is None:
+            raise
+        raise MigrateError(foreign_lines(foreign, str(e), traced_path, real)) from e
+    finally:
+        if foreign is not None:
+            with contextlib.suppress(OSError):
+                os.remove(traced_path)
+    source, steps = rewrite.source, list(rewrite.steps)
+    if foreign is not None:
+        source = foreign.finish(foreign.write_back(source, rewrite.function))
+        steps = [foreign_step(foreign, step) for step in steps]
+        fix = functools.partial(foreign_lines, foreign, copy=traced_path, path=real)
+        rewrite = dataclasses.replace(
+            rewrite,
+            added=foreign.finish(rewrite.added),
+            dropped=[fix(d) for d in rewrite.dropped],
+            differences=[fix(d) for d in rewrite.differences],
+        )
+        notes = [fix(n) for n in notes]
+    if callers:
+        skip = set(rewrite.names) | {function}
+        loaders = _trace.loader_count(traced.outputs)
+        source, changed = rewrite_callers(
+            source, function, rewrite.function, skip, loaders, len(rewrite.loaders),
+            _verify.plain_beside(traced.outputs),
+        )  # fmt: skip
+        steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
+    return finish(
+        path, original, source, target, in_place, rewrite, steps, rewrite.dropped,
+        rewrite.differences + notes, verdict, traced.module,
+        not_run=module.__dict__.get("__qp_skipped__", []),
+    )  # fmt: skip
+
+
+def _several(
+    path, function, groups, given, options, argv, target, in_place, module
+) -> MigrationResult:  # fmt: skip
+    """NOTE [ Several pipelines a function returns ]: each pipeline of `function` migrated
+    and proven on its own, then ``<function>_dataset`` returning their Datasets."""
+    real, original = _trace.read_source(path)
+    split = _fp.returned(original, function)
+    assert split is not None  # checked by the caller
+    names = [[split.elements[i] for i in group] for group in groups]
+    prefixes = _fp.prefixes(names)
+    versions = [f"{function}_{prefix}_dataset" for prefix in prefixes]
+    taken = [v for v in versions + [f"{function}_dataset"] if v in vars(module)]
+    if taken:
+        raise MigrateError(
+            f"{_API}: {function} returns {len(groups)} pipelines, and their tf.data versions "
+            f"would be named {', '.join(taken)}, which {real} defines already. Fix: rename it."
+        )
+    user_function = _fp.function_node(original, function)
+    copy = _script.copy_path_for(real, kind="pipeline")
+    source = original
+    passes: list[MigrationResult] = []
+    try:
+        # the last first: each is written right after the function, so they end up in order
+        for group, version in reversed(list(zip(groups, versions))):
+            current = _fp.returned(source, function)
+            assert current is not None
+            cut = _fp.only(source, function, current, group)
+            with open(copy, "w", encoding="utf-8") as f:
+                f.write(cut)
+            lines = unchanged_lines(original, cut)
+            try:
+                result = _plain(copy, function, given, options, argv, None, False, False,
+                                split=False)  # fmt: skip
+            except MigrateError as e:
+                raise MigrateError(at_lines(str(e).replace(copy, real), real, lines)) from e
+            result = dataclasses.replace(
+                result,
+                source=_fp.without_cuts(result.source),
+                added=_fp.without_cuts(result.added).replace(result.function, version),
+                dropped=[d.replace(copy, real) for d in result.dropped],
+                differences=[d.replace(copy, real) for d in result.differences],
+            )
+            passes.insert(0, at_lines_of(result, real, lines))
+            source = _fp.renamed(
+                _fp.with_function(result.source, user_function), result.function, version
+            )
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(copy)
+    source = _fp.with_wrapper(source, function, versions, prefixes)
+    verdict, steps, dropped, differences = merged(passes)
+    added = "".join(p.added for p in passes)
+    rewrite = codegen.Rewrite(source, added, f"{function}_dataset", [], [], [])
+    return finish(
+        path, original, source, target, in_place, rewrite, steps, dropped, differences,
+        verdict, module,
+    )  # fmt: skip
 
 
 def _trace_plain(path, foreign, function, argv, call, args, kwargs) -> tuple:

@@ -213,6 +213,11 @@ class State:
     enqueued: dict[str, tuple[str, bool]] = dataclasses.field(default_factory=dict)
     # inside a loop of N readers filling an own queue: N (as written); else ""
     parallel_readers: str = ""
+    # NOTE [ Records read in lockstep ]: the file-name Datasets the record's reads read,
+    # the readers they read with, and those of producers that shuffle
+    read_from: list[str] = dataclasses.field(default_factory=list)
+    read_by: set = dataclasses.field(default_factory=set)
+    shuffled: set = dataclasses.field(default_factory=set)
 
 
 def _is_object(value: Any) -> bool:
@@ -336,6 +341,9 @@ class RewriterBase:
         self.record_helpers: dict[str, tuple[str, str, str, list[str], str]] = {}
         # record helper name -> (the key's name, the reader's (kind, args)) when it reads the key
         self.record_keys: dict[str, tuple[str, tuple[str, dict]]] = {}
+        # NOTE [ Records read in lockstep ]: reading helper -> per read, (its queue
+        # parameter, its reader's Dataset function, its value's name)
+        self.record_lockstep: dict[str, list[tuple[str, str, str]]] = {}
         # record helper name -> (kind, arguments, line) of the batching call it
         # ends with (NOTE [ A reading helper that batches ])
         self.record_batching: dict[str, tuple[str, dict[str, str], int]] = {}

@@ -315,8 +315,11 @@ class _Rewriter(HelperCalls):
             return []
         reads = [c for c in calls if callee(c) in READS]
         if reads and any(fn.kind_at(n, line) in ("queue", "reader") for n in names):
+            if state.read_from and not state.batch_element:  # NOTE [ Records read in lockstep ]
+                return self.lockstep_read(fn, stmt, reads[0], state, depth)
             kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], state.readers)
             files = self._files(fn, stmt, reads[0], state)
+            state.read_from, state.read_by = [files], {self.reader_name(reads[0])}
             if state.parallel_readers:  # NOTE [ Migrating the function's own queue ]
                 if key_used:
                     raise self.fail(fn, stmt, "a key read by one of several parallel readers")

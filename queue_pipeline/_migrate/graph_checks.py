@@ -7,6 +7,8 @@
   ``process_image(image, thread_id=thread_id)`` uses it only for summaries).
 * :func:`reads_model` / :func:`input_tensor`: whether a tensor is the
   model's (it reads a variable or a placeholder) or the input's.
+* :func:`reads_in_lockstep`: whether one record is read from two queues at
+  once (an image and its label from two producers).
 * :func:`variables_read`: the variables a pipeline's outputs are computed
   from, through its queues (a one-shot iterator cannot read them).
 """
@@ -15,11 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from queue_pipeline import plan
+
 __all__ = [
     "MODEL_OPS",
     "identical_copies",
     "input_tensor",
     "nearest",
+    "reads_in_lockstep",
     "reads_model",
     "variables_read",
 ]
@@ -137,3 +142,34 @@ def input_tensor(tensor, reads: bool = False) -> bool:
             return False
         found = found or source(op)
     return found
+
+
+def reads_in_lockstep(nodes) -> bool:
+    """Whether one list a batching call among the plan `nodes` batches is computed from
+    reads of two queues or more (NOTE [ Records read in lockstep ], in lockstep.py).
+
+    A join's lists are taken one by one: N readers of one queue, each in a list
+    of its own, are a join, not a lockstep.
+    """
+
+    def is_read(op) -> bool:
+        return op.type.startswith("ReaderRead")
+
+    for node in nodes:
+        if node.kind not in plan.BATCHING_KINDS:
+            continue
+        tensors = [t for t in node.inputs if hasattr(t, "op")]
+        count = (node.args.get("num_lists") or 1) if node.kind.endswith("_join") else 1
+        if not tensors or len(tensors) % count:
+            continue
+        size = len(tensors) // count
+        for i in range(count):
+            queues = {
+                op.inputs[1].op.name
+                for t in tensors[i * size : (i + 1) * size]
+                for op in _walk(t, is_read)
+                if is_read(op) and len(op.inputs) > 1
+            }
+            if len(queues) > 1:
+                return True
+    return False

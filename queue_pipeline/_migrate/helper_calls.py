@@ -34,10 +34,13 @@ class HelperCalls(Branches):
         role = helper.role
         if role == "record":
             new, kind, reader_fn, extra, value = self.record_helper(helper)
-            files = self._files(fn, stmt, call, state)
             args = self._extra_args(helper, call, extra) if extra else []
-            records = chains.records_of(reader_fn, files)
-            state.element = [value]
+            if helper.name in self.record_lockstep:  # NOTE [ Records read in lockstep ]
+                records = self.lockstep_records(fn, stmt, call, helper, state)
+            else:
+                files = self._files(fn, stmt, call, state)
+                records = chains.records_of(reader_fn, files)
+            state.element = value.split(", ")
             if helper.name in self.record_keys:  # (key, value): the legacy reader's keys
                 key, spec = self.record_keys[helper.name]
                 try:

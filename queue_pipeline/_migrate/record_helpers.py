@@ -21,6 +21,7 @@ batches, a join, or arguments reading the helper's own locals are refused.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import cast
 
 import libcst as cst
@@ -53,6 +54,11 @@ __all__ = ["RecordHelpers"]
 class RecordHelpers(RewriterBase):
     """The reader-side rewrites (a mixin of the rewriter)."""
 
+    # the lockstep mixin's (NOTE [ Records read in lockstep ])
+    helper_lockstep_read: Callable[..., tuple[str, str, str]]
+    read_queue_param: Callable[..., str]
+    reader_name: Callable[[cst.Call], str]
+
     def record_helper(self, fn: Function) -> tuple[str, str, str, list[str], str]:
         """`fn` (reads from a queue and decodes) as ``<name>_record(value)``.
 
@@ -67,6 +73,8 @@ class RecordHelpers(RewriterBase):
         reader_kind = reader_fn = ""
         value = ""
         readers: dict[str, tuple[str, dict]] = {}
+        lockstep: list[tuple[str, str, str]] = []  # NOTE [ Records read in lockstep ]
+        read_by: set[str] = set()
         stmts = list(fn.node.body.body)
         doc = ""
         if stmts and m.matches(
@@ -93,8 +101,13 @@ class RecordHelpers(RewriterBase):
                 target = assigned_names(stmt)
                 readers[target[0] if target else ""] = self._carried(fn, stmt, ctor)
                 continue
+            if reads and value:  # NOTE [ Records read in lockstep ]
+                lockstep.append(self.helper_lockstep_read(fn, stmt, reads[0], readers, read_by))
+                continue
             if reads:
                 reader_kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], readers)
+                lockstep = [(self.read_queue_param(fn, stmt, reads[0]), reader_fn, value)]
+                read_by = {self.reader_name(reads[0])}
                 if key_used:  # the caller reads (key, value) pairs with the reader's keys
                     spec = self._reader_spec(fn, stmt, reads[0], readers)
                     self.record_keys[fn.name] = (self._read_key(stmt), spec)
@@ -109,6 +122,9 @@ class RecordHelpers(RewriterBase):
             body.append(self.text(stmt, 1, tuple_returns(stmt)))
             kept_stmts.append(stmt)
         used = set().union(*(names_in(st) for st in kept_stmts)) if kept_stmts else set()
+        if len(lockstep) > 1:
+            self.record_lockstep[fn.name] = lockstep
+            value = ", ".join(v for _, _, v in lockstep)
         queue_params = [p for p in fn.params if fn.kind(p) == "queue"]
         extra = [p for p in fn.params if p not in queue_params and p in used]
         name = f"{fn.name}_record"
@@ -121,7 +137,7 @@ class RecordHelpers(RewriterBase):
         )
         self.generated.setdefault(fn.name, "")
         self.generated[fn.name] += "\n\n" + text
-        if self.batch_decode and not extra and not key:
+        if self.batch_decode and not extra and not key and len(lockstep) < 2:
             self._batch_helper(fn, name, value, doc, kept_stmts)
         self.record_helpers[fn.name] = (name, reader_kind, reader_fn, extra, value)
         return self.record_helpers[fn.name]
@@ -145,6 +161,11 @@ class RecordHelpers(RewriterBase):
             if inner.name in self.record_keys:
                 raise self.fail(fn, stmt, "a reader key read through two reading helpers")
             new, kind, reader_fn, extra, value = self.record_helper(inner)
+            if inner.name in self.record_lockstep:
+                raise self.fail(
+                    fn, stmt, f"a reading helper handing its queues on to {inner.name}, which "
+                    "reads them in lockstep: call it from the function that makes the queues"
+                )  # fmt: skip
             args = self._extra_args(inner, call, extra) if extra else []
             replace = [(call, f"{new}({', '.join([value, *args])})"), *tuple_returns(stmt)]
             return kind, reader_fn, value, self.text(stmt, 1, replace)

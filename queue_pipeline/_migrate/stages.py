@@ -16,7 +16,7 @@ import tensorflow as tf
 
 import queue_pipeline
 from queue_pipeline._migrate import chains, preloaded, vectorize
-from queue_pipeline._migrate.graph_checks import identical_copies
+from queue_pipeline._migrate.graph_checks import identical_copies, reads_in_lockstep
 from queue_pipeline._migrate.syntax import (
     assigned_names,
     names_in,
@@ -37,7 +37,7 @@ from queue_pipeline._migrate.base import (
     tensor_names,
     with_outer_values,
 )
-from queue_pipeline._migrate.record_helpers import RecordHelpers
+from queue_pipeline._migrate.lockstep import Lockstep
 from queue_pipeline._migrate.trace import loader_count
 
 __all__ = ["Stages"]
@@ -46,7 +46,7 @@ __all__ = ["Stages"]
 _LARGE_CONSTANT_BYTES = 64 * 2**20
 
 
-class Stages(RecordHelpers):
+class Stages(Lockstep):
     """The stage rewrites (a mixin of the rewriter)."""
 
     _block: Callable[..., list[str]]  # the rewriter's: rewrites a list of statements
@@ -85,9 +85,21 @@ class Stages(RecordHelpers):
             chain = self._producer_chain(fn, stmt, kind, args, "records", single)
             state.element = [targets[0]]
             return [f"{pad}{line}\n" for line in chain.lines]
-        files = fresh(fn, "filenames", "files", "file_names")
+        names = ["filenames", "files", "file_names"]
+        if targets[0] in state.queues:  # the same queue in another branch: the same name
+            names = [state.queues[targets[0]]]
+        elif state.queues:  # another queue (NOTE [ Records read in lockstep ]): its own name
+            stem = re.sub(r"_?(filename_)?queue$", "", targets[0]) or "more"
+            names = [n for n in (f"{stem}_files", f"{stem}_filenames", f"{targets[0]}_files")
+                     if n not in state.queues.values()]  # fmt: skip
+        files = fresh(fn, *names)
         chain = self._producer_chain(fn, stmt, kind, args, files, single)
         state.queues[targets[0]] = files
+        traced = self.built_at(fn, stmt, PRODUCERS)
+        if not single and (
+            any(n.args.get("shuffle") for n in traced) if traced else is_shuffled(args)
+        ):
+            state.shuffled.add(files)  # as run (NOTE [ Records read in lockstep ])
         return [f"{pad}{line}\n" for line in chain.lines]
 
     def _producer_chain(self, fn, stmt, kind, args, var, single) -> chains.Chain:
@@ -127,6 +139,8 @@ class Stages(RecordHelpers):
 
     def _second_source(self, fn, stmt, state: State) -> None:
         """Refuses a second pipeline in one function: a Dataset is one pipeline."""
+        if state.read_from and not state.batch_element and reads_in_lockstep(self.trace.nodes):
+            return  # a queue read with the first (NOTE [ Records read in lockstep ])
         if state.element or state.batch_element:
             raise self.fail(
                 fn, stmt, "it starts a second pipeline in the same function (one Dataset "
@@ -163,6 +177,12 @@ class Stages(RecordHelpers):
 
     def _sliced_here(self, fn, stmt) -> list:
         """The tensors the traced ``slice_input_producer`` calls of `stmt` sliced."""
+        return [
+            t for node in self.built_at(fn, stmt, ("slice_input_producer",)) for t in node.inputs
+        ]
+
+    def built_at(self, fn, stmt, kinds) -> list:
+        """The traced plan nodes of `kinds` that a line of `stmt` (in `fn`) built."""
         span = self.positions[stmt]
 
         def built_here(node) -> bool:  # one of its frames is a line of `stmt`
@@ -172,12 +192,7 @@ class Stages(RecordHelpers):
                 for name, line in frames
             )
 
-        return [
-            t
-            for node in self.trace.nodes
-            if node.kind == "slice_input_producer" and built_here(node)
-            for t in node.inputs
-        ]
+        return [node for node in self.trace.nodes if node.kind in kinds and built_here(node)]
 
     def _held_in_variables(self, fn, stmt, call, state: State, depth: int) -> list[str]:
         """The lines that hold the sliced arrays in variables, or [] to slice them as they are.
@@ -610,6 +625,8 @@ class Stages(RecordHelpers):
         if helper is None or helper.role != "record" or not isinstance(elt, cst.Call):
             raise self.fail(fn, stmt, "the join's lists must come from one reading helper")
         new, kind, reader_fn, extra, _ = self.record_helper(helper)
+        if helper.name in self.record_lockstep:
+            raise self.fail(fn, stmt, "parallel readers each reading several queues in lockstep")
         if helper.name in self.record_keys:
             raise self.fail(fn, stmt, "a reader's key read by one of several parallel readers")
         queue = next(  # the first argument (after the object, for an object's method)

@@ -1,0 +1,154 @@
+"""Records read in lockstep from several queues: their Datasets zipped.
+
+NOTE [ Records read in lockstep ]
+Segmentation and paired-image programs keep an image list and a label list
+in two producers, both unshuffled, and read one file of each for every
+record (``_, image = reader.read(image_queue)``, then ``_, label =
+reader.read(label_queue)``), directly or in a helper handed both queues.
+Each run of the batching call's enqueue reads the next element of each
+queue, so the i-th record pairs the i-th element of each: in tf.data, the
+two Datasets of records zipped (``tf.data.Dataset.zip((records,
+label_values))``), whose end is the shorter one's, as the legacy enqueue
+stops at the first queue that closes.
+
+The graph decides what a second read is (:func:`graph_checks.reads_in_lockstep`):
+reads whose values meet in one list of a batching call are one record; a
+second read whose values go to another batching call is a second pipeline,
+refused as before. Refused as well, each with its reason: a producer that
+shuffles (the legacy pairs are random, so nothing can prove a twin); a
+reader's key (the zip gives values); one line or record reader handed two
+queues (it keeps reading its current file whichever queue it is handed, so
+the pairs depend on file sizes); several parallel readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from queue_pipeline._migrate import chains
+from queue_pipeline._migrate.base import Function, State, Step, fresh
+from queue_pipeline._migrate.graph_checks import reads_in_lockstep
+from queue_pipeline._migrate.record_helpers import RecordHelpers
+from queue_pipeline._migrate.syntax import bare, bind_arguments, callee
+
+__all__ = ["Lockstep"]
+
+
+class Lockstep(RecordHelpers):
+    """The rewrites of records read from several queues at once (a mixin of the rewriter)."""
+
+    _files: Callable[..., str]  # the stages': the Dataset of file names a read reads
+
+    @staticmethod
+    def reader_name(read_call: cst.Call) -> str:
+        """The source text of the reader a ``reader.read(queue)`` call reads with."""
+        func = read_call.func
+        return cst.Module([]).code_for_node(func.value) if isinstance(func, cst.Attribute) else ""
+
+    def _check_lockstep(self, fn, stmt, read_call, kind: str, key_used: bool, read_by: set):
+        """Refuses a second read that is not a lockstep read this module can migrate;
+        `read_by`: the readers the record's earlier reads used (this one's is added)."""
+        reader_name = self.reader_name(read_call)
+        if not reads_in_lockstep(self.trace.nodes):
+            raise self.fail(
+                fn, stmt, "it reads a second queue for a second pipeline (one Dataset holds "
+                "one pipeline): build each pipeline in a function of its own and migrate those"
+            )  # fmt: skip
+        if key_used:
+            raise self.fail(
+                fn, stmt, "it reads a reader's key with records read from two queues in "
+                "lockstep (the zipped Datasets give values only): read the key from the "
+                "value, or drop it"
+            )  # fmt: skip
+        if kind != "WholeFileReader" and reader_name in read_by:
+            raise self.fail(
+                fn, stmt, f"one {kind} `{reader_name}` reads two queues: it keeps reading "
+                "its current file whichever queue it is handed, so which records pair "
+                "depends on the files' sizes; Fix: give each queue a reader of its own"
+            )  # fmt: skip
+        read_by.add(reader_name)
+
+    def _check_unshuffled(self, fn, stmt, files: list[str], state: State) -> None:
+        queue_of = {f: q for q, f in state.queues.items()}
+        shuffled = [queue_of.get(f, f) for f in files if f in state.shuffled]
+        if shuffled:
+            raise self.fail(
+                fn, stmt, "it reads records from several queues in lockstep, and the producer "
+                f"of `{shuffled[0]}` shuffles: each queue is shuffled on its own, so the "
+                "legacy pairs are random and no tf.data twin can be proven equal to them; "
+                "Fix: shuffle=False on the producers read in lockstep (shuffle_batch still "
+                "shuffles the pairs), then migrate"
+            )  # fmt: skip
+
+    def lockstep_read(self, fn: Function, stmt, read_call: cst.Call, state: State, depth: int):
+        """A read of another queue for the record being read: the Datasets zipped."""
+        pad = "    " * depth
+        kind, reader_fn, value, key_used = self._read(fn, stmt, read_call, state.readers)
+        self._check_lockstep(fn, stmt, read_call, kind, key_used, state.read_by)
+        if state.parallel_readers or len(state.element) != len(state.read_from):
+            raise self.fail(
+                fn, stmt, "a read of a second queue after the record's first values were "
+                "used (or by parallel readers): read every queue of the record first"
+            )  # fmt: skip
+        files = self._files(fn, stmt, read_call, state)
+        self._check_unshuffled(fn, stmt, state.read_from + [files], state)
+        more = fresh(fn, f"{value}s", f"{value}_records")
+        out = [f"{pad}{more} = {chains.records_of(reader_fn, files)}\n"]
+        out += self._zipped(more, state, pad)
+        state.read_from.append(files)
+        state.element.append(value)
+        self.steps.append(
+            Step(fn.line(stmt), f"{kind}.{callee(read_call)} (lockstep)", f"zip with {more}")
+        )
+        return out
+
+    @staticmethod
+    def _zipped(more: str, state: State, pad: str) -> list[str]:
+        if len(state.element) == 1:
+            return [f"{pad}records = tf.data.Dataset.zip((records, {more}))\n"]
+        return [  # flat elements: map functions take the top level's components
+            f"{pad}records = tf.data.Dataset.zip((records, {more})).map(\n",
+            f"{pad}    lambda first, last: (*first, last)\n",
+            f"{pad})\n",
+        ]
+
+    def helper_lockstep_read(self, fn: Function, stmt, read_call, readers: dict, read_by: set):
+        """A reading helper's read of a second queue: (its queue parameter, the reader's
+        Dataset function, the value's name)."""
+        kind, reader_fn, value, key_used = self._read(fn, stmt, read_call, readers)
+        key_used = key_used or fn.name in self.record_keys
+        self._check_lockstep(fn, stmt, read_call, kind, key_used, read_by)
+        return self.read_queue_param(fn, stmt, read_call), reader_fn, value
+
+    def read_queue_param(self, fn: Function, stmt, read_call: cst.Call) -> str:
+        """The parameter of reading helper `fn` holding the queue `read_call` reads."""
+        queue = read_call.args[0].value if read_call.args else None
+        if not isinstance(queue, cst.Name) or queue.value not in fn.params:
+            raise self.fail(
+                fn, stmt, "a reading helper reading two queues must read the queues it is "
+                "handed (`reader.read(queue_param)`)"
+            )  # fmt: skip
+        return queue.value
+
+    def lockstep_records(self, fn: Function, stmt, call: cst.Call, helper: Function, state):
+        """The Dataset of records a call of a helper reading in lockstep reads: the zip of
+        what each of its queue parameters was handed, read by that read's reader."""
+        reads = self.record_lockstep[helper.name]
+        bound = bind_arguments(
+            helper.call and getattr(self.trace.module, helper.name), call, self.module
+        )
+        files = []
+        for param, _, _ in reads:
+            passed = bare(bound.get(param, ""))
+            if passed not in state.queues:
+                raise self.fail(
+                    fn, stmt, f"{helper.name}'s `{param}` must be a queue a producer of this "
+                    f"function filled (it was handed `{passed}`)"
+                )  # fmt: skip
+            files.append(state.queues[passed])
+        self._check_unshuffled(fn, stmt, files, state)
+        parts = "".join(f"    {chains.records_of(r, f)},\n" for (_, r, _), f in zip(reads, files))
+        state.read_from = files
+        return f"tf.data.Dataset.zip((\n{parts}))"

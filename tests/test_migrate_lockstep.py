@@ -1,0 +1,154 @@
+"""migrate on records read from several queues at once (#41): an image and its
+mask from two unshuffled producers, zipped (NOTE [ Records read in lockstep ]),
+through a helper handed both queues or inline; the refusals with their reasons
+(a producer that shuffles, one record reader handed two queues); and a function
+returning a training and a validation pipeline's batches. The program
+is ``tests/scripts/unseen_paired_masks.py``; run in the suite's TF mode (the
+suite runs this file with ``--tf1`` too).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from queue_pipeline._migrate.api import MigrateError, migrate
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
+
+
+def _program(tmp_path):
+    path = tmp_path / "masks.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_paired_masks.py"), path)
+    return path
+
+
+def _pairs(directory, count: int) -> None:
+    """`count` PNG images and masks; mask i is all i, so a wrong pairing shows."""
+    rng = np.random.default_rng(3)
+    (directory / "images").mkdir(parents=True)
+    (directory / "masks").mkdir()
+    with tf.Graph().as_default():  # either TF mode
+        image = tf.compat.v1.placeholder(tf.uint8, [12, 12, None])
+        encoded = tf.io.encode_png(image)
+        with tf.compat.v1.Session() as sess:
+            for i in range(count):
+                pixels = rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)
+                png = sess.run(encoded, {image: pixels})
+                (directory / "images" / f"{i:02d}.png").write_bytes(png)
+                png = sess.run(encoded, {image: np.full((12, 12, 1), i, np.uint8)})
+                (directory / "masks" / f"{i:02d}.png").write_bytes(png)
+
+
+def test_a_helper_reading_two_queues_becomes_a_zip_and_matches(tmp_path):
+    """``read_pair(image_queue, mask_queue)``: one WholeFileReader reads a file of
+    each queue per record; the record function takes both values and the
+    Dataset zips the two reads; shuffled by shuffle_batch, proven as multisets
+    (each image with its own mask)."""
+    path = _program(tmp_path)
+    _pairs(tmp_path / "data", 12)
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "inputs", call=f"{str(tmp_path / 'data')!r}, 4, num_epochs=2",
+                     out=str(out))  # fmt: skip
+    assert result.verdict.status == "MATCH", result.report()
+    text = out.read_text()
+    assert "def read_pair_record(image_value, mask_value):" in text
+    assert "tf.data.Dataset.zip((" in text
+    assert "mask_filenames.map(tf.io.read_file)" in text
+    assert "WholeFileReader.read (in read_pair)" in result.report()
+
+
+def test_two_readers_inline_are_zipped_and_match_in_order(tmp_path):
+    """Two readers, one per queue, in the function itself: the second read zips
+    its Dataset with the first; ``batch`` keeps the order, proven exactly."""
+    path = _program(tmp_path)
+    _pairs(tmp_path / "data", 12)
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "get_batch", call=f"{str(tmp_path / 'data')!r}, 4", out=str(out))
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason.startswith("ordered"), result.verdict.reason
+    text = out.read_text()
+    assert "records = tf.data.Dataset.zip((records, mask_raws))" in text
+    assert "def per_record(image_raw, mask_raw):" in text
+    namespace: dict = {}
+    exec(compile(text, str(out), "exec"), namespace)  # the migrated module, as a user runs it
+    if tf.executing_eagerly():
+        images, masks = next(iter(namespace["get_batch_dataset"](str(tmp_path / "data"), 4)))
+        assert images.shape == (4, 8, 8, 3)
+        assert [int(m[0, 0, 0]) for m in masks.numpy()] == [0, 1, 2, 3]
+
+
+def test_a_shuffled_queue_read_in_lockstep_is_refused_with_the_fix(tmp_path):
+    """A producer of a lockstep read that shuffles (as run: the argument is a
+    parameter) pairs at random in the legacy program: refused at the read,
+    naming the queue and the fix, nothing written."""
+    path = _program(tmp_path)
+    _pairs(tmp_path / "data", 6)
+    out = tmp_path / "new.py"
+    call = f"{str(tmp_path / 'data')!r}, 2, shuffle_masks=True"
+    with pytest.raises(MigrateError) as info:
+        migrate(str(path), "get_batch", call=call, out=str(out))
+    message = str(info.value)
+    line = 1 + open(path).read().splitlines().index(
+        "    _, mask_raw = mask_reader.read(mask_queue)"
+    )
+    assert f"masks.py:{line}: cannot migrate" in message
+    assert "the producer of `mask_queue` shuffles" in message
+    assert "Fix: shuffle=False on the producers read in lockstep" in message
+    assert not out.exists()
+
+
+def test_one_record_reader_handed_two_queues_is_refused(tmp_path):
+    """A TFRecordReader keeps reading its current file whichever queue it is
+    handed: the pairs depend on the files' sizes, so refused with the fix."""
+    path = _program(tmp_path)
+    with pytest.raises(MigrateError) as info:
+        migrate(str(path), "record_pairs", call="['a.tfrecord'], ['b.tfrecord'], 2", verify=False)
+    message = str(info.value)
+    assert "one TFRecordReader `reader` reads two queues" in message
+    assert "Fix: give each queue a reader of its own" in message
+
+
+def test_a_function_returning_two_pipelines_migrates_each_and_a_wrapper(tmp_path):
+    """``return train_batch, val_batch`` from two producers (NOTE [ Several
+    pipelines a function returns ]): each pipeline is cut out (the other's lines and
+    the summary of its batch left out), migrated and proven on its own; the
+    wrapper returns both Datasets in the order of the batches; the report's
+    lines are the file's."""
+    path = _program(tmp_path)
+    _pairs(tmp_path / "data", 12)
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "train_and_val", call=f"{str(tmp_path / 'data')!r}, 2",
+                     out=str(out))  # fmt: skip
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason.startswith("pipeline 1: multiset"), result.verdict.reason
+    assert "pipeline 2: ordered" in result.verdict.reason
+    text = out.read_text()
+    assert text.index("def train_and_val_train_dataset(data_dir, batch_size):") < text.index(
+        "def train_and_val_val_dataset(data_dir, batch_size):"
+    )
+    assert "another pipeline" not in text and "\n\n\n\n" not in text
+    assert result.function == "train_and_val_dataset"
+    lines = open(path).read().splitlines()
+    batch_line = 1 + next(i for i, t in enumerate(lines) if "val_batch = tf.train.batch(" in t)
+    assert f"line {batch_line}: batch" in result.report()
+    summary = 1 + next(i for i, t in enumerate(lines) if "tf.summary.image" in t)
+    assert any(d.startswith(f"{path}:{summary}:") for d in result.dropped), result.dropped
+    namespace: dict = {}
+    exec(compile(text, str(out), "exec"), namespace)
+    if tf.executing_eagerly():
+        train, val = namespace["train_and_val_dataset"](str(tmp_path / "data"), 2)
+        assert next(iter(train)).shape == (2, 12, 12, 3)
+        assert sum(1 for _ in val) == 2  # files 8..11, one epoch, batches of 2
+
+
+def test_callers_of_a_function_returning_two_pipelines_are_refused_with_the_way(tmp_path):
+    path = _program(tmp_path)
+    _pairs(tmp_path / "data", 12)
+    with pytest.raises(MigrateError, match=r"returns the batches of 2 pipelines.*Fix: migrate "
+                       r"without --callers"):  # fmt: skip
+        migrate(str(path), "train_and_val", call=f"{str(tmp_path / 'data')!r}, 2", callers=True)
