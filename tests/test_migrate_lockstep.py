@@ -152,3 +152,67 @@ def test_callers_of_a_function_returning_two_pipelines_are_refused_with_the_way(
     with pytest.raises(MigrateError, match=r"returns the batches of 2 pipelines.*Fix: migrate "
                        r"without --callers"):  # fmt: skip
         migrate(str(path), "train_and_val", call=f"{str(tmp_path / 'data')!r}, 2", callers=True)
+
+
+def _shards(directory, names: dict) -> None:
+    """TFRecord files of PNG examples: {file name: [(pixels value or None), ...]}."""
+    rng = np.random.default_rng(5)
+    with tf.Graph().as_default():
+        image = tf.compat.v1.placeholder(tf.uint8, [12, 12, 3])
+        encoded = tf.io.encode_png(image)
+        with tf.compat.v1.Session() as sess:
+            for name, values in names.items():
+                with tf.io.TFRecordWriter(str(directory / name)) as writer:
+                    for value in values:
+                        pixels = (
+                            rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)
+                            if value is None
+                            else np.full((12, 12, 3), value, np.uint8)
+                        )
+                        png = sess.run(encoded, {image: pixels})
+                        feature = tf.train.Feature(bytes_list=tf.train.BytesList(value=[png]))
+                        example = tf.train.Example(
+                            features=tf.train.Features(feature={"image/encoded": feature})
+                        )
+                        writer.write(example.SerializeToString())
+
+
+def test_a_helper_making_its_own_records_called_twice_is_zipped(tmp_path):
+    """``image = read_and_decode_single_example(f)`` makes its own producer and
+    reader (NOTE [ A helper that makes its own records ]): its version returns
+    records and the caller batches them; called again for the labels, the two
+    Datasets are zipped (was: a second pipeline refused, or a name defined
+    nowhere); each branch of the caller's test is kept. Without a label file
+    the run does not take the branch that reads it: refused with that reason
+    and the way (was: "a second pipeline")."""
+    path = tmp_path / "inputs.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_single_example.py"), path)
+    _shards(tmp_path, {"train.tfrecords": [None] * 30, "labels.tfrecords": list(range(30))})
+    call = f"8, {str(tmp_path / 'train.tfrecords')!r}"
+    with pytest.raises(MigrateError, match=r"inputs.py:34: .*a branch this run did not take "
+                       r"calls `read_and_decode_single_example`.*\(--call\)"):  # fmt: skip
+        migrate(str(path), "inputs", call=call, verify=False)
+    call += f", {str(tmp_path / 'labels.tfrecords')!r}"
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "inputs", call=call, out=str(out))
+    assert result.verdict.status == "MATCH", result.report()
+    text = out.read_text()
+    assert "    records = read_and_decode_single_example_dataset(train_filename)\n" in text
+    assert "label_records = read_and_decode_single_example_dataset(train_labels_filename)" in text
+    assert "records = tf.data.Dataset.zip((records, label_records))" in text
+    helper = text[text.index("def read_and_decode_single_example_dataset") :]
+    assert ".batch(" not in helper[: helper.index("\ndef ")]  # records, not batches
+
+
+def test_a_helper_whose_producer_shuffles_read_in_lockstep_is_refused(tmp_path):
+    path = tmp_path / "inputs.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_single_example.py"), path)
+    _shards(tmp_path, {f"{k}{i}.tfrecords": [i] * 4 for k in ("a", "b") for i in range(2)})
+    images = [str(tmp_path / f"a{i}.tfrecords") for i in range(2)]
+    labels = [str(tmp_path / f"b{i}.tfrecords") for i in range(2)]
+    with pytest.raises(MigrateError) as info:
+        migrate(str(path), "sharded_inputs", call=f"2, {images!r}, {labels!r}")
+    message = str(info.value)
+    line = 1 + open(path).read().splitlines().index("  label = read_shards(label_shards)")
+    assert f"inputs.py:{line}: cannot migrate" in message
+    assert "read_shards's string_input_producer shuffles" in message

@@ -498,8 +498,10 @@ def test_a_reading_helper_that_returns_the_key_reads_key_value_pairs(tmp_path):
     assert any("keyed.py:5: `unused = tf.Variable" in d for d in result.dropped), result.dropped
 
 
-def test_a_second_pipeline_from_a_helper_is_refused_with_its_line(tmp_path):
-    """segnet's inputs: one helper builds a producer + reader per file, called twice."""
+def test_a_helper_making_records_called_twice_for_one_batch_is_zipped(tmp_path):
+    """segnet's inputs: one helper builds a producer + reader per file, called twice for
+    one batch; was refused as a second pipeline, now zipped (NOTE [ Records read in
+    lockstep ]) and proven in order."""
     path = tmp_path / "two.py"
     path.write_text(
         "import tensorflow as tf\n\n\ndef one(name):\n"
@@ -511,8 +513,10 @@ def test_a_second_pipeline_from_a_helper_is_refused_with_its_line(tmp_path):
     )
     (tmp_path / "a.txt").write_text("1\n2\n")
     (tmp_path / "b.txt").write_text("3\n4\n")
-    with pytest.raises(MigrateError, match=r"two\.py:12: .*starts a second pipeline"):
-        migrate(str(path), "inputs", args=(str(tmp_path / "a.txt"), str(tmp_path / "b.txt")))
+    result = migrate(str(path), "inputs", args=(str(tmp_path / "a.txt"), str(tmp_path / "b.txt")))
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason.startswith("ordered"), result.verdict.reason
+    assert "records = tf.data.Dataset.zip((records, second_records))" in result.source
 
 
 def test_an_import_the_function_does_not_need_may_fail(tmp_path):

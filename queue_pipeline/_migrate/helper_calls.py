@@ -5,6 +5,16 @@ helper's version taking the Dataset (records in, records out for one that
 only shuffles: NOTE [ A helper that shuffles the records ]); a pipeline
 helper's version returning the Dataset, or the records of a queue it filled
 and returned (NOTE [ A queue a helper fills and returns ]).
+
+NOTE [ A helper that makes its own records ]
+``image = read_and_decode_single_example(filename)`` (segnet.tf, many GAN
+readers): the helper makes its own producer and reader and returns one
+decoded record, which the caller batches. Its version returns the Dataset of
+those records (no batch), and the caller's line becomes ``records =
+<helper>_dataset(filename)``, its names the element from then on; the run
+tells records from batches. Called again for another record of the same
+batch (``label = read_and_decode_single_example(labels_filename)``), the
+second Dataset is zipped with the first (NOTE [ Records read in lockstep ]).
 """
 
 from __future__ import annotations
@@ -19,7 +29,14 @@ import tensorflow as tf
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import Function, State, Step, batch_params, fresh
 from queue_pipeline._migrate.branches import Branches
-from queue_pipeline._migrate.syntax import bare, bind_arguments, call_text, callee, names_in
+from queue_pipeline._migrate.syntax import (
+    assigned_names,
+    bare,
+    bind_arguments,
+    call_text,
+    callee,
+    names_in,
+)
 
 __all__ = ["HelperCalls"]
 
@@ -68,6 +85,14 @@ class HelperCalls(Branches):
                 read += self._batching(fn, stmt, call, state, depth, legacy=legacy)
             return read
         if role == "pipeline":
+            values = fn.call.local_values if fn.call is not None else {}
+            targets = assigned_names(stmt)
+            if state.read_from and targets and not any(t in values for t in targets):
+                raise self.fail(
+                    fn, stmt, f"a branch this run did not take calls `{helper.name}`, which "
+                    "builds queue stages the run did not see; migrate with arguments that "
+                    "take that branch (--call)"
+                )  # fmt: skip
             self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
         new = self.pipeline(helper)
         kept = self.kept_params[new]
@@ -100,6 +125,25 @@ class HelperCalls(Branches):
         replacements: list[tuple[cst.CSTNode, str]] = []
         target = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
         loaders = self.loaders.get(new, [])  # the helper's version returns (dataset, load)
+        if isinstance(target, cst.Assign) and role == "pipeline" and self._records_out(fn, target):
+            # NOTE [ A helper that makes its own records ]
+            t = target.targets[0].target
+            names = (
+                [self.code(e.value) for e in t.elements]
+                if isinstance(t, (cst.Tuple, cst.List))
+                else [self.code(t)]
+            )
+            if state.read_from:  # NOTE [ Records read in lockstep ]: one more source
+                self.check_helper_unshuffled(fn, stmt, helper)
+                more = fresh(fn, f"{names[0]}_records", f"{names[0]}s_records")
+                out.append(self.text(stmt, depth, [(t, more), (call, new_call)]))
+                out += self.zipped(more, state, "    " * depth)
+                state.element += names
+            else:
+                out.append(self.text(stmt, depth, [(t, "records"), (call, new_call)]))
+                state.element = self._element_names(fn, names, state)
+            state.read_from.append(new_call)
+            return out
         if isinstance(target, cst.Assign) and role == "batch" and self._records_out(fn, target):
             # NOTE [ A helper that shuffles the records ]: records in, records out
             t = target.targets[0].target

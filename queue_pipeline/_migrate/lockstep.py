@@ -11,6 +11,10 @@ two Datasets of records zipped (``tf.data.Dataset.zip((records,
 label_values))``), whose end is the shorter one's, as the legacy enqueue
 stops at the first queue that closes.
 
+A helper that makes its own records (NOTE [ A helper that makes its own
+records ], in helper_calls.py) called once for the image and once for the
+label is the same: its Datasets are zipped.
+
 The graph decides what a second read is (:func:`graph_checks.reads_in_lockstep`):
 reads whose values meet in one list of a batching call are one record; a
 second read whose values go to another batching call is a second pipeline,
@@ -28,7 +32,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from queue_pipeline._migrate import chains
-from queue_pipeline._migrate.base import Function, State, Step, fresh
+from queue_pipeline._migrate.base import PRODUCERS, Function, State, Step, fresh
 from queue_pipeline._migrate.graph_checks import reads_in_lockstep
 from queue_pipeline._migrate.record_helpers import RecordHelpers
 from queue_pipeline._migrate.syntax import bare, bind_arguments, callee
@@ -96,7 +100,7 @@ class Lockstep(RecordHelpers):
         self._check_unshuffled(fn, stmt, state.read_from + [files], state)
         more = fresh(fn, f"{value}s", f"{value}_records")
         out = [f"{pad}{more} = {chains.records_of(reader_fn, files)}\n"]
-        out += self._zipped(more, state, pad)
+        out += self.zipped(more, state, pad)
         state.read_from.append(files)
         state.element.append(value)
         self.steps.append(
@@ -104,8 +108,28 @@ class Lockstep(RecordHelpers):
         )
         return out
 
+    def check_helper_unshuffled(self, fn: Function, stmt, helper: Function) -> None:
+        """Refuses a lockstep read of a helper making its own records from a producer
+        that shuffles more than one element (its pairs are random)."""
+        for node in self.trace.nodes:
+            if node.kind not in PRODUCERS or not node.args.get("shuffle"):
+                continue
+            if not any(name == helper.name for name, _ in self.trace.sites.get(node.index, ())):
+                continue
+            rows = [t.shape[0] for t in node.inputs[:1] if hasattr(t, "shape") and t.shape.rank]
+            if rows and rows[0] == 1:
+                continue  # one row: nothing to shuffle
+            raise self.fail(
+                fn, stmt, f"it reads records from several sources in lockstep, and "
+                f"{helper.name}'s {node.kind} shuffles: each source is shuffled on its own, "
+                "so the legacy pairs are random and no tf.data twin can be proven equal to "
+                "them; Fix: shuffle=False there (shuffle_batch still shuffles the pairs), "
+                "then migrate"
+            )  # fmt: skip
+
     @staticmethod
-    def _zipped(more: str, state: State, pad: str) -> list[str]:
+    def zipped(more: str, state: State, pad: str) -> list[str]:
+        """``records`` zipped with the Dataset `more`, its elements kept flat."""
         if len(state.element) == 1:
             return [f"{pad}records = tf.data.Dataset.zip((records, {more}))\n"]
         return [  # flat elements: map functions take the top level's components
