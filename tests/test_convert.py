@@ -57,7 +57,9 @@ def test_images_dir_tpu_format(tree, tmp_path):
             decoded = Image.open(io.BytesIO(r["image/encoded"]))
             assert (decoded.format, decoded.size) == ("JPEG", (width, height))
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["records"] == {"listed": 8, "written": 8, "errors": 0, "ignored": 0}
+    assert manifest["records"] == {
+        "listed": 8, "written": 8, "errors": 0, "ignored": 0, "reencoded": {"PNG image": 2}
+    }  # fmt: skip
     assert manifest["classes"] == ["cat", "dog"] and manifest["version"] == qp.__version__
     assert sum(s["count"] for s in manifest["splits"]["train"]["shards"]) == 8
     assert manifest["features"]["image/class/label"] == {"dtype": "int64", "shape": []}
@@ -79,12 +81,52 @@ def test_bad_input_is_counted_listed_and_the_job_goes_on(tree, tmp_path):
     assert [json.loads(line)["record"] for line in lines] == sorted(reasons)
     assert json.loads(lines[0])["file"] == str(root / "cat" / "corrupt.jpg")
     records = result.manifest["records"]
-    assert records == {"listed": 10, "written": 8, "errors": 2, "ignored": 1}
+    assert records == {
+        "listed": 10, "written": 8, "errors": 2, "ignored": 1, "reencoded": {"PNG image": 2}
+    }  # fmt: skip
     assert result.report().splitlines()[1:] == [
         "  train: 8 records in 2 shards",
         "  10 source records: 8 written, 2 bad (listed in errors.jsonl), 1 non-image file ignored",
+        "  re-encoded as RGB JPEG: 2 (2 PNG image); every RGB or grayscale JPEG stored byte for "
+        "byte",
         "  verified: every record read back once",
     ]
+
+
+def test_grayscale_jpegs_are_stored_byte_for_byte_and_each_re_encode_is_counted(tmp_path):
+    """NOTE [ What a conversion re-encodes ]: RGB and grayscale JPEGs keep their bytes
+    (decode_jpeg(channels=3) reads a grayscale stream as 3 channels); a CMYK JPEG
+    and a PNG are re-encoded as RGB JPEGs and counted by reason in the manifest."""
+    import numpy as np  # noqa: PLC0415
+    import tensorflow as tf  # noqa: PLC0415
+
+    rng = np.random.default_rng(2)
+    source = Image.fromarray(rng.integers(0, 255, (10, 12, 3), dtype=np.uint8))
+    made = {}
+    (tmp_path / "images" / "a").mkdir(parents=True)
+    for name, mode, fmt in (("rgb.jpg", "RGB", "JPEG"), ("gray.jpg", "L", "JPEG"),
+                            ("cmyk.jpg", "CMYK", "JPEG"), ("gray.png", "L", "PNG")):  # fmt: skip
+        buffer = io.BytesIO()
+        source.convert(mode).save(buffer, format=fmt, quality=90)
+        made[name] = buffer.getvalue()
+        (tmp_path / "images" / "a" / name).write_bytes(made[name])
+    result = _convert(f"images:{tmp_path / 'images'}", tmp_path / "out", shards=1)
+    back = {r["image/filename"].decode(): r for r in _all(tmp_path / "out")}
+    assert back["rgb.jpg"]["image/encoded"] == made["rgb.jpg"]
+    assert back["gray.jpg"]["image/encoded"] == made["gray.jpg"]  # was re-encoded, lossy
+    for name in ("cmyk.jpg", "gray.png"):
+        again = Image.open(io.BytesIO(back[name]["image/encoded"]))
+        assert (again.format, again.mode, again.size) == ("JPEG", "RGB", (12, 10))
+    for record in back.values():  # what the readers' decode makes of each (either TF mode)
+        assert (record["image/channels"], record["image/colorspace"]) == (3, b"RGB")
+        with tf.Graph().as_default(), tf.compat.v1.Session() as sess:
+            decoded = tf.io.decode_jpeg(record["image/encoded"], channels=3)
+            assert tuple(sess.run(tf.shape(decoded))) == (10, 12, 3)
+    reencoded = {"CMYK JPEG": 1, "PNG image": 1}
+    assert result.manifest["records"]["reencoded"] == reencoded
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["records"]["reencoded"] == reencoded
+    assert "  re-encoded as RGB JPEG: 2 (1 CMYK JPEG, 1 PNG image)" in result.report()
 
 
 def test_split_and_shards_place_each_record_exactly_once(tree, tmp_path):

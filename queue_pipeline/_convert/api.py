@@ -75,6 +75,13 @@ class ConvertResult:
                 else ""
             )
         )
+        reencoded = records.get("reencoded")
+        if reencoded:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in reencoded.items())
+            lines.append(
+                f"  re-encoded as RGB JPEG: {sum(reencoded.values())} ({reasons}); every "
+                "RGB or grayscale JPEG stored byte for byte"
+            )
         lines.append(
             "  verified: every record read back once" if self.verified else "  not verified"
         )
@@ -231,6 +238,8 @@ def convert(
         manifest = _manifest(
             listing, listed, fractions, infos, errors, compression, runner_name, verify
         )
+        if listing.kind == "image":  # NOTE [ What a conversion re-encodes ]
+            manifest["records"]["reencoded"] = made.get("reencoded", {})
         _output.finish(out, temp, manifest, errors)
     finally:
         _output.remove_temp(temp)

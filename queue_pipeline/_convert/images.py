@@ -8,9 +8,17 @@ functions read the shards unchanged): ``image/encoded`` (JPEG bytes),
 ``image/class/label`` (1-based), ``image/class/synset`` (the class name),
 ``image/filename`` (the file's base name).
 
-An RGB JPEG is stored byte for byte; any other image (PNG, GIF, BMP, a
-grayscale or CMYK JPEG) is decoded and re-encoded as an RGB JPEG (quality
-95), so every record decodes with ``decode_jpeg(channels=3)``. Decoding uses
+NOTE [ What a conversion re-encodes ]
+A copy never degrades the data: an RGB or a grayscale JPEG is stored byte
+for byte (``decode_jpeg(channels=3)``, the readers' decode, makes three
+channels of a grayscale stream itself, as the TPU tool relies on: its
+records say ``RGB``, 3 channels, whatever the stream). Re-encoded as an RGB
+JPEG (quality 95), and counted by reason in ``manifest.json``
+(``records.reencoded``): any other image format (PNG, GIF, BMP: ``PNG
+image``), and a JPEG of any other colour model (``CMYK JPEG``): TensorFlow
+2.21's decoder does read a CMYK stream, but a CMYK or YCCK stream is four
+channels whose conversion to RGB differs between decoders (Adobe's inverted
+CMYK), and the record says ``RGB``. Decoding uses
 Pillow (a dependency of apache-beam) in the worker: no TensorFlow session per
 image (NOTE [ Checking a JPEG at an eighth of its size ]). A file Pillow
 cannot fully decode is a :class:`RecordError`, never a crash of the job.
@@ -95,8 +103,8 @@ def _decoded(path: str, data: bytes) -> tuple[Any, int, int]:
     try:
         image = Image.open(io.BytesIO(data))
         width, height = image.size
-        if image.format == "JPEG" and image.mode == "RGB":
-            image.draft("RGB", (max(1, width // 8), max(1, height // 8)))
+        if _reencoded_as(image) is None:  # stored as it is: checked at an eighth
+            image.draft(image.mode, (max(1, width // 8), max(1, height // 8)))
         image.load()  # a truncated or corrupt file fails here, not at open
     except Exception as e:  # noqa: BLE001 - Pillow raises several types
         # Pillow names the in-memory buffer by its address: not the user's file, nor stable
@@ -105,15 +113,39 @@ def _decoded(path: str, data: bytes) -> tuple[Any, int, int]:
     return image, width, height
 
 
-def image_example(path: str, label: int, synset: str) -> bytes:
+# the JPEG colour models stored byte for byte (NOTE [ What a conversion re-encodes ])
+STORED_JPEG_MODES = ("RGB", "L")
+
+
+def _reencoded_as(image: Any) -> str | None:
+    """Why `image` (opened by Pillow) is re-encoded, or None when it is stored as it is."""
+    if image.format == "JPEG":
+        return None if image.mode in STORED_JPEG_MODES else f"{image.mode} JPEG"
+    return f"{image.format or 'unknown'} image"
+
+
+def image_example(
+    path: str, label: int, synset: str, reencoded: dict[str, int] | None = None
+) -> bytes:
     """The serialized Example of the image at `path` with 1-based `label` and class name `synset`.
+
+    An RGB or grayscale JPEG is stored byte for byte; anything else is
+    re-encoded (NOTE [ What a conversion re-encodes ]).
+
+    Args:
+      path, label, synset: the image file, its class number (from 1) and name.
+      reencoded: counts by reason (``"PNG image"``, ``"CMYK JPEG"``), added
+        to when this image is re-encoded.
 
     Raises:
       RecordError: the file cannot be read or is not a decodable image.
     """
     data = read_file(path)
     image, width, height = _decoded(path, data)
-    if image.format != "JPEG" or image.mode != "RGB":
+    reason = _reencoded_as(image)
+    if reason is not None:
+        if reencoded is not None:
+            reencoded[reason] = reencoded.get(reason, 0) + 1
         buffer = io.BytesIO()
         image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
         data = buffer.getvalue()

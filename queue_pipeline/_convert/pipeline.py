@@ -128,15 +128,16 @@ def _local_runner(args: Sequence[str], options: PipelineOptions):
         return None
 
 
-def encode(kind: str, payload: Any) -> bytes:
-    """The serialized Example of one record's payload (see sources.Listing.kind).
+def encode(kind: str, payload: Any, reencoded: dict[str, int] | None = None) -> bytes:
+    """The serialized Example of one record's payload (see sources.Listing.kind);
+    an image re-encoded is counted in `reencoded` by reason.
 
     Raises:
       RecordError: the record cannot be converted.
     """
     if kind == "image":
         path, label, synset = payload
-        return image_example(path, label, synset)
+        return image_example(path, label, synset, reencoded)
     if kind == "table":
         return _features.serialize_features(payload)
     return payload  # "example": serialized already
@@ -227,13 +228,14 @@ class _Encode(beam.DoFn):
         split, shard, index, path = chunk
         errors: list[dict[str, Any]] = []
         listed = 0
+        reencoded: dict[str, int] = {}
 
         def records() -> Iterator[bytes]:  # encoded as the piece is written
             nonlocal listed
             for identity, payload in _load_chunk(path):
                 listed += 1
                 try:
-                    yield encode(self._kind, payload)
+                    yield encode(self._kind, payload, reencoded)
                 except RecordError as e:
                     if self._fail:
                         raise RecordError(e.file, f"{e.reason} (record {identity!r})") from e
@@ -244,7 +246,8 @@ class _Encode(beam.DoFn):
         for error in errors:
             yield beam.pvalue.TaggedOutput("errors", error)
         yield (split, shard), ((index,), piece, count, size, digest)
-        yield beam.pvalue.TaggedOutput("made", (listed, count, piece_value(digest)))
+        made = (listed, count, piece_value(digest), reencoded)
+        yield beam.pvalue.TaggedOutput("made", made)
 
 
 @beam.typehints.with_output_types(Any)
@@ -268,7 +271,7 @@ class _EncodeSpan(beam.DoFn):
             count, size, digest = write_piece(piece, records)
             made, made_total = made + count, made_total + piece_value(digest)
             yield (split, shard), ((span.file_index, span.start), piece, count, size, digest)
-        yield beam.pvalue.TaggedOutput("made", (listed, made, made_total % _MODULUS))
+        yield beam.pvalue.TaggedOutput("made", (listed, made, made_total % _MODULUS, {}))
 
 
 _MODULUS = PIECES_MODULUS
@@ -338,7 +341,7 @@ def _piece_records(pieces) -> Iterator[bytes]:
 
 
 # NOTE [ The job's small results ]
-# The shard infos, the bad records and the (listed, count, multiset) of every
+# The shard infos, the bad records and the (listed, count, multiset, re-encoded) of every
 # chunk or span are keyed by the result they belong to, flattened into one
 # collection and grouped once; one Map writes each group as its JSON file.
 # Beam's combiners (``ToList``, ``CombineGlobally``) would do the same with
@@ -347,9 +350,19 @@ def _piece_records(pieces) -> Iterator[bytes]:
 # where this is one shuffle. A result with no values (no bad record) has no
 # group and no file; the launcher reads a missing file as empty.
 def _counted(made: list) -> dict[str, Any]:
-    """The (listed, count, multiset sum) of every chunk or span, added up."""
-    listed, count, total = (sum(column) for column in zip(*made)) if made else (0, 0, 0)
-    return {"listed": listed, "count": count, "multiset": str(total % _MODULUS)}
+    """The (listed, count, multiset sum, re-encoded by reason) of every chunk or span,
+    added up."""
+    listed, count, total = (sum(m[i] for m in made) for i in range(3))
+    reencoded: dict[str, int] = {}
+    for *_, reasons in made:
+        for reason, n in reasons.items():
+            reencoded[reason] = reencoded.get(reason, 0) + n
+    return {
+        "listed": listed,
+        "count": count,
+        "multiset": str(total % _MODULUS),
+        "reencoded": dict(sorted(reencoded.items())),
+    }
 
 
 def _write_result(element, paths: dict[str, str]) -> None:
