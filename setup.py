@@ -47,7 +47,9 @@ setup(
         # pytest-xdist: the suite on both cores (-n 2), so that both TF modes
         # fit CI's 10 minutes.
         # apache-beam, google-crc32c: the tests of `convert` run its pipelines
-        # on Beam's DirectRunner (the [beam] extra below).
+        # on Beam's DirectRunner (the [beam] extra below); dask[distributed]:
+        # and on Beam's Dask runner against a LocalCluster of worker
+        # processes the tests start (the [dask] extra).
         # No TensorFlow in this extra or the next: README's commands name
         # [tensorflow,...] for a fresh venv, and a venv that has its own
         # TensorFlow installs [test] alone.
@@ -61,6 +63,7 @@ setup(
             "pytest-xdist>=3",
             "apache-beam>=2.60",
             "google-crc32c>=1.5",
+            "dask[distributed]>=2024.1",
         ],
         # apache-beam: `queue-pipeline convert` runs on Beam (DirectRunner on
         # every local core; Dataflow, Flink or Spark by option) instead of a
@@ -73,6 +76,9 @@ setup(
         # framing ] in queue_pipeline/_convert/tfrecords.py); without it they
         # fall back to TensorFlow's writer.
         "beam": ["apache-beam>=2.60", "google-crc32c>=1.5"],
+        # dask.distributed: `convert --runner DaskRunner` on a Dask cluster
+        # (Beam's Dask runner; its client is dask.distributed's).
+        "dask": ["apache-beam>=2.60", "google-crc32c>=1.5", "dask[distributed]>=2024.1"],
         # scikit-learn ships real handwritten digits inside its wheel (no
         # download): the demo and legacy_examples write them in the classic
         # formats; without it they use a synthetic stand-in.

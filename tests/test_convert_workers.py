@@ -156,7 +156,7 @@ def test_workers_encode_and_write_without_importing_tensorflow(tmp_path):
         from queue_pipeline._convert import pipeline
         encode = pipeline._Encode("image", False)
         chunk = ("train", 0, 0, {str(chunk)!r})
-        out = [x for x in encode.process(chunk) if isinstance(x, tuple)]
+        out = [value for tag, value in encode.process(chunk) if tag == "piece"]
         key, piece = out[0]  # what GroupByKey hands the writer: every piece of its shard
         info = pipeline._write_shard((key, [piece]), {str(tmp_path)!r}, {{"train": 1}}, None)
         print(info["count"], "tensorflow" in sys.modules)

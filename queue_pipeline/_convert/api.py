@@ -89,9 +89,10 @@ class ConvertResult:
 
 
 def _runner_name(options: Sequence[str]) -> str:
-    from queue_pipeline._convert.pipeline import _runner_of  # noqa: PLC0415
+    from queue_pipeline._convert.pipeline import RUNNER_PATHS, _runner_of  # noqa: PLC0415
 
-    return _runner_of(options) or "DirectRunner"
+    given = _runner_of(options) or "DirectRunner"
+    return next((name for name, path in RUNNER_PATHS.items() if path == given), given)
 
 
 def convert(

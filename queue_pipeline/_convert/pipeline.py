@@ -1,8 +1,8 @@
 """The Beam pipeline of a conversion: encode each record, group by shard, write each shard once.
 
-    chunks of records --Reshuffle--> _Encode --(split, shard)--> GroupByKey --> _write_shard
+    chunks of records --Reshuffle--> _Encode --"piece"--> GroupByKey by shard --> _write_shard
     (or table spans      (_EncodeSpan)  |--"errors"--> the bad records
-                                       '--"made"--> the count and digests of the pieces
+                                       '--"source"--> the count and digests of the pieces
 
 Each shard is written by one worker, in the order of its records' hashes
 (NOTE [ Stable assignment ] in assign.py; a table's rows in input order),
@@ -68,17 +68,10 @@ def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
     """
     out = list(args)
     if runner is not None:  # it replaces a --runner among `args`
-        kept: list[str] = []
-        skip = False
-        for a in out:
-            if skip:
-                skip = False
-            elif a == "--runner":
-                skip = True
-            elif not a.startswith("--runner="):
-                kept.append(a)
-        out = [*kept, f"--runner={runner}"]
+        out = [*_without_runner(out), f"--runner={runner}"]
     given = _runner_of(out)
+    if given in RUNNER_PATHS:  # NOTE [ Runners by name ]
+        out = [*_without_runner(out), f"--runner={RUNNER_PATHS[given]}"]
     if given in (None, "DirectRunner", "direct"):
         cores = os.cpu_count() or 1
         in_memory = any(a == "--direct_running_mode=in_memory" for a in out)
@@ -87,6 +80,29 @@ def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
         if not any(a.startswith("--direct_running_mode") for a in out):
             out.append("--direct_running_mode=" + ("multi_threading" if cores > 1 else "in_memory"))
     return out
+
+
+# NOTE [ Runners by name ]
+# Beam takes a runner by the name of its class for the runners it registers
+# (DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, PortableRunner,
+# PrismRunner), and only by its full path for the others: convert takes
+# ``--runner DaskRunner`` as users type it (as in Beam's own docs), and hands
+# Beam the path.
+RUNNER_PATHS = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner"}
+
+
+def _without_runner(args: Sequence[str]) -> list[str]:
+    """`args` without their ``--runner X`` / ``--runner=X``."""
+    kept: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a == "--runner":
+            skip = True
+        elif not a.startswith("--runner="):
+            kept.append(a)
+    return kept
 
 
 def _runner_of(args: Sequence[str]) -> str | None:
@@ -214,6 +230,22 @@ def _save_chunks(
     return out
 
 
+# NOTE [ One output per step ]
+# The encoders yield one stream of ``(tag, value)`` pairs: a piece for its
+# shard's writer (``PIECE``), a bad record (``errors``) or a chunk's counts
+# (``source``), which later steps pick apart. Beam's tagged outputs
+# (``ParDo.with_outputs``) would say the same, but the Dask runner (Beam 2.78)
+# puts every output of a step into its one bag: the shard writers' grouping
+# met the counts' 4-tuples ("too many values to unpack"). One stream works on
+# every runner.
+PIECE = "piece"
+
+
+def _tagged(element: tuple[str, Any], tag: str) -> list:
+    """The value of `element` (``(tag, value)``) when its tag is `tag`, as a list of 0 or 1."""
+    return [element[1]] if element[0] == tag else []
+
+
 def _load_chunk(path: str) -> list:
     with _open(path) as f:
         return pickle.loads(f.read())  # noqa: S301 - written by this job, in its own directory
@@ -244,10 +276,9 @@ class _Encode(beam.DoFn):
         piece = path[: -len(".pickle")] + ".tfrecord"
         count, size, digest = write_piece(piece, records())
         for error in errors:
-            yield beam.pvalue.TaggedOutput("errors", error)
-        yield (split, shard), ((index,), piece, count, size, digest)
-        made = (listed, count, piece_value(digest), reencoded)
-        yield beam.pvalue.TaggedOutput("made", made)
+            yield "errors", error
+        yield PIECE, ((split, shard), ((index,), piece, count, size, digest))
+        yield "source", (listed, count, piece_value(digest), reencoded)
 
 
 @beam.typehints.with_output_types(Any)
@@ -263,15 +294,18 @@ class _EncodeSpan(beam.DoFn):
             first = errors[0]
             raise RecordError(first["file"], f"{first['reason']} (record {first['record']!r})")
         for error in errors:
-            yield beam.pvalue.TaggedOutput("errors", error)
+            yield "errors", error
         made, made_total = 0, 0
         for (split, shard), records in sorted(placed.items()):
             name = f"{split}-{shard:05d}-{span.file_index:05d}-{span.start:015d}.tfrecord"
             piece = FileSystems.join(self._pieces, name)
             count, size, digest = write_piece(piece, records)
             made, made_total = made + count, made_total + piece_value(digest)
-            yield (split, shard), ((span.file_index, span.start), piece, count, size, digest)
-        yield beam.pvalue.TaggedOutput("made", (listed, made, made_total % _MODULUS, {}))
+            yield (
+                PIECE,
+                ((split, shard), ((span.file_index, span.start), piece, count, size, digest)),
+            )
+        yield "source", (listed, made, made_total % _MODULUS, {})
 
 
 _MODULUS = PIECES_MODULUS
@@ -398,36 +432,45 @@ def run(
     try:
         pipeline_options = PipelineOptions(list(options))
         runner = _local_runner(options, pipeline_options)
-        with beam.Pipeline(runner=runner, options=pipeline_options) as p:
-            encode: beam.DoFn
-            if table is not None:
-                work = list(spans)
-                encode = _EncodeSpan(table, FileSystems.join(temp_dir, "_pieces"), fail)
-            else:
-                chunks = FileSystems.join(temp_dir, "_chunks")
-                work, encode = _save_chunks(records, chunks, split, shards), _Encode(kind, fail)
-            encoded = (
-                p
-                | "Work" >> beam.Create(work, reshuffle=False)
-                | "Spread" >> beam.Reshuffle()
-                | "Encode" >> beam.ParDo(encode).with_outputs("errors", "made", main="records")
-            )
-            infos = (
-                encoded.records
-                | "ByShard" >> beam.GroupByKey()
-                | "WriteShards" >> beam.Map(_write_shard, temp_dir, shards, compression)
-            )
-            # NOTE [ The job's small results ]
+        p = beam.Pipeline(runner=runner, options=pipeline_options)
+        encode: beam.DoFn
+        if table is not None:
+            work = list(spans)
+            encode = _EncodeSpan(table, FileSystems.join(temp_dir, "_pieces"), fail)
+        else:
+            chunks = FileSystems.join(temp_dir, "_chunks")
+            work, encode = _save_chunks(records, chunks, split, shards), _Encode(kind, fail)
+        encoded = (
+            p
+            | "Work" >> beam.Create(work, reshuffle=False)
+            | "Spread" >> beam.Reshuffle()
+            | "Encode" >> beam.ParDo(encode)
+        )  # NOTE [ One output per step ]
+        infos = (
+            encoded
+            | "Pieces" >> beam.FlatMap(_tagged, PIECE)
+            | "ByShard" >> beam.GroupByKey()
+            | "WriteShards" >> beam.Map(_write_shard, temp_dir, shards, compression)
+        )
+        # NOTE [ The job's small results ]
+        (
             (
-                (
-                    infos | "KeyInfos" >> beam.Map(lambda info: ("shards", info)),
-                    encoded.errors | "KeyErrors" >> beam.Map(lambda error: ("errors", error)),
-                    encoded.made | "KeyMade" >> beam.Map(lambda made: ("source", made)),
-                )
-                | "Results" >> beam.Flatten()
-                | "ByResult" >> beam.GroupByKey()
-                | "SaveResults" >> beam.Map(_write_result, paths)
+                infos | "KeyInfos" >> beam.Map(lambda info: ("shards", info)),
+                encoded | "Small" >> beam.Filter(lambda tagged: tagged[0] != PIECE),
             )
+            | "Results" >> beam.Flatten()
+            | "ByResult" >> beam.GroupByKey()
+            | "SaveResults" >> beam.Map(_write_result, paths)
+        )
+        result = p.run()
+        try:
+            result.wait_until_finish()
+        finally:
+            # the Dask runner's own Client of the cluster: closed with the job (the
+            # cluster is the user's, and goes on)
+            client = getattr(result, "client", None)
+            if client is not None and hasattr(client, "close"):
+                client.close()
     except Exception as e:  # noqa: BLE001 - every runner wraps worker errors its own way
         found = re.search(r"RecordError: ([^\n]*)", f"{type(e).__name__}: {e}")
         raise JobFailed(f"{type(e).__name__}: {e}", found.group(1) if found else None) from e
