@@ -216,3 +216,79 @@ def test_a_helper_whose_producer_shuffles_read_in_lockstep_is_refused(tmp_path):
     line = 1 + open(path).read().splitlines().index("  label = read_shards(label_shards)")
     assert f"inputs.py:{line}: cannot migrate" in message
     assert "read_shards's string_input_producer shuffles" in message
+
+
+def test_a_list_the_label_branch_appends_to_keeps_the_append_in_the_branch(tmp_path):
+    """``_inp = [image]``, then ``if labels: label = read(...); _inp.append(label)``
+    and ``shuffle_batch(_inp, ...)`` (guidj/segnet): the zip's elements stay flat,
+    the list is rebuilt from them (``*values``), and the append is mapped inside the
+    branch, so a run without labels does not run it (was: the twin crashed)."""
+    path = tmp_path / "inputs.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_single_example.py"), path)
+    _shards(tmp_path, {"train.tfrecords": [None] * 30, "labels.tfrecords": list(range(30))})
+    call = f"4, {str(tmp_path / 'train.tfrecords')!r}, {str(tmp_path / 'labels.tfrecords')!r}"
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "inputs_list", call=call, out=str(out))
+    assert result.verdict.status == "MATCH", result.report()
+    text = out.read_text()
+    body = text[text.index("def inputs_list_dataset") :]
+    assert "lambda first, last: (*first, last)" in body
+    branch = body[body.index("    if train_labels_filename:") : body.index("    dataset = ")]
+    assert "        def per_record(*values):" in branch and "_inp.append(label)" in branch
+    assert "records.map(tuple" not in body
+    namespace: dict = {}
+    exec(compile(text, str(out), "exec"), namespace)
+    if tf.executing_eagerly():  # without labels: one component, the image
+        (images,) = next(
+            iter(namespace["inputs_list_dataset"](4, str(tmp_path / "train.tfrecords")))
+        )
+        assert images.shape == (4, 12, 12, 3)
+
+
+def _speech(path, count: int, first: int = 0) -> None:
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(first, first + count):
+            frames = np.arange(2 * (1 + i % 5), dtype=np.float32) + i
+            feature = {
+                "frames": tf.train.Feature(float_list=tf.train.FloatList(value=frames)),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_count_among_the_batches_and_batch_mates_under_a_shuffle(tmp_path, shuffle):
+    """``return frames, label, num_examples, length`` (NOTE [ Plain values among the
+    batches ]): the version returns the Dataset, its elements the batches in order,
+    then the count; proven in order without a shuffle. With the shuffle on, code on
+    the padded batches makes each example depend on its batch mates: UNVERIFIED
+    with the fix (NOTE [ Examples that depend on their batch mates ]), not a false
+    DIFFER; ``--callers`` is refused with the way."""
+    path = tmp_path / "provider.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_speech_provider.py"), path)
+    paths = [str(tmp_path / f"{k}.tfrecords") for k in range(8)]
+    for k, name in enumerate(paths):  # 3 records a file, 4 a batch: batch mates vary
+        _speech(name, 3, first=3 * k)
+    options = {"paths": paths, "num_examples": 24, "batch_size": 4, "shuffle": shuffle,
+               "reverse_time": True}  # fmt: skip
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "get_split", call=repr(options), out=str(out))
+    line = 1 + open(path).read().splitlines().index(
+        "    return frames, label, num_examples, length"
+    )
+    assert any(
+        d.startswith(f"{path}:{line}: get_split returns num_examples among its batches")
+        for d in result.differences
+    ), result.differences
+    assert "return dataset.prefetch(tf.data.AUTOTUNE), num_examples" in out.read_text()
+    if not shuffle:
+        assert result.verdict.status == "MATCH", result.report()
+        assert result.verdict.reason.startswith("ordered")
+        assert "the values beside the batches (24) compared too" in result.verdict.reason
+    else:
+        assert result.verdict.status == "UNVERIFIED", result.report()
+        assert result.verdict.reason.startswith("each example depends on its batch mates")
+        assert "prove it with the shuffle off (--call), in order" in result.verdict.reason
+    with pytest.raises(MigrateError, match=r"returns plain values among its batches"):
+        migrate(str(path), "get_split", call=repr(options), callers=True)

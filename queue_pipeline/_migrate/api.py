@@ -234,6 +234,13 @@ def _plain(
             differences=[fix(d) for d in rewrite.differences],
         )
         notes = [fix(n) for n in notes]
+    if callers and _verify.plain_among(traced.outputs):  # NOTE [ Plain values among the batches ]
+        raise MigrateError(
+            f"{_API}: {function} returns plain values among its batches, and --callers "
+            f"rewrites callers of a function returning them last. Fix: migrate without "
+            f"--callers, then unpack {rewrite.function}'s (dataset, plain values...) in the "
+            "callers."
+        )
     if callers:
         skip = set(rewrite.names) | {function}
         loaders = _trace.loader_count(traced.outputs)

@@ -63,6 +63,7 @@ class Branches(Returns):
         out.append(f"{pad}if {self.code(stmt.test)}:\n")
         saved = dataclasses.replace(state, pending=list(state.pending), element=list(state.element))
         lines = self._branch(fn, list(stmt.body.body), state, depth + 1)
+        lines += self._flush_branch_end(fn, stmt, list(stmt.body.body), state, saved, depth + 1)
         feeds = _RAISES in "".join(lines)
         out += lines
         orelse = stmt.orelse
@@ -78,6 +79,7 @@ class Branches(Returns):
                 out.append(f"{pad}else:\n")
                 orelse = None
             lines = self._branch(fn, body, other, depth + 1)
+            lines += self._flush_branch_end(fn, stmt, body, other, saved, depth + 1)
             out += lines
             if feeds and _RAISES not in "".join(lines):
                 # the first branch feeds placeholders: what follows the `if` goes on
@@ -85,6 +87,34 @@ class Branches(Returns):
                 for field in dataclasses.fields(State):
                     setattr(state, field.name, getattr(other, field.name))
                 feeds = False
+        return out
+
+    def _flush_branch_end(self, fn: Function, stmt, body, state: State, before: State, depth):
+        """The per-record statements a branch holding a stage added, mapped at its end
+        (``if labels: label = read(labels); inputs.append(label)``): they are the
+        branch's, so they do not run where the run takes no branch. The map returns
+        what the rest of the function reads of it."""
+        if state.batch_element or len(state.pending) <= len(before.pending) or not body:
+            return []
+        added = [st for st, _ in state.pending[len(before.pending) :]]
+        targets = [t for st in added for t in m.findall(st, m.AssignTarget())]
+        if any(m.findall(t, m.Attribute()) for t in targets):
+            return []  # ``self.wav = ...``: the attribute is the method's (kept as before)
+        last = body[-1]
+        if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return):
+            return []
+        end = self.positions[stmt].end.line
+        later = {
+            n.value
+            for n in m.findall(fn.node.body, m.Name())
+            if isinstance(n, cst.Name) and self.positions[n].start.line > end
+        }
+        made = [n for st, _ in state.pending for n in assigned_names(st)]
+        names = [n for n in dict.fromkeys([*state.element, *made]) if n in later]
+        if not names:
+            return []
+        out = self._flush(state, ", ".join(self._element_of(n, fn) for n in names), depth)
+        state.element = self._element_names(fn, names, state)
         return out
 
     def _flush_before(self, fn: Function, stmt, state: State, depth: int) -> list[str]:

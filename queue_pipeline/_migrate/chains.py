@@ -15,6 +15,7 @@ from typing import Mapping
 import libcst as cst
 
 from queue_pipeline.data import migration
+from queue_pipeline.plan import BATCHING_KINDS
 
 __all__ = [
     "Unsupported",
@@ -45,11 +46,22 @@ class Chain:
 _TABLE = {m.legacy: m for m in migration.MIGRATIONS}
 
 
+# where the written code does otherwise than the table's to_dataset twins
+_WRITTEN = {
+    "num_threads": "the map runs in parallel (AUTOTUNE), keeping the records' order (with "
+    "more threads TF 1.x's order is nondeterministic)",
+}
+
+
 def fates(kind: str, given: Mapping[str, str]) -> list[tuple[str, str]]:
-    """The migration table's words for the arguments the call spelled out."""
+    """The migration table's words for the arguments the call spelled out (what the
+    written code does with them)."""
     row = _TABLE.get(kind)
     out = []
     for arg in given:
+        if arg in _WRITTEN and kind in BATCHING_KINDS:
+            out.append((arg, _WRITTEN[arg]))
+            continue
         fate = "used as written"
         if row is not None:
             for names, words in row.arguments:

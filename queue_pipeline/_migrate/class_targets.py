@@ -170,7 +170,7 @@ def migrate_method(
         dataclasses.replace(rewrite, function=name, added=added),
         steps, [fix(d) for d in rewrite.dropped], [fix(d) for d in rewrite.differences + notes],
         verdict, traced.module,
-        not_run=module.__dict__.get("__qp_skipped__", []),
+        not_run=[fix(n) for n in module.__dict__.get("__qp_skipped__", [])],
     )  # fmt: skip
 
 

@@ -130,7 +130,7 @@ class Lockstep(RecordHelpers):
     @staticmethod
     def zipped(more: str, state: State, pad: str) -> list[str]:
         """``records`` zipped with the Dataset `more`, its elements kept flat."""
-        if len(state.element) == 1:
+        if len(state.element) == 1 and not state.starred:
             return [f"{pad}records = tf.data.Dataset.zip((records, {more}))\n"]
         return [  # flat elements: map functions take the top level's components
             f"{pad}records = tf.data.Dataset.zip((records, {more})).map(\n",

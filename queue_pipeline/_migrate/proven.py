@@ -115,7 +115,7 @@ def _prove(
     migrated = _verify.load_migrated(traced.module, rewrite.source, None)
     try:
         with own_argv(traced.module.__file__ or traced.path, argv):
-            return _verify.verify(
+            verdict = _verify.verify(
                 traced,
                 migrated,
                 rewrite.function,
@@ -125,6 +125,7 @@ def _prove(
                 max_batches=max_batches,
                 graph_call=graph_call,
             )
+            return _verify.with_batch_mates(verdict, "def per_batch(" in rewrite.added)
     except (PipelineError, ValueError, TypeError, tf.errors.OpError) as e:
         if rewrite.batched:  # the batched decoder failed: retried per record
             return _verify.Verdict("DIFFER", f"the batched decode failed: {e}")

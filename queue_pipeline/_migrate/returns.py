@@ -1,5 +1,14 @@
 """How a migrated pipeline function ends: its ``return`` as the returned Dataset.
 
+NOTE [ Plain values among the batches ]
+``return raw_audio, mfcc, labels, num_examples, word, decoder_inputs`` (a
+speech model's provider) returns a count among its batches. The version
+returns the Dataset, its elements the batches in their order, and then the
+plain values (as for plain values after the batches); the proof compares
+them for equality as it does those, and the report says where the structure
+changed. ``--callers`` rewrites callers only where the plain values come
+last.
+
 Part of the rewriter of NOTE [ How a legacy function is rewritten ] in
 :mod:`queue_pipeline._migrate.codegen`: ``return batches`` becomes ``return
 dataset.prefetch(AUTOTUNE)``; what the function computes from its batches, a
@@ -189,7 +198,12 @@ class Returns(OwnQueues):
         pipeline reads).
         """
         names = [self.code(p.value) for p in parts]
-        if names[: len(element)] != element or names[len(element) :] != extra:
+        returned = fn.call.returned if fn.call is not None else None
+        loaders = isinstance(returned, (tuple, list)) and any(callable(v) for v in returned)
+        last = names[: len(element)] == element and names[len(element) :] == extra
+        # plain values may come among the batches (NOTE [ Plain values among the
+        # batches ]); a loader, which the caller runs before reading, comes last
+        if (loaders and not last) or [n for n in names if n not in extra] != element:
             raise self.fail(
                 fn,
                 stmt,
@@ -197,6 +211,7 @@ class Returns(OwnQueues):
                 "Dataset holds only the batches (return the batches first, or migrate the "
                 "function that builds just the pipeline)",
             )
+        self._note_plain_among(fn, stmt, names, extra)
         self.steps.append(
             Step(
                 fn.line(stmt),
@@ -204,18 +219,29 @@ class Returns(OwnQueues):
                 f"return the Dataset, {', '.join(extra)}",
             )
         )
-        loaders = ", ".join(extra)
-        returned = fn.call.returned if fn.call is not None else None
-        if isinstance(returned, (tuple, list)) and any(callable(v) for v in returned):
+        if loaders:
             # a loader (not a count, which the proof compares) fills variables
+            named = ", ".join(extra)
             self.differences.append(
-                f"{self.where(fn.line(stmt))}: {fn.name}_dataset returns (dataset, {loaders}): "
-                f"where the pipeline reads variables that {loaders} fills, read the "
+                f"{self.where(fn.line(stmt))}: {fn.name}_dataset returns (dataset, {named}): "
+                f"where the pipeline reads variables that {named} fills, read the "
                 "dataset through tf.compat.v1.data.make_initializable_iterator and run its "
                 "initializer after that (a one-shot iterator cannot capture a variable)"
             )
         blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
-        return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {loaders}\n"]
+        return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {', '.join(extra)}\n"]
+
+    def _note_plain_among(self, fn, stmt, returned: list[str], plain: list[str]) -> None:
+        """Says so when plain values come before some of the batches: the version
+        returns the Dataset first, its elements the batches in their order, then the
+        plain values (NOTE [ Plain values among the batches ])."""
+        if returned[-len(plain) :] == plain:
+            return
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: {fn.name} returns {', '.join(plain)} among its "
+            f"batches; {fn.name}_dataset returns the Dataset (its elements the batches in "
+            f"their order) and then {', '.join(plain)}"
+        )
 
     def _records_beside(self, fn, stmt, names):
         """The refusal of ``return batches..., record`` (an unbatched tensor of one record)."""
@@ -281,10 +307,11 @@ class Returns(OwnQueues):
                 raise self._records_beside(fn, stmt, names)
             extra = self._plain_returns(fn, parts)
             codes = [self.code(p.value) for p in parts]
-            if extra and len(extra) < len(codes) and codes[-len(extra) :] == extra:
-                # ``return frames, labels, lengths, num_examples``: the count after the
+            if extra and len(extra) < len(codes):
+                # ``return frames, labels, lengths, num_examples``: the count beside the
                 # batches computed on (NOTE [ Per-batch code after the batching call ])
-                tensors = ", ".join(codes[: -len(extra)])
+                tensors = ", ".join(c for c in codes if c not in extra)
+                self._note_plain_among(fn, stmt, codes, extra)
                 self.steps.append(
                     Step(
                         fn.line(stmt), f"return {value}", f"return the Dataset, {', '.join(extra)}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import types
+from typing import Any
 
 from queue_pipeline import plan
 import numpy as np
@@ -169,6 +170,34 @@ def verify(
     return Verdict("DIFFER", report.mode + suffix, report)
 
 
+def with_batch_mates(verdict: Verdict, per_batch: bool) -> Verdict:
+    """`verdict`, UNVERIFIED where examples compared one by one cannot be.
+
+    NOTE [ Examples that depend on their batch mates ]
+    Code on the padded batches after the batching call (a speech provider's
+    ``tf.reverse(mfcc, axis=[1])`` on ``batch(dynamic_pad=True)``: the padding
+    moves to the front) makes each example depend on the lengths of the
+    others in its batch. Where the legacy order is random, the two sides'
+    batches hold other records together, so their examples differ though each
+    side is right: a DIFFER there proves nothing. Such a verdict is
+    UNVERIFIED, with the fix (the shuffle off: the proof is then in order).
+    """
+    report: Any = verdict.report
+    if verdict.status != "DIFFER" or not per_batch or report is None:
+        return verdict
+    padded = any("padded per batch" in n for n in report.notes)
+    if report.mode != "multiset" or not padded:
+        return verdict
+    return dataclasses.replace(
+        verdict,
+        status="UNVERIFIED",
+        reason="each example depends on its batch mates (code on the padded batches after "
+        "the batching call) and the legacy batches hold random records, so no example can "
+        "be compared one by one; prove it with the shuffle off (--call), in order; "
+        + verdict.reason,
+    )
+
+
 def _cut_short(report, endless: bool = False) -> str:
     """Why `report` proves nothing, or "".
 
@@ -248,6 +277,14 @@ def plain_beside(outputs) -> int | str:
     if not plain:
         return 0
     return type(outputs).__name__ if _fields(outputs) is not None else len(plain)
+
+
+def plain_among(outputs) -> bool:
+    """Whether a tuple or list of `outputs` has a plain value before one of its batches."""
+    if not isinstance(outputs, (tuple, list)) or _fields(outputs) is not None:
+        return False
+    flags = [_is_plain(v) for v in outputs]
+    return any(flags) and flags != sorted(flags)
 
 
 def _producers(graph: tf.Graph) -> list:

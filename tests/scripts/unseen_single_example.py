@@ -1,8 +1,8 @@
 """Shaped like segmentation readers of TFRecord shards (segnet.tf and its
 kind): a helper makes its own producer and reader for one file and returns one
 decoded record; the input function calls it for the images and, given a label
-file, again for the labels, and batches both. Two-space indentation, as
-written."""
+file, again for the labels, and batches both (also through a list the label
+branch appends to). Two-space indentation, as written."""
 
 import tensorflow.compat.v1 as tf
 
@@ -58,3 +58,19 @@ def sharded_inputs(batch_size, image_shards, label_shards):
   image.set_shape([SIZE, SIZE, 3])
   label.set_shape([SIZE, SIZE, 3])
   return tf.train.batch([image, label], batch_size=batch_size)
+
+
+def inputs_list(batch_size, train_filename, train_labels_filename=None):
+  _min_after_dequeue = 16
+  _capacity = _min_after_dequeue + 3 * batch_size
+  image = read_and_decode_single_example(train_filename)
+  _inp = [image]
+
+  if train_labels_filename:
+    label = read_and_decode_single_example(train_labels_filename)
+    _inp.append(label)
+
+  rs = tf.train.shuffle_batch(_inp, batch_size=batch_size, capacity=_capacity,
+                              min_after_dequeue=_min_after_dequeue)
+
+  return rs
