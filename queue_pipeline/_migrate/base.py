@@ -460,3 +460,21 @@ def _bare_statement(node: cst.CSTNode) -> cst.CSTNode:
     if getattr(node, "leading_lines", None):
         return node.with_changes(leading_lines=[])
     return node
+
+
+def starred_params(element: list[str], starred: set) -> tuple[str, list[str]]:
+    """A per-record function's parameters for `element` and the lines that bind its
+    names: a name the run left holding a list (`starred`) takes its values as a list
+    (``*name``, then ``name = list(name)``; before other names, through ``*values``)."""
+    lists = [i for i, e in enumerate(element) if e in starred]
+    if not lists:
+        return ", ".join(element), []
+    first = lists[0]
+    if first == len(element) - 1:
+        name = element[first]
+        return ", ".join([*element[:first], f"*{name}"]), [f"{name} = list({name})"]
+    after = len(element) - first - 1  # names after the list: one value each
+    lines = [f"{e} = values[{k}]" for k, e in enumerate(element[:first])]
+    lines.append(f"{element[first]} = list(values[{first}:-{after}])")
+    lines += [f"{e} = values[{k - after}]" for k, e in enumerate(element[first + 1 :])]
+    return "*values", lines

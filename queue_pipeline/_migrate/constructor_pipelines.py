@@ -34,7 +34,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from queue_pipeline._migrate.graph_checks import nearest
 from queue_pipeline._migrate.syntax import names_in
 
-__all__ = ["method_names", "only", "pipelines"]
+__all__ = ["dependencies", "method_names", "only", "pipelines"]
 
 
 def pipelines(instance: object, attributes: list[str]) -> list[list[str]]:
@@ -80,12 +80,7 @@ def only(function_text: str, keep: list[str], others: list[str]) -> str:
     positions = wrapper.resolve(PositionProvider)
     body = list(function.body.body)
     other = set(others)
-    last: dict[str, int] = {}
-    needs: list[set[int]] = []
-    for i, stmt in enumerate(body):
-        needs.append({last[n] for n in _names_read(stmt) if n in last})
-        for name in _locals_assigned(stmt):
-            last[name] = i
+    last, needs = dependencies(body)
     reads_other = [bool(_attributes_read(stmt) & other) for stmt in body]
     roots = [
         i
@@ -108,6 +103,18 @@ def only(function_text: str, keep: list[str], others: list[str]) -> str:
             for k in range(first - 1, end):
                 lines[k] = "\n"
     return "".join(lines)
+
+
+def dependencies(body: list) -> tuple[dict[str, int], list[set[int]]]:
+    """(each local name -> the index of the last statement of `body` assigning it, each
+    statement's -> the indices of the statements whose names it reads)."""
+    last: dict[str, int] = {}
+    needs: list[set[int]] = []
+    for i, stmt in enumerate(body):
+        needs.append({last[n] for n in _names_read(stmt) if n in last})
+        for name in _locals_assigned(stmt):
+            last[name] = i
+    return last, needs
 
 
 def _names_read(stmt) -> set[str]:

@@ -40,6 +40,7 @@ from queue_pipeline._migrate.constructor_pipelines import (
     _dequeues,
     _locals_assigned,
     _names_read,
+    dependencies,
 )
 from queue_pipeline._migrate.syntax import names_in
 
@@ -161,12 +162,7 @@ def only(source: str, function: str, split: Split, keep: list[int]) -> str:
         if isinstance(s, cst.FunctionDef) and s.name.value == function
     )
     body = list(fn.body.body)[:-1]  # the return comes last (checked by `returned`)
-    last: dict[str, int] = {}
-    needs: list[set[int]] = []
-    for i, stmt in enumerate(body):
-        needs.append({last[n] for n in _names_read(stmt) if n in last})
-        for name in _locals_assigned(stmt):
-            last[name] = i
+    last, needs = dependencies(body)
 
     def closure(names: set[str]) -> set[int]:
         found: set[int] = set()

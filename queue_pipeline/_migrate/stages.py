@@ -34,6 +34,7 @@ from queue_pipeline._migrate.base import (
     batch_params,
     fresh,
     is_shuffled,
+    starred_params,
     tensor_names,
     with_outer_values,
 )
@@ -327,7 +328,7 @@ class Stages(Lockstep):
             f"({params})",
         ):
             return []
-        params, unpack = _starred_params(state.element, state.starred)
+        params, unpack = starred_params(state.element, state.starred)
         body = "".join(f"{pad}    {line}\n" for line in unpack) + "".join(
             self.text(st, depth + 1, [*rep, *self._numpy_functions(st)])
             for st, rep in state.pending
@@ -664,21 +665,3 @@ class Stages(Lockstep):
             f"{pad})\n",
             f"{pad}records = records.map({mapped}, num_parallel_calls={chains.AUTOTUNE})\n",
         ]
-
-
-def _starred_params(element: list[str], starred: set) -> tuple[str, list[str]]:
-    """A per-record function's parameters for `element` and the lines that bind its
-    names: a name the run left holding a list (`starred`) takes its values as a list
-    (``*name``, then ``name = list(name)``; before other names, through ``*values``)."""
-    lists = [i for i, e in enumerate(element) if e in starred]
-    if not lists:
-        return ", ".join(element), []
-    first = lists[0]
-    if first == len(element) - 1:
-        name = element[first]
-        return ", ".join([*element[:first], f"*{name}"]), [f"{name} = list({name})"]
-    after = len(element) - first - 1  # names after the list: one value each
-    lines = [f"{e} = values[{k}]" for k, e in enumerate(element[:first])]
-    lines.append(f"{element[first]} = list(values[{first}:-{after}])")
-    lines += [f"{e} = values[{k - after}]" for k, e in enumerate(element[first + 1 :])]
-    return "*values", lines
