@@ -3,10 +3,16 @@
 A ``LocalCluster`` of 2 worker processes (bounded start, stopped after the
 module); the shards it writes equal the DirectRunner's byte for byte, for
 images (bad files included) and a table (NOTE [ One output per step ] and
-NOTE [ Runners by name ] in queue_pipeline/_convert/pipeline.py).
+NOTE [ Runners by name ] in queue_pipeline/_convert/pipeline.py), and when a
+worker process is killed mid-job (a cluster of its own).
 """
 
 from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
 
 import pytest
 from convert_helpers import IN_MEMORY, image_bytes, make_image_tree, records_of
@@ -21,7 +27,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def cluster():
     made = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
         timeout=120,
     )  # fmt: skip
     try:
@@ -66,3 +72,79 @@ def test_a_table_on_a_dask_cluster_equals_the_direct_runners_shards(cluster, tmp
     qp.convert(source, str(tmp_path / "direct"), shards=3, beam_options=IN_MEMORY)
     for name in records_of(tmp_path / "direct"):
         assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "direct" / name).read_bytes()
+
+
+def _blocked_opening_a_fifo(pids) -> list[int]:
+    """The pids with a thread blocked opening a FIFO for reading (no writer yet)."""
+    found = []
+    for pid in pids:
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                    if f.read() == "wait_for_partner":
+                        found.append(pid)
+                        break
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
+def test_a_worker_killed_mid_job_is_retried_and_the_shards_are_an_undisturbed_runs(tmp_path):
+    """One image is a FIFO: the worker that opens it blocks there, mid-job, and is
+    killed (SIGKILL). Dask reschedules its work on a live worker, which blocks on
+    the FIFO in turn; then the image's bytes are written into it. The job ends, and
+    its shards equal the DirectRunner's on the same images, byte for byte."""
+    make_image_tree(tmp_path / "images", per_class=6)
+    data = image_bytes(99)
+    fifo = tmp_path / "images" / "dog" / "zz.jpg"
+    os.mkfifo(fifo)
+    made = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0", timeout=120
+    )
+    client = distributed.Client(made, timeout=60)
+    outcome: dict = {}
+
+    def job():
+        try:
+            outcome["result"] = qp.convert(
+                f"images:{tmp_path / 'images'}", str(tmp_path / "dask"), shards=2,
+                beam_options=_dask(made.scheduler_address),
+            )  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - reported by the assertion below
+            outcome["error"] = e
+
+    thread = threading.Thread(target=job)
+    thread.start()
+    killed = None
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and thread.is_alive():
+            blocked = _blocked_opening_a_fifo(client.run(os.getpid).values())
+            if blocked and killed is None:
+                killed = blocked[0]
+                os.kill(killed, signal.SIGKILL)
+            elif blocked and blocked[0] != killed:
+                break  # the work, retried on a live worker, waits for the image
+            time.sleep(0.2)
+    finally:
+        try:  # the image for whoever waits (and a reader, so the job can end)
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        except OSError:
+            pass
+        thread.join(120)
+        client.close()
+        made.close(timeout=60)
+    assert killed is not None and not thread.is_alive()
+    assert "error" not in outcome, outcome
+    os.remove(fifo)
+    fifo.write_bytes(data)
+    qp.convert(f"images:{tmp_path / 'images'}", str(tmp_path / "direct"), shards=2,
+               beam_options=IN_MEMORY)  # fmt: skip
+    names = sorted(records_of(tmp_path / "direct"))
+    assert names == sorted(records_of(tmp_path / "dask"))
+    for name in names:
+        assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "direct" / name).read_bytes()
+    assert outcome["result"].written == 13
