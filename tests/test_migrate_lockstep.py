@@ -292,3 +292,38 @@ def test_a_count_among_the_batches_and_batch_mates_under_a_shuffle(tmp_path, shu
         assert "prove it with the shuffle off (--call), in order" in result.verdict.reason
     with pytest.raises(MigrateError, match=r"returns plain values among its batches"):
         migrate(str(path), "get_split", call=repr(options), callers=True)
+
+
+def test_read_up_to_reads_each_files_records_in_chunks(tmp_path):
+    """``read_up_to(queue, n)`` (NOTE [ read_up_to as per-file chunks ]): each file's
+    records batched by n, the last chunk of a file partial, then the chunk's parse
+    and an ``enqueue_many`` batch: proven in order (5-record files, n=3); a CSV's
+    header skipped per file, shuffled (was: refused)."""
+    path = tmp_path / "chunks.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_chunked_reader.py"), path)
+    files = []
+    for k in range(3):
+        files.append(str(tmp_path / f"{k}.tfrecords"))
+        with tf.io.TFRecordWriter(files[-1]) as writer:
+            for i in range(5):
+                feature = {
+                    "x": tf.train.Feature(float_list=tf.train.FloatList(value=[k, i])),
+                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[10 * k + i])),
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
+                writer.write(example.SerializeToString())
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "chunked_inputs", call=f"{files!r}, 4", out=str(out))
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason.startswith("ordered")
+    assert "filenames.flat_map(lambda f: tf.data.TFRecordDataset(f).batch(chunk))" in (
+        out.read_text()
+    )
+    csvs = []
+    for k in range(2):
+        csvs.append(str(tmp_path / f"{k}.csv"))
+        rows = "".join(f"{10 * k + i},{i / 2}\n" for i in range(7))
+        open(csvs[-1], "w").write("a,b\n" + rows)
+    result = migrate(str(path), "csv_chunks", call=f"{csvs!r}, 3", verify=True)
+    assert result.verdict.status == "MATCH", result.report()
+    assert "lambda f: tf.data.TextLineDataset(f).skip(1).batch(4)" in result.source

@@ -20,6 +20,7 @@ from queue_pipeline.plan import BATCHING_KINDS
 __all__ = [
     "Unsupported",
     "batching_lines",
+    "chunks_dataset",
     "fates",
     "keyed_records_of",
     "producer_lines",
@@ -172,6 +173,23 @@ def reader_dataset(kind: str, args: Mapping[str, str]) -> str:
     if kind == "WholeFileReader":
         return "tf.io.read_file"
     raise Unsupported(f"the reader {kind} has no plain tf.data spelling")
+
+
+def chunks_dataset(reader_fn: str, count: str) -> str:
+    """The function of a file name giving the chunks ``read_up_to(queue, count)`` reads.
+
+    NOTE [ read_up_to as per-file chunks ]
+    A call of ``read_up_to(queue, n)`` returns up to `n` records of the file
+    it reads and never spans two files once it has one (the spec's reader
+    contract: 5-record files with n=3 give 3, 2, 3, 2): each file's records
+    batched by `n`, the last batch of each file partial. A whole-file reader's
+    chunks are its one record each.
+    """
+    if reader_fn == "tf.io.read_file":
+        return "lambda f: tf.data.Dataset.from_tensors(tf.io.read_file(f)).batch(1)"
+    if reader_fn.startswith("lambda f: "):
+        return f"{reader_fn}.batch({count})"
+    return f"lambda f: {reader_fn}(f).batch({count})"
 
 
 def records_of(reader_fn: str, files: str) -> str:

@@ -544,12 +544,20 @@ class RecordHelpers(RewriterBase):
     def _read(self, fn, stmt, read_call, readers):
         """The reader kind, Dataset function and value variable of a read statement."""
         kind, args = self._reader_spec(fn, stmt, read_call, readers)
-        if callee(read_call) == "read_up_to":
-            raise self.fail(fn, stmt, "read_up_to (batch the records with Dataset.batch by hand)")
         try:
             reader_fn = chains.reader_dataset(kind, args)
         except chains.Unsupported as e:
             raise self.fail(fn, stmt, str(e)) from e
+        up_to = callee(read_call) == "read_up_to"  # NOTE [ read_up_to as per-file chunks ]
+        if up_to and self.trace.function == "_inline_pipeline":  # script.WRAPPER
+            raise self.fail(
+                fn, stmt, "read_up_to in a pipeline inline in a script or a training function "
+                "(not migrated there yet): move the pipeline into a function that returns its "
+                "batches and migrate that function"
+            )  # fmt: skip
+        if up_to:
+            count = self._read_count(fn, stmt, read_call)
+            reader_fn = chains.chunks_dataset(reader_fn, count)
         assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
         key, value = "", ""
         if isinstance(assign, cst.Assign) and isinstance(assign.targets[0].target, cst.Tuple):
@@ -569,9 +577,24 @@ class RecordHelpers(RewriterBase):
                 f"{self.where(fn.line(stmt))}: `{key}` (the reader's key): tf.data's readers give "
                 "no key"
             )
-        if kind == "WholeFileReader":
+        if key_used and up_to:
+            raise self.fail(
+                fn, stmt, "read_up_to's keys (the chunks of values are read; read the key "
+                "from the values, or read one record at a time with read)"
+            )  # fmt: skip
+        if kind == "WholeFileReader" and not up_to:
             reader_fn = "tf.io.read_file"
         return kind, reader_fn, value, key_used
+
+    def _read_count(self, fn, stmt, read_call) -> str:
+        """The source text of ``read_up_to``'s `num_records` argument."""
+        args = list(read_call.args)
+        found = next((a for a in args if a.keyword and a.keyword.value == "num_records"), None)
+        if found is None and len(args) > 1 and args[1].keyword is None:
+            found = args[1]
+        if found is None:
+            raise self.fail(fn, stmt, "read_up_to without its number of records")
+        return self.code(found.value)
 
 
 class _Substitute(cst.CSTTransformer):
