@@ -74,6 +74,7 @@ class RecordHelpers(RewriterBase):
         value = ""
         readers: dict[str, tuple[str, dict]] = {}
         lockstep: list[tuple[str, str, str]] = []  # NOTE [ Records read in lockstep ]
+        first: tuple | None = None  # the first read (statement, call), until a second
         read_by: set[str] = set()
         stmts = list(fn.node.body.body)
         doc = ""
@@ -102,11 +103,14 @@ class RecordHelpers(RewriterBase):
                 readers[target[0] if target else ""] = self._carried(fn, stmt, ctor)
                 continue
             if reads and value:  # NOTE [ Records read in lockstep ]
+                if first is not None:  # the first read's queue parameter, needed now
+                    lockstep = [(self.read_queue_param(fn, *first), reader_fn, value)]
+                    first = None
                 lockstep.append(self.helper_lockstep_read(fn, stmt, reads[0], readers, read_by))
                 continue
             if reads:
                 reader_kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], readers)
-                lockstep = [(self.read_queue_param(fn, stmt, reads[0]), reader_fn, value)]
+                first = (stmt, reads[0])
                 read_by = {self.reader_name(reads[0])}
                 if key_used:  # the caller reads (key, value) pairs with the reader's keys
                     spec = self._reader_spec(fn, stmt, reads[0], readers)
