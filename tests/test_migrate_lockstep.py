@@ -133,6 +133,8 @@ def test_a_function_returning_two_pipelines_migrates_each_and_a_wrapper(tmp_path
     )
     assert "another pipeline" not in text and "\n\n\n\n" not in text
     assert result.function == "train_and_val_dataset"
+    for name in ("train_and_val_train_dataset", "train_and_val_val_dataset", result.function):
+        assert f"def {name}(data_dir, batch_size):" in result.added  # what to review
     lines = open(path).read().splitlines()
     batch_line = 1 + next(i for i, t in enumerate(lines) if "val_batch = tf.train.batch(" in t)
     assert f"line {batch_line}: batch" in result.report()

@@ -307,7 +307,7 @@ def _several(
             os.remove(copy)
     source = _fp.with_wrapper(source, function, versions, prefixes)
     verdict, steps, dropped, differences = merged(passes)
-    added = "".join(p.added for p in passes)
+    added = "".join(p.added for p in passes) + _fp.function_text(source, f"{function}_dataset")
     rewrite = codegen.Rewrite(source, added, f"{function}_dataset", [], [], [])
     return finish(
         path, original, source, target, in_place, rewrite, steps, dropped, differences,

@@ -51,6 +51,7 @@ __all__ = [
     "CUT",
     "Split",
     "function_node",
+    "function_text",
     "only",
     "pipelines",
     "prefixes",
@@ -216,6 +217,11 @@ def function_node(source: str, function: str) -> cst.FunctionDef:
     return next(
         s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == function
     )
+
+
+def function_text(source: str, function: str) -> str:
+    """The source text of the module-level `function` of `source`, blank lines before it."""
+    return cst.Module([]).code_for_node(function_node(source, function))
 
 
 def with_function(source: str, node: cst.FunctionDef) -> str:
