@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
-from legacy_examples import _twin_loop  # noqa: E402
+from legacy_examples import _scratch, _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -343,7 +343,7 @@ COMPARE_BATCH_SIZE = 50
 def _compare_dir() -> str:
     """Bundled CIFAR-10 files for the comparison entry points, written once per process."""
     if not _COMPARE_DIR:
-        directory = tempfile.mkdtemp(prefix="queue_pipeline_cifar_")
+        directory = _scratch.scratch_dir("queue_pipeline_cifar_")
         _bundled_data.write_cifar_binary(directory)
         _COMPARE_DIR.append(directory)
     return _COMPARE_DIR[0]

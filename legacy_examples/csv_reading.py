@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
-from legacy_examples import _twin_loop  # noqa: E402
+from legacy_examples import _scratch, _twin_loop  # noqa: E402
 
 IMPLS = {
     "qp": {"train": queue_pipeline, "TextLineReader": queue_pipeline.TextLineReader},
@@ -79,7 +79,7 @@ _COMPARE_FILES: list[str] = []
 def _compare_files() -> list[str]:
     """Bundled data for the comparison entry points, written once per process."""
     if not _COMPARE_FILES:
-        directory = tempfile.mkdtemp(prefix="queue_pipeline_csv_")
+        directory = _scratch.scratch_dir("queue_pipeline_csv_")
         _COMPARE_FILES.extend(write_csv_files(directory, num_files=2, rows=50))
     return list(_COMPARE_FILES)
 

@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
-from legacy_examples import _twin_loop  # noqa: E402
+from legacy_examples import _scratch, _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -256,7 +256,7 @@ _COMPARE_FILES: list[str] = []
 def _compare_files() -> list[str]:
     """Bundled data for the comparison entry points, written once per process."""
     if not _COMPARE_FILES:
-        path, _ = write_records(tempfile.mkdtemp(prefix="queue_pipeline_detection_"))
+        path, _ = write_records(_scratch.scratch_dir("queue_pipeline_detection_"))
         _COMPARE_FILES.append(path)
     return list(_COMPARE_FILES)
 

@@ -46,7 +46,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from legacy_examples import _twin_loop  # noqa: E402
+from legacy_examples import _scratch, _twin_loop  # noqa: E402
 from legacy_examples import mnist_tfrecords as mnist  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
@@ -278,7 +278,7 @@ COMPARE_STEPS = 8  # 800 test examples: crosses the 360-example epoch ends twice
 def _compare_arrays() -> dict:
     """The bundled arrays for the comparison entry points, written once per process."""
     if not _COMPARE_ARRAYS:
-        _COMPARE_ARRAYS.update(load_arrays(tempfile.mkdtemp(prefix="queue_pipeline_feed_")))
+        _COMPARE_ARRAYS.update(load_arrays(_scratch.scratch_dir("queue_pipeline_feed_")))
     return _COMPARE_ARRAYS
 
 

@@ -42,7 +42,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
-from legacy_examples import _twin_loop  # noqa: E402
+from legacy_examples import _scratch, _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -408,7 +408,7 @@ _COMPARE_FILES: dict[str, str] = {}
 def _compare_files() -> dict[str, str]:
     """Bundled TFRecords for the comparison entry points, written once per process."""
     if not _COMPARE_FILES:
-        _COMPARE_FILES.update(prepare_data(tempfile.mkdtemp(prefix="queue_pipeline_mnist_")))
+        _COMPARE_FILES.update(prepare_data(_scratch.scratch_dir("queue_pipeline_mnist_")))
     return dict(_COMPARE_FILES)
 
 

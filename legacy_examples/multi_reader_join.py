@@ -60,7 +60,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
-from legacy_examples import _twin_loop  # noqa: E402
+from legacy_examples import _scratch, _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -230,7 +230,7 @@ _COMPARE_FILES: list[str] = []
 def _compare_files() -> list[str]:
     """Bundled data for the comparison entry points, written once per process."""
     if not _COMPARE_FILES:
-        _COMPARE_FILES.extend(write_files(tempfile.mkdtemp(prefix="queue_pipeline_join_")))
+        _COMPARE_FILES.extend(write_files(_scratch.scratch_dir("queue_pipeline_join_")))
     return list(_COMPARE_FILES)
 
 

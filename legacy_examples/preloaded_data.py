@@ -39,7 +39,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import queue_pipeline  # noqa: E402
-from legacy_examples import _twin_loop  # noqa: E402
+from legacy_examples import _scratch, _twin_loop  # noqa: E402
 from queue_pipeline import _bundled_data  # noqa: E402
 
 IMPLS = {
@@ -231,9 +231,7 @@ _COMPARE_DATA: list[tuple[np.ndarray, np.ndarray]] = []
 def _compare_data() -> tuple[np.ndarray, np.ndarray]:
     """The bundled arrays for the comparison entry points, written once per process."""
     if not _COMPARE_DATA:
-        _COMPARE_DATA.append(
-            load_training_data(tempfile.mkdtemp(prefix="queue_pipeline_preloaded_"))
-        )
+        _COMPARE_DATA.append(load_training_data(_scratch.scratch_dir("queue_pipeline_preloaded_")))
     return _COMPARE_DATA[0]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
+import os
 import pathlib
 import subprocess
 import sys
@@ -57,6 +58,22 @@ def test_csv_reading_twin_matches_legacy():
     report = compare.compare(csv_reading.legacy, csv_reading.twin, timeout=20)
     assert report.matched, str(report)
     assert report.to_json()
+
+
+def test_compare_entry_points_remove_their_bundled_data_at_exit():
+    # The entry points write bundled data to a scratch directory once per
+    # process; nothing of it may stay in the temporary directory afterwards.
+    code = (
+        "import os\n"
+        "from legacy_examples import csv_reading\n"
+        "print(os.path.dirname(csv_reading._compare_files()[0]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    directory = done.stdout.strip().splitlines()[-1]
+    assert os.path.basename(directory).startswith("queue_pipeline_csv_")
+    assert not os.path.exists(directory)
 
 
 def test_csv_reading_shuffled_twin_matches_as_multiset(tmp_path):
