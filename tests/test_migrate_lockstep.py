@@ -329,3 +329,37 @@ def test_read_up_to_reads_each_files_records_in_chunks(tmp_path):
     result = migrate(str(path), "csv_chunks", call=f"{csvs!r}, 3", verify=True)
     assert result.verdict.status == "MATCH", result.report()
     assert "lambda f: tf.data.TextLineDataset(f).skip(1).batch(4)" in result.source
+
+
+def test_a_batch_size_the_session_feeds_is_refused_at_the_batching_call(tmp_path):
+    """ShuffleNet's shape: the batch size is a variable set from a placeholder when
+    the program runs its initializer; a Dataset's batch size is fixed when it is
+    built, so ``get_data`` is refused at the batching call naming ``batch_size``
+    (was: "it builds the model on the batches" at the line after it). The batch
+    helper called with a number migrates and MATCHes."""
+    path = tmp_path / "input_utils.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_fed_batch_size.py"), path)
+    records = str(tmp_path / "train.tfrecords")
+    rng = np.random.default_rng(3)
+    with tf.io.TFRecordWriter(records) as writer:
+        for i in range(23):
+            feature = {
+                "image_raw": tf.train.Feature(
+                    bytes_list=tf.train.BytesList(
+                        value=[rng.integers(0, 255, 2 * 2 * 3, dtype=np.uint8).tobytes()]
+                    )
+                ),
+                "target": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 4])),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    line = 1 + next(
+        i
+        for i, text in enumerate(path.read_text().splitlines())
+        if "tf.train.shuffle_batch(" in text
+    )
+    call = '4, 2, tf.compat.v1.placeholder_with_default(True, [], "is_training")'
+    with pytest.raises(MigrateError, match=rf":{line}: .*shuffle_batch's `batch_size` is read"):
+        migrate(str(path), "get_data", call=call)
+    result = migrate(str(path), "get_batch", call=f"4, {records!r}, 2, 4", verify=True)
+    assert result.verdict.status == "MATCH", result.report()

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import tensorflow as tf
+
 from queue_pipeline import plan
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "nearest",
     "reads_in_lockstep",
     "reads_model",
+    "settings_fed",
     "variables_read",
 ]
 
@@ -127,6 +130,23 @@ def variables_read(ops, limit: int = 20000) -> set[str]:
 def reads_model(tensor) -> bool:
     """Whether `tensor` is computed from a variable or a placeholder (the model's)."""
     return any(op.type in MODEL_OPS for op in _walk(tensor))
+
+
+# a batching call's arguments that carry what it batches, not how
+_BATCHED_ARGS = frozenset({"tensors", "tensors_list", "keep_input", "shapes", "name"})
+
+
+def settings_fed(node) -> list[str]:
+    """The arguments of the batching plan `node` (``batch_size``, ``capacity``, ...)
+    whose value is a variable or is computed from one or from a placeholder: a
+    setting the program feeds when the session runs, not one fixed when it builds."""
+    found = []
+    for name, value in node.args.items():
+        if name in _BATCHED_ARGS:
+            continue
+        if isinstance(value, tf.Variable) or (isinstance(value, tf.Tensor) and reads_model(value)):
+            found.append(name)
+    return found
 
 
 def input_tensor(tensor, reads: bool = False) -> bool:

@@ -15,8 +15,13 @@ import libcst as cst
 import tensorflow as tf
 
 import queue_pipeline
+from queue_pipeline import plan
 from queue_pipeline._migrate import chains, preloaded, vectorize
-from queue_pipeline._migrate.graph_checks import identical_copies, reads_in_lockstep
+from queue_pipeline._migrate.graph_checks import (
+    identical_copies,
+    reads_in_lockstep,
+    settings_fed,
+)
 from queue_pipeline._migrate.syntax import (
     assigned_names,
     names_in,
@@ -413,6 +418,7 @@ class Stages(Lockstep):
         if legacy is None:
             kind, args = self._legacy_arguments(fn, stmt, call)
             label = kind
+            self._refuse_fed_settings(fn, stmt, kind)
         else:
             kind, args, label = legacy
         legacy_copies = False
@@ -479,6 +485,19 @@ class Stages(Lockstep):
         else:
             raise self.fail(fn, stmt, "assign or return the batching call's result")
         return out
+
+    def _refuse_fed_settings(self, fn, stmt, kind: str) -> None:
+        """Refuses a batching call whose size or capacity the session run feeds (a
+        variable set from a placeholder): a Dataset's are fixed when it is built."""
+        for node in self.built_at(fn, stmt, plan.BATCHING_KINDS):
+            fed = settings_fed(node)
+            if fed:
+                raise self.fail(
+                    fn, stmt, f"{kind}'s `{fed[0]}` is read from a variable or placeholder "
+                    "when the session runs (the program feeds it), and a Dataset fixes its "
+                    f"{fed[0]} when it is built: pass {fed[0]} as a Python number (or a "
+                    "constant) to the function"
+                )  # fmt: skip
 
     def join_copies_loop(self, fn, stmt: cst.For, state: State, depth: int):
         """A loop making N copies of the per-record code for a join, as that code once.
