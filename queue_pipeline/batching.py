@@ -269,8 +269,8 @@ def shuffle_batch(
     rest drains in random order.
 
     Args:
-      tensors, batch_size, num_threads, enqueue_many, shapes,
-        allow_smaller_final_batch, shared_name: as :func:`batch`.
+      tensors, batch_size, num_threads, enqueue_many: as :func:`batch`.
+      shapes, allow_smaller_final_batch, shared_name: as :func:`batch`.
       capacity: the queue's capacity; must exceed `min_after_dequeue`.
       min_after_dequeue: the examples kept back for mixing.
       seed: the queue's op seed (the order is still nondeterministic with

@@ -8,6 +8,7 @@ signatures, batch and example counts, per-epoch multisets, ordered equality,
 the first differing example, shuffle statistics and throughput.
 
 NOTE [ Comparing examples, epochs and order ]
+
 * Both sides are normalized (see ``_normalize``): dict keys sorted by
   ``str``, list == tuple, a one-element list == its element, and batches are
   split into examples along the first dimension. The legacy side is batched

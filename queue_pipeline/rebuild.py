@@ -112,6 +112,7 @@ def to_dataset(outputs, *, session: tf.compat.v1.Session | None = None) -> tf.da
 
     Differences from the legacy pipeline (those of the twins, see
     ``queue_pipeline.data``, plus):
+
       * Shuffled orders differ (another algorithm); per-epoch multisets
         match. Several readers sharing one filename queue get fixed shards
         of the files instead of the next free file.

@@ -95,7 +95,7 @@ def _check_engine_lines(result, stdout):
 
 @pytest.mark.slow
 def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
-    """The quick mode (the one the README documents) runs end to end, in the suite's mode."""
+    """The quick mode (the one docs/speed.rst documents) runs end to end, in the suite's mode."""
     import run  # benchmarks/run.py
 
     out = tmp_path / "bench.json"
