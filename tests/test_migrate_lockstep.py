@@ -363,3 +363,26 @@ def test_a_batch_size_the_session_feeds_is_refused_at_the_batching_call(tmp_path
         migrate(str(path), "get_data", call=call)
     result = migrate(str(path), "get_batch", call=f"4, {records!r}, 2, 4", verify=True)
     assert result.verdict.status == "MATCH", result.report()
+
+
+def test_a_producers_rows_dequeued_beside_a_read_are_zipped_with_the_records(tmp_path):
+    """A style index dequeued per image from ``range_input_producer(n)`` beside a reading
+    helper's image: the index rows are the record's first source and the helper's
+    records are zipped with them (was: "a bug in migrate", the dequeue kept). With the
+    producers shuffling, the pairs are random: refused at the read with the fix."""
+    path = tmp_path / "style_input.py"
+    shutil.copy(os.path.join(SCRIPTS, "unseen_style_index.py"), path)
+    files = []
+    for i in range(5):
+        files.append(str(tmp_path / f"f{i}.txt"))
+        open(files[-1], "w").write("x" * (i + 1))
+    out = tmp_path / "new.py"
+    result = migrate(str(path), "style_input", call=f"{files!r}, 2, shuffle=False", out=str(out))
+    assert result.verdict.status == "MATCH", result.report()
+    assert "records = index_files\n" in out.read_text()
+    assert "tf.data.Dataset.zip((records, " in out.read_text()
+    line = 1 + next(
+        i for i, text in enumerate(path.read_text().splitlines()) if "read_file(file_queue)" in text
+    )
+    with pytest.raises(MigrateError, match=rf":{line}: .*the producer of `index_queue` shuffles"):
+        migrate(str(path), "style_input", call=f"{files!r}, 2")

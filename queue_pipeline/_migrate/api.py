@@ -30,6 +30,7 @@ from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import function_pipelines as _fp
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import script as _script
+from queue_pipeline._migrate import arguments as _arguments
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate import verify as _verify
 
@@ -324,10 +325,10 @@ def _trace_plain(path, foreign, function, argv, call, args, kwargs) -> tuple:
     module, _ = _trace.load_module(path, function, argv, call)
     graph_call = None
     if call is not None or (args is None and kwargs is None):
-        args, kwargs, graph_call = _trace.call_arguments(module, call)
+        args, kwargs, graph_call = _arguments.call_arguments(module, call)
     args, kwargs = tuple(args or ()), dict(kwargs or {})
     if graph_call is None:  # NOTE [ A default made at import ]
-        kwargs.update(_trace.import_constants(getattr(module, function, None), args, kwargs))
+        kwargs.update(_arguments.import_constants(getattr(module, function, None), args, kwargs))
     traced = _trace.trace(
         path, function, args, kwargs, module=module, argv=argv, graph_call=graph_call
     )

@@ -211,6 +211,9 @@ class State:
     own_queues: dict[str, tuple[str, dict]] = dataclasses.field(default_factory=dict)
     # queue var -> (the enqueued values' text, enqueue_many)
     enqueued: dict[str, tuple[str, bool]] = dataclasses.field(default_factory=dict)
+    # FIFO queues whose records pass on to the dequeue unmapped: queue var -> values
+    # (NOTE [ A FIFO queue read one record at a time ], in own_queues.py)
+    passed_on: dict[str, str] = dataclasses.field(default_factory=dict)
     # inside a loop of N readers filling an own queue: N (as written); else ""
     parallel_readers: str = ""
     # NOTE [ Records read in lockstep ]: the file-name Datasets the record's reads read,

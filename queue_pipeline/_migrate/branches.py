@@ -23,7 +23,7 @@ from queue_pipeline._migrate.base import (
     Function,
     State,
 )
-from queue_pipeline._migrate.foreign import BUILDS_INPUT
+from queue_pipeline._migrate.program_files import BUILDS_INPUT
 from queue_pipeline._migrate.graph_checks import reads_model
 from queue_pipeline._migrate.returns import Returns
 from queue_pipeline._migrate.syntax import assigned_names, callee, names_in
@@ -109,13 +109,31 @@ class Branches(Returns):
             for n in m.findall(fn.node.body, m.Name())
             if isinstance(n, cst.Name) and self.positions[n].start.line > end
         }
-        made = [n for st, _ in state.pending for n in assigned_names(st)]
-        names = [n for n in dict.fromkeys([*state.element, *made]) if n in later]
+        names = self._carried_names(fn, state, later)
         if not names:
             return []
         out = self._flush(state, ", ".join(self._element_of(n, fn) for n in names), depth)
         state.element = self._element_names(fn, names, state)
         return out
+
+    @staticmethod
+    def _carried_names(fn: Function, state: State, later: set[str]) -> list[str]:
+        """The record's names and the per-record statements' names that code after a
+        flush reads (`later`): what the map returns. A name the run left holding no
+        tensor (``dtypes``, ``shapes``: what the records' tensors are, not values of
+        them) stays behind: a map cannot return it."""
+        values = fn.call.local_values if fn.call is not None else {}
+        made = [n for st, _ in state.pending for n in assigned_names(st)]
+        return [
+            n
+            for n in dict.fromkeys([*state.element, *made])
+            if n in later
+            and (
+                n in state.element
+                or n not in values
+                or any(isinstance(t, (tf.Tensor, tf.SparseTensor)) for t in _leaves(values[n]))
+            )
+        ]
 
     def _flush_before(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
         """The per-record code so far, mapped before an ``if`` whose branches hold a stage
@@ -132,8 +150,7 @@ class Branches(Returns):
             for n in m.findall(fn.node.body, m.Name())
             if isinstance(n, cst.Name) and self.positions[n].start.line >= line
         }
-        made = [n for st, _ in state.pending for n in assigned_names(st)]
-        names = [n for n in dict.fromkeys([*state.element, *made]) if n in later]
+        names = self._carried_names(fn, state, later)
         if not names:
             return []
         returns = ", ".join(self._element_of(n, fn) for n in names)
@@ -304,3 +321,11 @@ def _every_branch_returns(stmt: cst.If) -> bool:
         if branch.orelse is None:
             return False
         branch = branch.orelse
+
+
+def _leaves(value) -> list:
+    """`value`'s leaves (lists, tuples and dicts opened), or [] where it cannot be opened."""
+    try:
+        return tf.nest.flatten(value)
+    except Exception:  # noqa: BLE001 - the user's object, whatever it raises
+        return []

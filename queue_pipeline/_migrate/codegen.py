@@ -53,6 +53,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate import chains, preloaded
 from queue_pipeline._migrate.syntax import (
+    registers_runner,
     all_params,
     assigned_names,
     attributes_read,
@@ -63,7 +64,8 @@ from queue_pipeline._migrate.syntax import (
     mutated_names,
     names_in,
 )
-from queue_pipeline._migrate.trace import MigrateError, Trace, attribute
+from queue_pipeline._migrate.arguments import attribute
+from queue_pipeline._migrate.trace import MigrateError, Trace
 from queue_pipeline._migrate.base import (
     STAGE_CALLS,
     API,
@@ -91,7 +93,8 @@ _FOLLOWED = frozenset(
 _EMPTY_LIST = re.compile(r"(\w+) = \[\]")
 
 # ``tf.train.match_filenames_once(`` however TF is spelled (see _matched_files)
-_MATCH_ONCE = re.compile(r"\b(?:[\w.]+\.)?match_filenames_once\(")
+# (``tf.train .match_filenames_once (``: Python allows spaces around the dots)
+_MATCH_ONCE = re.compile(r"(?<![\w.])(?:\w+\s*\.\s*)*match_filenames_once\s*\(")
 
 
 @dataclasses.dataclass
@@ -277,6 +280,9 @@ class _Rewriter(HelperCalls):
         own = self.own_queue_statement(fn, stmt, calls, state, depth)
         if own is not None:  # NOTE [ Migrating the function's own queue ]
             return own
+        rows = self.producer_dequeue(fn, stmt, calls, state, depth)
+        if rows is not None:  # NOTE [ Records read in lockstep ]
+            return rows
         # a function of the file named as an API (its own `input_producer`) is its own
         api = [
             c
@@ -404,7 +410,7 @@ class _Rewriter(HelperCalls):
         file, so its reads cannot become the Dataset's.
         """
         for call in calls:
-            if callee(call) in _FOLLOWED or self.helper_of(call) is not None:
+            if callee(call) in _FOLLOWED or registers_runner(call) or self.helper_of(call):
                 continue
             for arg in call.args:
                 value = arg.value

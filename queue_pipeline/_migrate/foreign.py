@@ -48,26 +48,30 @@ import dataclasses
 import inspect
 import os
 import re
-import sys
-import sysconfig
 
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import GlobalScope, MetadataWrapper, PositionProvider, ScopeProvider
 
+from queue_pipeline._migrate.program_files import (
+    BUILDS_INPUT,
+    called,
+    dotted as dotted_name,
+    calls_in,
+    import_names,
+    imported,
+    input_function,
+    is_library,
+    scope_of,
+    stem as file_stem,
+    top_level_names,
+)
+
 __all__ = ["BUILDS_INPUT", "MARKER", "Followed", "Foreign", "lift", "objects_called"]
 
 MARKER = "# queue_pipeline migrate: functions of other modules, lifted"
 
-# what marks a function as building input (NOTE [ Following a function of another module ])
-# (a Dataset's ``.batch(`` is not a batching call; a file's ``.read()`` takes no queue)
-BUILDS_INPUT = re.compile(
-    r"\.read\(\s*\w|Reader\(|_input_producer\(|(?<![\w.])(?:shuffle_)?batch(?:_join)?\("
-    r"|train\.(?:shuffle_|maybe_)?batch|\.dequeue(?:_many|_up_to)?\(|Queue\("
-)
 _LEVELS = 4
-# this package's own directory (its files are never the program's)
-_OWN_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +168,7 @@ class Foreign:
         """`text` with each call spelled as the program spells it, the versions named
         after their functions and the imports they need added."""
         text = self.renamed(text)
-        needed = [i for i in self.imports if _import_names(i) & set(re.findall(r"\w+", text))]
+        needed = [i for i in self.imports if import_names(i) & set(re.findall(r"\w+", text))]
         if not needed:
             return text
         lines = text.splitlines(keepends=True)
@@ -190,14 +194,14 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
     """
     module = cst.parse_module(source)
     directory = os.path.dirname(os.path.realpath(path))
-    bound = _top_level_names(module)
+    bound = top_level_names(module)
     own_imports = {
         module.code_for_node(s).strip()
         for s in module.body
         if isinstance(s, cst.SimpleStatementLine)
         and any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body)
     }
-    wanted = _called(module, _imported(module, directory))
+    wanted = called(module, imported(module, directory))
     objects = objects or {}
     if not wanted and not objects:
         return None
@@ -209,7 +213,7 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
     methods: dict[str, str] = {}  # local -> the method's name, for an object's method
     for spelled, (file, cls, name) in objects.items():
         local = f"{cls}__{name}"
-        found = _function(file, name, cls)
+        found = input_function(file, name, cls)
         if found is None or local in bound or local in lifted:
             continue
         other, node, first = found
@@ -233,7 +237,7 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
                 continue
             if local in bound and "." in spelled:
                 continue
-            found = _function(file, name)
+            found = input_function(file, name)
             if found is None:
                 continue
             other, node, first = found
@@ -267,169 +271,6 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
     return Foreign(head, tuple(followed), tuple(imports), frozenset(bound))
 
 
-def _dotted(file: str, directory: str) -> str:
-    """The module name of `file` as the program in `directory` imports it
-    (``datasets.read`` for ``directory/datasets/read.py``), else its stem."""
-    relative = os.path.relpath(os.path.splitext(file)[0], directory) if directory else ""
-    parts = relative.split(os.sep)
-    if not relative or parts[0] == ".." or not all(p.isidentifier() for p in parts):
-        return _stem(file)
-    return ".".join(parts)
-
-
-def _stem(path: str) -> str:
-    return re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-
-
-def _import_names(line: str) -> set[str]:
-    """The names an import line binds."""
-    node = cst.parse_statement(line)
-    names: set[str] = set()
-    for b in node.body if isinstance(node, cst.SimpleStatementLine) else ():
-        if isinstance(b, (cst.Import, cst.ImportFrom)) and not isinstance(b.names, cst.ImportStar):
-            for a in b.names:
-                if a.asname is not None:
-                    names.add(cst.Module([]).code_for_node(a.asname.name))
-                else:
-                    names.add(cst.Module([]).code_for_node(a.name).split(".")[0])
-    return names
-
-
-def _top_level_names(module: cst.Module) -> set[str]:
-    names: set[str] = set()
-    for s in module.body:
-        if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
-            names.add(s.name.value)
-        elif isinstance(s, cst.SimpleStatementLine):
-            names |= (
-                _import_names(module.code_for_node(s).strip())
-                if any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body)
-                else set()
-            )
-            for b in s.body:
-                if isinstance(b, cst.Assign):
-                    for t in b.targets:
-                        if isinstance(t.target, cst.Name):
-                            names.add(t.target.value)
-    return names
-
-
-def _library(path: str) -> bool:
-    """Whether `path` is part of Python, an installed package or queue_pipeline itself
-    (never followed)."""
-    real = os.path.realpath(path)
-    if real.startswith(_OWN_DIR + os.sep):
-        return True
-    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")}
-    return (
-        any(real.startswith(os.path.realpath(r) + os.sep) for r in roots)
-        or "site-packages" in real
-        or "dist-packages" in real
-    )
-
-
-def _module_file(dotted: str, level: int, directory: str) -> str | None:
-    """The source file of module `dotted` as imported from a file in `directory`."""
-    parts = dotted.split(".") if dotted else []
-    if level:
-        base = directory
-        for _ in range(level - 1):
-            base = os.path.dirname(base)
-        roots = [base]
-    else:
-        roots = [directory] + [p for p in sys.path if p and os.path.isdir(p)]
-    for root in roots:
-        stem = os.path.join(root, *parts)
-        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
-            if parts and os.path.isfile(candidate):
-                return None if _library(candidate) else os.path.realpath(candidate)
-    return None
-
-
-def _imported(module: cst.Module, directory: str) -> dict[str, tuple[str, str | None]]:
-    """Each top-level imported name -> (the program module's file, the function's name
-    or None for the module itself)."""
-    code = cst.Module([]).code_for_node
-    found: dict[str, tuple[str, str | None]] = {}
-    for s in module.body:
-        for b in s.body if isinstance(s, cst.SimpleStatementLine) else ():
-            if isinstance(b, cst.Import):
-                for a in b.names:
-                    dotted = code(a.name)
-                    file = _module_file(dotted, 0, directory)
-                    if file is not None:
-                        found[code(a.asname.name) if a.asname else dotted] = (file, None)
-            elif isinstance(b, cst.ImportFrom) and not isinstance(b.names, cst.ImportStar):
-                dotted = code(b.module) if b.module is not None else ""
-                level = len(b.relative)
-                for a in b.names:
-                    name = code(a.name)
-                    local = code(a.asname.name) if a.asname else name
-                    sub = _module_file(f"{dotted}.{name}" if dotted else name, level, directory)
-                    if sub is not None:
-                        found[local] = (sub, None)
-                        continue
-                    file = _module_file(dotted, level, directory) if dotted else None
-                    if file is not None:
-                        found[local] = (file, name)
-    return found
-
-
-def _called(module: cst.Module, imported: dict) -> dict[str, tuple[str, str, str | None]]:
-    """Each call of an imported program function: spelled -> (file, name, module alias)."""
-    code = cst.Module([]).code_for_node
-    wanted: dict[str, tuple[str, str, str | None]] = {}
-    for call in _calls(module):
-        func = call.func
-        spelled = code(func)
-        if isinstance(func, cst.Name) and func.value in imported:
-            file, name = imported[func.value]
-            if name is not None:
-                wanted[spelled] = (file, name, None)
-        elif isinstance(func, cst.Attribute):
-            owner = code(func.value)
-            if owner in imported and imported[owner][1] is None:
-                wanted[spelled] = (imported[owner][0], func.attr.value, owner)
-    return wanted
-
-
-def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    return [c for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)]
-
-
-def _function(
-    file: str, name: str, cls: str | None = None
-) -> tuple[cst.Module, cst.FunctionDef, int] | None:
-    """The top-level function `name` of `file` (or method of its top-level class `cls`)
-    when it builds input and can be followed."""
-    try:
-        with open(file, encoding="utf-8") as f:
-            wrapper = MetadataWrapper(cst.parse_module(f.read()))
-    except (OSError, UnicodeDecodeError, cst.ParserSyntaxError):
-        return None
-    module = wrapper.module
-    positions = wrapper.resolve(PositionProvider)
-    for s in _scope(module, cls):
-        if isinstance(s, cst.FunctionDef) and s.name.value == name:
-            code = module.code_for_node(s)
-            if s.decorators or re.search(r"^\s*(global|nonlocal)\b|super\(|self\.__", code, re.M):
-                return None
-            if not BUILDS_INPUT.search(code):
-                return None
-            return wrapper.module, s, positions[s.name].start.line
-    return None
-
-
-def _scope(module: cst.Module, cls: str | None) -> list:
-    """The top-level statements of `module`, or the body of its top-level class `cls`."""
-    if cls is None:
-        return list(module.body)
-    for s in module.body:
-        if isinstance(s, cst.ClassDef) and s.name.value == cls:
-            return list(s.body.body) if isinstance(s.body, cst.IndentedBlock) else []
-    return []
-
-
 def _rewritten(
     other: cst.Module, node: cst.FunctionDef, file: str, alias: str | None, bound: set[str],
     own_imports: set[str], imports: list[str], cls: str | None = None, *, directory: str = "",
@@ -440,7 +281,7 @@ def _rewritten(
     scopes = wrapper.resolve(ScopeProvider)
     target = next(
         s
-        for s in _scope(wrapper.module, cls)
+        for s in scope_of(wrapper.module, cls)
         if isinstance(s, cst.FunctionDef) and s.name.value == node.name.value
     )
     globals_used: dict[str, list[cst.Name]] = {}
@@ -458,7 +299,7 @@ def _rewritten(
             if not referents and hasattr(builtins, name_node.value):
                 continue
             globals_used.setdefault(name_node.value, []).append(name_node)
-    stem = _stem(file)
+    stem = file_stem(file)
     module_alias = alias or stem
     imports_of = {}
     functions = {}
@@ -470,7 +311,7 @@ def _rewritten(
             if "__future__" in line:
                 continue
             if not any(isinstance(b, cst.ImportFrom) and b.relative for b in s.body):
-                for bound_name in _import_names(line):
+                for bound_name in import_names(line):
                     imports_of[bound_name] = line
         elif isinstance(s, cst.FunctionDef):
             functions[s.name.value] = s
@@ -499,7 +340,7 @@ def _rewritten(
         replace[name] = f"{module_alias}.{name}"
     qualified = any(v.startswith(module_alias + ".") for v in replace.values())
     if alias is None and (qualified or more) and stem not in bound:
-        dotted = _dotted(file, directory)  # `from datasets.read import f`: in a package
+        dotted = dotted_name(file, directory)  # `from datasets.read import f`: in a package
         line = f"import {stem}" if dotted == stem else f"import {dotted} as {stem}"
         if line not in imports:  # `from reader import f`: the module by name
             imports.append(line)
@@ -563,7 +404,7 @@ def objects_called(traced, source: str) -> dict[str, tuple[str, str, str]]:
         for name, value in [*call.arguments.items(), *call.local_values.items()]:
             values.setdefault(name, value)
     found: dict[str, tuple[str, str, str]] = {}
-    for call in _calls(cst.parse_module(source)):
+    for call in calls_in(cst.parse_module(source)):
         func = call.func
         if not (
             call.args
@@ -590,7 +431,7 @@ def objects_called(traced, source: str) -> dict[str, tuple[str, str, str]]:
             file = inspect.getsourcefile(owner)
         except TypeError:
             continue
-        if file is None or _library(file):
+        if file is None or is_library(file):
             continue
         found[f"{func.value.value}.{func.attr.value}"] = (
             os.path.realpath(file),

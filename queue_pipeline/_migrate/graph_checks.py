@@ -166,14 +166,18 @@ def input_tensor(tensor, reads: bool = False) -> bool:
 
 def reads_in_lockstep(nodes) -> bool:
     """Whether one list a batching call among the plan `nodes` batches is computed from
-    reads of two queues or more (NOTE [ Records read in lockstep ], in lockstep.py).
+    reads (or one-row dequeues) of two queues or more (NOTE [ Records read in
+    lockstep ], in lockstep.py).
 
     A join's lists are taken one by one: N readers of one queue, each in a list
     of its own, are a join, not a lockstep.
     """
 
-    def is_read(op) -> bool:
-        return op.type.startswith("ReaderRead")
+    def is_read(op) -> bool:  # a reader's read, or one row dequeued from a queue
+        return op.type.startswith("ReaderRead") or op.type in ("QueueDequeueV2", "QueueDequeue")
+
+    def queue_of(op) -> str:
+        return op.inputs[1 if op.type.startswith("ReaderRead") else 0].op.name
 
     for node in nodes:
         if node.kind not in plan.BATCHING_KINDS:
@@ -185,10 +189,10 @@ def reads_in_lockstep(nodes) -> bool:
         size = len(tensors) // count
         for i in range(count):
             queues = {
-                op.inputs[1].op.name
+                queue_of(op)
                 for t in tensors[i * size : (i + 1) * size]
                 for op in _walk(t, is_read)
-                if is_read(op) and len(op.inputs) > 1
+                if is_read(op) and op.inputs
             }
             if len(queues) > 1:
                 return True

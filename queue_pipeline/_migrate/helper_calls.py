@@ -19,6 +19,8 @@ second Dataset is zipped with the first (NOTE [ Records read in lockstep ]).
 
 from __future__ import annotations
 
+import re
+
 import dataclasses
 from collections.abc import Callable
 
@@ -57,6 +59,8 @@ class HelperCalls(Branches):
             else:
                 files = self._files(fn, stmt, call, state)
                 records = chains.records_of(reader_fn, files)
+                if state.read_from and not state.batch_element:  # the record's next source
+                    return self.helper_zipped(fn, stmt, call, helper, records, files, state, depth)
             state.element = value.split(", ")
             if helper.name in self.record_keys:  # (key, value): the legacy reader's keys
                 key, spec = self.record_keys[helper.name]
@@ -192,14 +196,22 @@ class HelperCalls(Branches):
         return out
 
     def _restores_shapes(self, fn: Function, stmt) -> bool:
-        """Whether `stmt`, in a batching helper, only sets the shapes of what it dequeued
-        from those of its record parameters (``for i in range(len(input_tensors)):
+        """Whether `stmt` only sets the shapes of what it dequeued from those its records
+        had (in a batching helper: its record parameters'; in a pipeline: shapes read
+        before an own queue) (``for i in range(len(input_tensors)):
         output_tensors[i].set_shape(input_tensors[i].shape)``)."""
-        if fn.role != "batch":
-            return False
         calls = {callee(c) for c in self.calls_in(stmt)}
         if "set_shape" not in calls or calls - {"set_shape", "range", "len", "enumerate", "zip"}:
             return False
+        if fn.role != "batch":  # shapes kept before an own queue (``shapes = [x.get_shape()
+            # for x in data]``), set again on what it hands out: a Dataset keeps them
+            kept = {
+                n
+                for st in m.findall(fn.node.body, m.SimpleStatementLine())
+                if re.search(r"\.get_shape\(\)|\.shape\b", self.code(st))
+                for n in assigned_names(st)
+            }
+            return isinstance(stmt, cst.For) and bool(names_in(stmt.iter) & kept)
         return bool(names_in(stmt) & {p for p in fn.params if fn.kind(p) == "record"})
 
     def _records_out(self, fn: Function, assign: cst.Assign) -> bool:

@@ -16,9 +16,10 @@ from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import preloaded as _preloaded
 from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import trace as _trace
+from queue_pipeline._migrate import unwrap as _unwrap
 import tensorflow as tf
 
-from queue_pipeline._migrate.trace import MigrateError
+from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 
 from queue_pipeline._migrate.line_maps import at_lines, at_lines_of, foreign_step, unchanged_lines
 from queue_pipeline._migrate.proven import MigrationResult, finish, merged, rewrite_and_prove
@@ -98,7 +99,8 @@ def _inline_pass(
             n for n, v in zip(wrapped.names, outputs) if isinstance(v, (tf.Tensor, tf.SparseTensor))
         ]
         if tensors and tensors != wrapped.names:  # e.g. the reader's `key`, a queue
-            wrapped = _script.wrap(original, real, function, tensors)
+            readers = [n for n, v in zip(wrapped.names, outputs) if traced.kind_of(v) == "reader"]
+            wrapped = _script.wrap(original, real, function, tensors, readers)
             foreign = _foreign.lift(wrapped.source, copy)
             text = foreign.source if foreign is not None else wrapped.source
             traced, args, kwargs = _trace_copy(copy, text, call, args, kwargs, argv)
@@ -118,10 +120,23 @@ def _inline_pass(
                 differences=[fix(d) for d in rewrite.differences],
             )
             notes = [fix(n) for n in notes]
-        source, removed = _script.unwrap(
+        source, removed = _unwrap.unwrap(
             wrapped, original, rewritten, rewrite.function,
             initializable=_reads_variables(traced),
         )  # fmt: skip
+    except NoPipelineError as e:
+        first, last = wrapped.region
+        first += wrapped.lead.count("\n")  # the first statement, not the lines above it
+        where = f"{function}()" if function else "the script"
+        raise MigrateError(
+            f"{_API}: {real}:{first}: the session code of {where} runs tensors that no "
+            f"producer, reader or batching call made (lines {first}-{last}, from the first "
+            "queue or input call to the last statement before the session): a queue the "
+            "program fills itself with ops that read no files is not an input pipeline "
+            "migrate rewrites. Fix: migrate the code that reads the input files, or write "
+            "the queue's ops as a tf.data.Dataset by hand (Dataset.from_tensors(...).repeat()"
+            ".map(...))."
+        ) from e
     except MigrateError as e:
         message = foreign.map_lines(str(e), copy) if foreign is not None else str(e)
         raise MigrateError(_script.map_lines(message, wrapped, copy, real)) from e

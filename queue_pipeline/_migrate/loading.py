@@ -78,6 +78,18 @@ class MigrateError(Exception):
     """A migration that cannot start or finish: bad input, nothing to migrate."""
 
 
+class NoPipelineError(MigrateError):
+    """The traced function returned nothing a producer, reader or batching call made.
+
+    Attributes:
+      function: the function traced.
+    """
+
+    def __init__(self, message: str, function: str):
+        super().__init__(message)
+        self.function = function
+
+
 @dataclasses.dataclass
 class Loaded:
     """A file loaded for a migration.
@@ -169,6 +181,9 @@ def load(
     optional = {
         id(s) for s in keep if selection.bound_names(s) and not selection.bound_names(s) & needed
     }
+    # So may a statement that sets up names only the file's other functions read
+    # (``script, first, second = argv`` for ``main``), with the program's own argv.
+    optional |= selection.set_up_for_others(keep, needed)
     name, directory = module_name(path)
     if directory not in sys.path:
         sys.path.insert(0, directory)  # the module's own imports need it

@@ -13,7 +13,10 @@ stops at the first queue that closes.
 
 A helper that makes its own records (NOTE [ A helper that makes its own
 records ], in helper_calls.py) called once for the image and once for the
-label is the same: its Datasets are zipped.
+label is the same: its Datasets are zipped. So is a producer's queue whose
+rows are dequeued one at a time (``style = style_queue.dequeue()``, a style
+index beside each image): its Dataset of rows is a source of the record, as
+the first one (``records = style_rows``) or zipped with the records read.
 
 The graph decides what a second read is (:func:`graph_checks.reads_in_lockstep`):
 reads whose values meet in one list of a batching call are one record; a
@@ -28,6 +31,7 @@ the pairs depend on file sizes); several parallel readers.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import libcst as cst
 
@@ -44,6 +48,7 @@ class Lockstep(RecordHelpers):
     """The rewrites of records read from several queues at once (a mixin of the rewriter)."""
 
     _files: Callable[..., str]  # the stages': the Dataset of file names a read reads
+    _batching: Callable[..., list[str]]  # the stages': a batching call's lines
 
     @staticmethod
     def reader_name(read_call: cst.Call) -> str:
@@ -126,6 +131,99 @@ class Lockstep(RecordHelpers):
                 "them; Fix: shuffle=False there (shuffle_batch still shuffles the pairs), "
                 "then migrate"
             )  # fmt: skip
+
+    def producer_dequeue(self, fn: Function, stmt, calls: list, state: State, depth: int):
+        """The lines ``row = queue.dequeue()`` of a producer's queue becomes, else None: its
+        rows are the records, or are zipped with them (NOTE [ Records read in lockstep ])."""
+        call = next(
+            (
+                c
+                for c in calls
+                if callee(c) in ("dequeue", "dequeue_many", "dequeue_up_to")
+                and isinstance(c.func, cst.Attribute)
+                and isinstance(c.func.value, cst.Name)
+                and c.func.value.value in state.queues
+            ),
+            None,
+        )
+        if call is None:
+            return None
+        rows = state.queues[cast(cst.Name, cast(cst.Attribute, call.func).value).value]
+        method = callee(call)
+        count = call.args[0].value if call.args else None
+        step = Step(fn.line(stmt), f"{method} of a producer's queue", f"records of {rows}")
+        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if not isinstance(assign, cst.Assign) or assign.value is not call or state.batch_element:
+            raise self.fail(
+                fn, stmt, "a producer's queue dequeued other than as `row = queue.dequeue()` "
+                "before the batching call: assign its dequeue() to a variable"
+            )  # fmt: skip
+        pad = "    " * depth
+        target = self.code(assign.targets[0].target)
+        if method != "dequeue":  # rows n at a time: the rows batched
+            if state.element or count is None:
+                raise self.fail(
+                    fn, stmt, f"{method} of a producer's queue beside other records "
+                    "(or without its count): batch the records with a batching call"
+                )  # fmt: skip
+            row = fresh(fn, "row", "producer_row")
+            state.element, state.read_from = [row], [rows]
+            batching = {
+                "tensors": row,
+                "batch_size": self.code(count),
+                "allow_smaller_final_batch": repr(method == "dequeue_up_to"),
+            }
+            label = f"{method} of a producer's queue"
+            out = [f"{pad}records = {rows}\n"]
+            return out + self._batching(
+                fn, stmt, call, state, depth, legacy=("batch", batching, label)
+            )
+        if not state.element:  # the rows are the records
+            state.element, state.read_from = [target], [rows]
+            self.steps.append(step)
+            return [f"{pad}records = {rows}\n"]
+        if not reads_in_lockstep(self.trace.nodes):
+            raise self.fail(fn, stmt, "it dequeues a second queue for a second pipeline")
+        if state.parallel_readers or len(state.element) != len(state.read_from):
+            raise self.fail(
+                fn, stmt, "a dequeue of a second queue after the record's first values were "
+                "used (or by parallel readers): read every queue of the record first"
+            )  # fmt: skip
+        self._check_unshuffled(fn, stmt, state.read_from + [rows], state)
+        out = self.zipped(rows, state, pad)
+        state.read_from.append(rows)
+        state.element.append(target)
+        self.steps.append(step)
+        return out
+
+    def helper_zipped(self, fn, stmt, call, helper: Function, records, files, state, depth):
+        """A reading helper's records as the record's next source, zipped with the others
+        (its call, ``new(value)``, runs in the map on its part of the record)."""
+        new, kind, _, extra, value = self.record_helper(helper)
+        if helper.name in self.record_keys or helper.name in self.record_batching:
+            raise self.fail(
+                fn, stmt, f"{helper.name} reads a second source of the record with its key "
+                "or its own batching call: read each source in the function itself"
+            )  # fmt: skip
+        args = self._extra_args(helper, call, extra) if extra else []
+        if state.parallel_readers or len(state.element) != len(state.read_from):
+            raise self.fail(
+                fn, stmt, "a read of a second queue after the record's first values were "
+                "used (or by parallel readers): read every queue of the record first"
+            )  # fmt: skip
+        if not reads_in_lockstep(self.trace.nodes):
+            raise self.fail(fn, stmt, "it reads a second queue for a second pipeline")
+        self._check_unshuffled(fn, stmt, state.read_from + [files], state)
+        pad = "    " * depth
+        more = fresh(fn, f"{value.split(', ')[0]}_records", f"{helper.name}_records")
+        out = [f"{pad}{more} = {records}\n", *self.zipped(more, state, pad)]
+        state.read_from.append(files)
+        state.element += value.split(", ")
+        state.pending.append((stmt, ((call, f"{new}({', '.join([value, *args])})"),)))
+        self.steps.append(
+            Step(fn.line(stmt), f"{kind}.read (in {helper.name}, lockstep)", f"zip with {more}")
+        )
+        return out
 
     @staticmethod
     def zipped(more: str, state: State, pad: str) -> list[str]:

@@ -28,6 +28,14 @@ Its statements migrate as the batching call they amount to:
   their own per-record statements, as any ``if`` does.
 * Refused, with the line: a queue filled by a loop of readers, an enqueue
   outside the function, a dequeue of a queue no enqueue of the function fills.
+
+NOTE [ A FIFO queue read one record at a time ]
+A FIFO queue that is only ever read with ``values = queue.dequeue()`` hands
+out the records it was given, in order: it changes nothing. Its enqueue then
+ends no mapped function: the per-record statements before and after it stay
+one function, the dequeue becomes ``values = <what was enqueued>``, so a
+name computed before the enqueue and read after the dequeue (``shapes`` for
+a ``set_shape`` loop) is still seen.
 """
 
 from __future__ import annotations
@@ -41,19 +49,25 @@ import tensorflow as tf
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import OWN_QUEUES, READS, State, Step
 from queue_pipeline._migrate.stages import Stages
-from queue_pipeline._migrate.syntax import assigned_names, bind_arguments, callee, names_in
+from queue_pipeline._migrate.syntax import (
+    assigned_names,
+    bind_arguments,
+    callee,
+    names_in,
+    registers_runner,
+)
 
 __all__ = ["OwnQueues"]
 
 _DEQUEUES = ("dequeue_many", "dequeue_up_to", "dequeue")
 _ENQUEUES = ("enqueue", "enqueue_many")
-_RUNNER_CALLS = ("QueueRunner", "add_queue_runner")
 
 
 class OwnQueues(Stages):
     """The own-queue rewrites (a mixin of the rewriter); see the NOTE above."""
 
     _return: Callable[..., list[str]]  # the rewriter's: a `return` statement's lines
+    _element_names: Callable[..., list[str]]  # the branches': the element from now on
 
     def own_queue_statement(self, fn, stmt, calls: list, state: State, depth: int):
         """The lines `stmt` becomes if it builds, fills, runs or reads an own queue; else None."""
@@ -62,7 +76,7 @@ class OwnQueues(Stages):
             return self._own_queue(fn, stmt, ctor, state, depth)
         own = state.own_queues
         enqueue = next((c for c in calls if callee(c) in _ENQUEUES and _on(c, own)), None)
-        runners = [c for c in calls if callee(c) in _RUNNER_CALLS]
+        runners = [c for c in calls if registers_runner(c)]
         out = None
         if enqueue is not None:
             out = self._own_enqueue(fn, stmt, enqueue, state, depth)
@@ -188,6 +202,17 @@ class OwnQueues(Stages):
         else:
             element = [values]
         kind, args = state.own_queues[name]
+        if (
+            callee(call) == "enqueue"
+            and kind in ("FIFOQueue", "PaddingFIFOQueue")
+            and name not in state.deferred
+            and state.pending
+            and _read_one_at_a_time(self.code(fn.node), name)
+        ):  # NOTE [ A FIFO queue read one record at a time ]
+            state.enqueued[name] = (values, False)
+            state.passed_on[name] = values
+            self.steps.append(Step(fn.line(stmt), f"{kind}.enqueue", "the records pass on"))
+            return []
         out = self._flush(state, self._element_of(values), depth)
         lines = []
         if callee(call) == "enqueue_many":  # rows; a shuffling queue mixes rows, not chunks
@@ -201,7 +226,7 @@ class OwnQueues(Stages):
         self.steps.append(
             Step(fn.line(stmt), f"{kind}.{callee(call)}", " / ".join(lines) or "the mapped records")
         )
-        state.element = element
+        state.element = self._element_names(fn, element, state)  # a list's values: *name
         state.enqueued[name] = (values, callee(call) == "enqueue_many")
         return out
 
@@ -227,6 +252,12 @@ class OwnQueues(Stages):
         if name not in state.enqueued:
             raise self.fail(fn, stmt, f"it dequeues from {name}, which no enqueue of it fills")
         method = callee(call)
+        if name in state.passed_on:  # NOTE [ A FIFO queue read one record at a time ]
+            # `values = queue.dequeue()`, its call read as what was enqueued
+            # (the record's names stay the mapped function's parameters)
+            state.pending.append((stmt, ((call, state.passed_on[name]),)))
+            self.steps.append(Step(fn.line(stmt), f"{kind}.dequeue", "one record at a time"))
+            return []
         if method == "dequeue":
             lines = self._own_single(fn, stmt, kind, state, depth)
             if isinstance(stmt.body[0], cst.Return):
@@ -265,9 +296,18 @@ class OwnQueues(Stages):
             names = [self.code(target)]
         if len(names) != len(state.element):
             raise self.fail(fn, stmt, "unpack every value the queue holds")
-        state.element = names
+        state.element = self._element_names(fn, names, state)
         self.steps.append(Step(fn.line(stmt), f"{kind}.dequeue", "one record at a time"))
         return []
+
+
+def _read_one_at_a_time(code: str, name: str) -> bool:
+    """Whether the function's `code` reads queue `name` only as ``values = name.dequeue()``."""
+    reads = re.findall(rf"(?<![\w.]){re.escape(name)}\s*\.\s*(dequeue\w*)\s*\(", code)
+    assigned = re.findall(
+        rf"^[ \t]*[\w, \t\[\]()]+=[ \t]*{re.escape(name)}\s*\.\s*dequeue\s*\(", code, re.M
+    )
+    return bool(reads) and set(reads) == {"dequeue"} and len(assigned) == len(reads)
 
 
 def _attributes(queue) -> dict[str, str] | None:

@@ -129,8 +129,15 @@ def _prove(
     except (PipelineError, ValueError, TypeError, tf.errors.OpError) as e:
         if rewrite.batched:  # the batched decoder failed: retried per record
             return _verify.Verdict("DIFFER", f"the batched decode failed: {e}")
+        hint = ""
+        if "`legacy` callable" in str(e) and tf.executing_eagerly():
+            hint = (
+                " (the legacy side is the program's code on TensorFlow's own tf.compat.v1, "
+                "which fails like this under TF 2.x defaults: if the program runs in TF1 "
+                "mode, migrate with --tf1)"
+            )
         raise MigrateError(
-            f"{_API}: the migrated code was written nowhere: verifying it failed: {e}"
+            f"{_API}: the migrated code was written nowhere: verifying it failed: {e}{hint}"
         ) from e
 
 

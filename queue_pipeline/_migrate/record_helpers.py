@@ -20,7 +20,6 @@ batches, a join, or arguments reading the helper's own locals are refused.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import cast
 
@@ -28,7 +27,7 @@ import libcst as cst
 import libcst.matchers as m
 
 import queue_pipeline
-from queue_pipeline._migrate import chains, vectorize
+from queue_pipeline._migrate import vectorize
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
@@ -38,20 +37,19 @@ from queue_pipeline._migrate.syntax import (
     names_in,
     tuple_returns,
 )
+from queue_pipeline._migrate.readers import Readers
 from queue_pipeline._migrate.base import (
     tensor_names,
     BATCHING,
-    READER_CLASSES,
     READS,
     Function,
-    RewriterBase,
     untabbed,
 )
 
 __all__ = ["RecordHelpers"]
 
 
-class RecordHelpers(RewriterBase):
+class RecordHelpers(Readers):
     """The reader-side rewrites (a mixin of the rewriter)."""
 
     # the lockstep mixin's (NOTE [ Records read in lockstep ])
@@ -402,203 +400,6 @@ class RecordHelpers(RewriterBase):
                 continue
             out.append("    " * depth + untabbed(line, column))
         return "".join(out)
-
-    def _reader_ctor(self, fn: Function, stmt: cst.CSTNode) -> tuple[str, dict] | None:
-        """(reader kind, its arguments) if `stmt` creates a reader.
-
-        A reader of a traced read is known by the run, however its class is
-        spelled (``IMPLS[impl]["TFRecordReader"]()``); in a branch the run did
-        not take, by the class name (``tf.compat.v1.TextLineReader()``).
-        """
-        first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
-        kinds = [
-            node.kind.rpartition(".")[0]
-            for node in self.trace.nodes
-            if any(
-                name == fn.name and first <= line <= last
-                for name, line in self.trace.reader_sites.get(node.index, ())
-            )
-        ]
-        for call in self.calls_in(stmt):
-            if callee(call) in READS:
-                continue
-            for kind in kinds or ([callee(call)] if callee(call) in READER_CLASSES else []):
-                try:
-                    reader_init = getattr(queue_pipeline, kind).__init__
-                    return kind, bind_arguments(reader_init, call, self.module, skip_self=True)
-                except (chains.Unsupported, TypeError, ValueError, AttributeError):
-                    continue
-        return None
-
-    def _carried(self, fn: Function, stmt, ctor: tuple[str, dict]) -> tuple[str, dict]:
-        """The reader's arguments, those computed in `fn` replaced by the values the run gave.
-
-        The Dataset that replaces the reader is built in the caller, where the
-        helper's locals (``record_bytes = label_bytes + image_bytes`` in
-        ``read_cifar10``) do not exist; the run recorded what each argument was.
-        """
-        kind, args = ctor
-        local = {
-            n for st in m.findall(fn.node.body, m.SimpleStatementLine()) for n in assigned_names(st)
-        } - set(fn.params)
-        first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
-        traced = next(
-            (
-                node.args
-                for node in self.trace.nodes
-                if any(
-                    name == fn.name and first <= line <= last
-                    for name, line in self.trace.reader_sites.get(node.index, ())
-                )
-            ),
-            {},
-        )
-        carried = dict(args)
-        for arg, text in args.items():
-            if not names_in(cst.parse_expression(text)) & local:
-                continue
-            value = traced.get(arg)
-            if not isinstance(value, (int, float, str, bytes)) or isinstance(value, bool):
-                raise self.fail(
-                    fn, stmt, f"the reader's `{arg}` ({text}) is computed in {fn.name} and the "
-                    "run gave no plain value for it (pass it as a parameter)"
-                )  # fmt: skip
-            carried[arg] = repr(value)
-        return kind, carried
-
-    def _reader_spec(self, fn, stmt, read_call, readers) -> tuple[str, dict]:
-        """(reader kind, its constructor's arguments) of the reader a read statement reads."""
-        receiver = read_call.func.value if isinstance(read_call.func, cst.Attribute) else None
-        spec = None
-        if isinstance(receiver, cst.Name):
-            spec = readers.get(receiver.value)
-        elif isinstance(receiver, cst.Call):
-            spec = self._reader_ctor(fn, stmt)
-        if spec is None:
-            spec = self._passed_reader(fn, stmt)
-        if spec is None:
-            spec = self._reader_of_the_run(fn, stmt)
-        if spec is None:
-            raise self.fail(
-                fn,
-                stmt,
-                "its reader was not created by a traced reader constructor, and the run "
-                "read no reader with plain settings here",
-            )
-        return spec
-
-    def _reader_of_the_run(self, fn: Function, stmt) -> tuple[str, dict] | None:
-        """The one reader kind and settings every read of `fn` the run made used, for a read
-        in a branch the run did not take (Inception's ``if num_readers > 1:`` loop in an
-        evaluation run); None when the run read with none or with several."""
-        specs = {
-            (kind, tuple(sorted(args.items())))
-            for first in range(fn.first, fn.last + 1)
-            if (found := self._recorded_read(fn, first, first)) is not None
-            for kind, args in [found]
-        }
-        if len(specs) != 1:
-            return None
-        kind, args = next(iter(specs))
-        self.differences.append(
-            f"{self.where(fn.line(stmt))}: a read in a branch this run did not take: read with "
-            f"the {kind} (and settings) the run read with elsewhere in {fn.name}"
-        )
-        return kind, dict(args)
-
-    def _passed_reader(self, fn: Function, stmt) -> tuple[str, dict] | None:
-        """(reader kind, its settings as literals) of a reader made outside `fn` (passed in).
-
-        ``prefetch_input_data(tf.compat.v1.TFRecordReader(), ...)`` or a
-        reader class argument: the constructor is not in the file, but the
-        run recorded the read at `stmt` (by queue_pipeline's reader, or read
-        from the graph for TF's own), with the reader's settings.
-        """
-        first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
-        return self._recorded_read(fn, first, last)
-
-    def _recorded_read(self, fn: Function, first: int, last: int) -> tuple[str, dict] | None:
-        """(reader kind, its settings as literals) of a read the run recorded in `fn` on lines
-        `first` to `last`; None if none, or its settings are not literals."""
-        for node in self.trace.nodes:
-            if not node.kind.endswith(tuple("." + m for m in READS)):
-                continue
-            if not any(
-                name == fn.name and first <= line <= last
-                for name, line in self.trace.sites.get(node.index, ())
-            ):
-                continue
-            args = {}
-            for arg, value in node.args.items():
-                if arg in ("num_records", "name"):
-                    continue
-                if value is not None and (
-                    not isinstance(value, (int, float, str, bytes)) or isinstance(value, bool)
-                ):
-                    return None
-                args[arg] = repr(value)
-            return node.kind.rpartition(".")[0], args
-        return None
-
-    def _read_key(self, stmt) -> str:
-        """The name a read statement assigns its key to (``key`` of ``key, value = ...``)."""
-        target = stmt.body[0].targets[0].target
-        return self.code(target.elements[0].value)
-
-    def _read(self, fn, stmt, read_call, readers):
-        """The reader kind, Dataset function and value variable of a read statement."""
-        kind, args = self._reader_spec(fn, stmt, read_call, readers)
-        try:
-            reader_fn = chains.reader_dataset(kind, args)
-        except chains.Unsupported as e:
-            raise self.fail(fn, stmt, str(e)) from e
-        up_to = callee(read_call) == "read_up_to"  # NOTE [ read_up_to as per-file chunks ]
-        if up_to and self.trace.function == "_inline_pipeline":  # script.WRAPPER
-            raise self.fail(
-                fn, stmt, "read_up_to in a pipeline inline in a script or a training function "
-                "(not migrated there yet): move the pipeline into a function that returns its "
-                "batches and migrate that function"
-            )  # fmt: skip
-        if up_to:
-            count = self._read_count(fn, stmt, read_call)
-            reader_fn = chains.chunks_dataset(reader_fn, count)
-        assign = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-        key, value = "", ""
-        if isinstance(assign, cst.Assign) and isinstance(assign.targets[0].target, cst.Tuple):
-            elements = assign.targets[0].target.elements
-            key, value = (self.code(e.value) for e in elements)
-        if not value or not re.fullmatch(r"\w+", value):
-            raise self.fail(fn, stmt, "the read must assign `key, value = reader.read(queue)`")
-        # The rest of the function, however deep the read is (a `with` block).
-        later = "".join(self.lines[self.positions[stmt].end.line : fn.last])
-        key_used = (
-            bool(key)
-            and key != "_"
-            and bool(re.search(rf"(?<![\w.]){re.escape(key)}(?!\w)", later))
-        )
-        if key and not re.fullmatch(r"\w+", key):
-            self.dropped.append(
-                f"{self.where(fn.line(stmt))}: `{key}` (the reader's key): tf.data's readers give "
-                "no key"
-            )
-        if key_used and up_to:
-            raise self.fail(
-                fn, stmt, "read_up_to's keys (the chunks of values are read; read the key "
-                "from the values, or read one record at a time with read)"
-            )  # fmt: skip
-        if kind == "WholeFileReader" and not up_to:
-            reader_fn = "tf.io.read_file"
-        return kind, reader_fn, value, key_used
-
-    def _read_count(self, fn, stmt, read_call) -> str:
-        """The source text of ``read_up_to``'s `num_records` argument."""
-        args = list(read_call.args)
-        found = next((a for a in args if a.keyword and a.keyword.value == "num_records"), None)
-        if found is None and len(args) > 1 and args[1].keyword is None:
-            found = args[1]
-        if found is None:
-            raise self.fail(fn, stmt, "read_up_to without its number of records")
-        return self.code(found.value)
 
 
 class _Substitute(cst.CSTTransformer):

@@ -38,8 +38,9 @@ the region left out, so only what precedes it runs, and with the flag
 parsing of the file's ``if __name__ == "__main__":`` block (a global
 ``FLAGS`` that the pipeline reads) at its defaults, without the block's
 ``app.run`` / ``main()``. That function is
-migrated and proven as any other. :func:`unwrap` puts the tf.data version's
-body in the region's place, at its indentation, ending in ``dataset = ...``
+migrated and proven as any other. ``unwrap`` (in
+:mod:`queue_pipeline._migrate.unwrap`) puts the tf.data version's body in
+the region's place, at its indentation, ending in ``dataset = ...``
 and ``features, col5 =
 tf.compat.v1.data.make_one_shot_iterator(dataset).get_next()``, and removes
 the Coordinator lines of the session code around it as in a caller (NOTE
@@ -53,17 +54,17 @@ import collections
 import dataclasses
 import os
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API, BATCHING, PRODUCERS, READER_CLASSES
-from queue_pipeline._migrate.callers import drop_queue_runners
 from queue_pipeline._migrate.syntax import assigned_names, callee, names_in, string_lines
 from queue_pipeline._migrate.trace import MigrateError
 
-__all__ = ["LOADER", "WRAPPER", "Wrapped", "has_session_code", "unwrap", "wrap"]
+__all__ = ["LOADER", "WRAPPER", "Wrapped", "has_session_code", "wrap"]
 
 WRAPPER = "_inline_pipeline"
 LOADER = "_load_variables"  # the wrapper's loader: the session's variable loads
@@ -111,6 +112,9 @@ class Wrapped:
       prologue_lines: how many of the file's first lines the copy starts with.
       before: the statements copied into the function from before the region
         (they stay where they are in the file).
+      kept: the region's statements that stay in the file as written, each with
+        the file's line it goes before: a reader the code after the region
+        reads again (another pipeline's read), placed before that read.
     """
 
     source: str
@@ -123,6 +127,7 @@ class Wrapped:
     lead: str = ""
     prologue_lines: int = 0
     before: list = dataclasses.field(default_factory=list)
+    kept: list = dataclasses.field(default_factory=list)
 
     def script_line(self, line: int) -> int:
         """The file's line for `line` of the copy (itself where the copy has no such line)."""
@@ -345,7 +350,13 @@ def _render(stmts: list, unit: str, positions, depth: int = 1) -> tuple[str, lis
     return "".join(text), lines
 
 
-def wrap(source: str, path: str, function: str | None, names: list[str] | None = None) -> Wrapped:
+def wrap(
+    source: str,
+    path: str,
+    function: str | None,
+    names: list[str] | None = None,
+    readers: Sequence[str] = (),
+) -> Wrapped:
     """The copy of the file at `path` (text `source`) whose ``_inline_pipeline`` trace can call.
 
     Args:
@@ -353,6 +364,8 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         None for the module level.
       names: what the function returns; None: every name the region assigns
         and the code after it reads.
+      readers: names of readers the region makes that the code after it reads
+        (``reader.read(test_queue)``): their statements stay in the file.
 
     Raises:
       MigrateError: no queue is built there, or the code after the pipeline
@@ -397,16 +410,7 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
     loads = _variable_loads(after, assigned)
     if names is None:
         rest = [s for s in after if loads is None or not any(s is x for x in loads[1])]
-        seen = [  # variables, not attribute names (``tf.summary.image``)
-            n.value
-            for s in rest
-            for n in m.findall(s, m.Name())
-            if isinstance(n, cst.Name) and n.value in names_in(s)
-        ]
-        stored = collections.Counter(n for s in rest for n in assigned_names(s))
-        counts = collections.Counter(seen)
-        read = [n for n in seen if counts[n] > stored[n]]  # not only assigned again (`_`)
-        names = list(dict.fromkeys(n for n in read if n in assigned))
+        names = [n for n in _read_before_assigned(rest) if n in assigned]
         if fn is None:  # a script's batches are its module's names (another module imports them)
             made = [n for s in region if _calls(s) & batchers for n in assigned_names(s)]
             names += [n for n in dict.fromkeys(made) if n not in names]
@@ -438,6 +442,8 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
         for s in stmts[:index]
         if not has_session_code(s) and not _calls(s) & {"run", "eval"}  # they need a session
     ]
+    if fn is None:  # module-level tensors the region reads: made again in the traced graph
+        before = [s for s in prologue_stmts if _makes_tensors(s, module)] + before
     before = _needed(before, region)
     body, body_lines = _render(before + region, unit, positions)
     returned = ", ".join(names)
@@ -460,10 +466,85 @@ def wrap(source: str, path: str, function: str | None, names: list[str] | None =
     first = first_line - len(region[0].leading_lines)
     last = positions[region[-1]].end.line
     indent = unit * (len(path_blocks) + (1 if fn is not None else 0))
+    kept = []
+    for st in region:
+        bound = set(assigned_names(st))
+        if bound and bound <= set(readers):
+            use = next((s for s in after if names_in(s) & bound), None)
+            if use is not None:
+                kept.append((st, positions[use].start.line))
     return Wrapped(
         text, names, lines, (first, last), indent, unit, function, lead,
-        prologue.count("\n"), before,
+        prologue.count("\n"), before, kept,
     )  # fmt: skip
+
+
+def _makes_tensors(stmt: cst.CSTNode, module: cst.Module) -> bool:
+    """Whether `stmt` assigns what a TensorFlow call returns (``x = tf.range(1, 10)``): a
+    tensor of the graph the file builds at import, not of the graph a trace runs in."""
+    simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+    if not isinstance(simple, cst.Assign):
+        return False
+    aliases = {
+        (a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else "tf")
+        for s in module.body
+        if isinstance(s, cst.SimpleStatementLine)
+        for b in s.body
+        if isinstance(b, cst.Import)
+        for a in b.names
+        if cst.Module([]).code_for_node(a.name).split(".")[0] == "tensorflow"
+    }
+    code = cst.Module([]).code_for_node
+    return any(
+        code(c.func).split(".")[0] in aliases and ".flags" not in code(c.func)
+        for c in m.findall(simple.value, m.Call())
+        if isinstance(c, cst.Call)
+    )
+
+
+def _read_before_assigned(statements: list) -> list[str]:
+    """The names `statements` read, in order, before one of them assigns the name again:
+    what they read of the code above them.
+
+    An assignment reads its value (and the objects of subscript or attribute
+    targets) before it binds its names: a second pipeline's ``_, serialized =
+    reader.read(q_test)`` binds ``serialized`` before the rest reads it. A compound
+    statement reads a name it names more often than it assigns it (``_`` only
+    assigned in a loop is not read).
+    """
+    bound: set[str] = set()
+    out: list[str] = []
+    for stmt in statements:
+        simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if isinstance(simple, (cst.Assign, cst.AnnAssign)) and simple.value is not None:
+            targets = (
+                [t.target for t in simple.targets]
+                if isinstance(simple, cst.Assign)
+                else [simple.target]
+            )
+            plain = [
+                e.value if isinstance(e, cst.Element) else e
+                for t in targets
+                for e in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t])
+            ]
+            reads = names_in(simple.value).union(
+                *(names_in(t) for t in plain if not isinstance(t, (cst.Name, cst.StarredElement)))
+            )
+            binds = {t.value for t in plain if isinstance(t, cst.Name)}
+        else:
+            names = names_in(stmt)
+            seen = collections.Counter(
+                n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)
+            )
+            stored = collections.Counter(assigned_names(stmt))
+            reads = {n for n in names if seen[n] > stored[n]}
+            binds = set(stored)
+        order = [  # in the order they appear: the pipeline returns them so
+            n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)
+        ]
+        out += [n for n in order if n in reads and n not in bound]
+        bound |= binds
+    return list(dict.fromkeys(out))
 
 
 def _needed(before: list, region: list) -> list:
@@ -488,142 +569,6 @@ def _needed(before: list, region: list) -> list:
         else:
             dropped |= targets
     return kept
-
-
-def unwrap(
-    wrapped: Wrapped,
-    original: str,
-    migrated_source: str,
-    new_function: str,
-    *,
-    initializable: bool = False,
-) -> tuple[str, list[str]]:
-    """The file with its region replaced by `new_function`'s body, at the region's place.
-
-    Args:
-      wrapped: what :func:`wrap` returned.
-      original: the file's text.
-      migrated_source: the copy with the migrated functions inserted (the
-        rewriter's ``source``).
-      new_function: the name of the region's tf.data version.
-      initializable: the pipeline reads variables: it is read through an
-        initializable iterator, initialized where the runners were started.
-
-    Returns:
-      (the new text, what changed in the session code).
-    """
-    module = cst.parse_module(migrated_source)
-    fn = next(
-        s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == new_function
-    )
-    assert isinstance(fn.body, cst.IndentedBlock)  # the rewriter writes blocks
-    statements = list(fn.body.body)
-    last = statements[-1]
-    returned = (
-        last.body[0].value
-        if isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[0], cst.Return)
-        else None
-    )
-    loads: list[str] = []
-    if isinstance(returned, cst.Tuple):  # (dataset, _load_variables): the loads stay put
-        # (dataset, load): arrays held in variables, NOTE [ Preloaded arrays in a
-        # migrated TF1-mode program ]: `load(sess)` runs where the runners started
-        loads = [
-            e.value.value
-            for e in returned.elements[1:]
-            if isinstance(e.value, cst.Name) and e.value.value != LOADER
-        ]
-        initializable = initializable or bool(loads)
-        returned = returned.elements[0].value
-        statements = [
-            st
-            for st in statements
-            if not (isinstance(st, cst.FunctionDef) and st.name.value == LOADER)
-        ]
-    assert returned is not None
-    # The copy's text before the wrapper is the file's first `prologue_lines`
-    # lines with the helpers' versions inserted; module helpers written with
-    # the wrapper's version (the preloaded arrays' one) go with them.
-    helpers = migrated_source[: migrated_source.index(f"def {WRAPPER}(")]
-    extra = "".join(
-        cst.Module([]).code_for_node(st.with_changes(leading_lines=())) + "\n\n"
-        for st in module.body
-        if isinstance(st, cst.FunctionDef)
-        and st.name.value not in (WRAPPER, new_function)
-        and f"def {st.name.value}(" not in helpers
-    )
-    if extra and helpers.strip() and not helpers.endswith("\n\n\n"):
-        helpers = helpers.rstrip("\n") + "\n\n\n"  # two blank lines before a definition
-    helpers += extra
-    code = cst.Module([], default_indent=wrapped.unit).code_for_node
-    # The statements copied before the region, in their order (a statement of
-    # the region may read as one of them: `records = records.repeat()` of a
-    # pipeline migrated by an earlier pass).
-    copied = [_bare(code(s)) for s in wrapped.before]
-    kept = []
-    for st in statements[:-1]:
-        if copied and _bare(code(st)) == copied[0]:
-            copied.pop(0)
-        elif _bare(code(st)) in copied:
-            del copied[: copied.index(_bare(code(st))) + 1]
-        else:
-            kept.append(st)
-    used = {
-        n.value for n in m.findall(cst.parse_module(original), m.Name()) if isinstance(n, cst.Name)
-    }
-    var = next(n for n in ("dataset", "input_dataset", "migrated_dataset") if n not in used)
-    body = "".join(code(st) for st in _spaced(kept, top=wrapped.indent == ""))
-    if wrapped.lead and not body.startswith(wrapped.lead):
-        body = wrapped.lead + body  # the blank line or comment above the region
-    body += f"{var} = {code(returned)}\n"
-    initializer = ""
-    if initializable:  # a one-shot iterator cannot capture a variable
-        it = next(n for n in ("iterator", "input_iterator", "dataset_iterator") if n not in used)
-        body += f"{it} = tf.compat.v1.data.make_initializable_iterator({var})\n"
-        body += f"{', '.join(wrapped.names)} = {it}.get_next()\n"
-        initializer = f"{it}.initializer"
-    else:
-        iterator = f"tf.compat.v1.data.make_one_shot_iterator({var}).get_next()"
-        body += f"{', '.join(wrapped.names)} = {iterator}\n"
-    in_string = string_lines(body)
-    body = "".join(
-        line if (k + 1) in in_string or not line.strip() else wrapped.indent + line
-        for k, line in enumerate(body.splitlines(keepends=True))
-    )
-    lines = original.splitlines(keepends=True)
-    first, last_line = wrapped.region
-    new = (
-        helpers
-        + "".join(lines[wrapped.prologue_lines : first - 1])
-        + body
-        + "".join(lines[last_line:])
-    )
-    datasets = frozenset(n for st in kept for n in assigned_names(st)) | {var}
-    return drop_queue_runners(new, wrapped.scope, initializer, datasets, loads)
-
-
-def _bare(code: str) -> str:
-    """A statement's code without the blank lines and comments above it."""
-    lines = code.splitlines()
-    while lines and (not lines[0].strip() or lines[0].lstrip().startswith("#")):
-        lines.pop(0)
-    return "\n".join(lines)
-
-
-def _spaced(statements: list, *, top: bool) -> list:
-    """At module level, two blank lines around each ``def`` (as a formatter would)."""
-    if not top:
-        return statements
-    two = [cst.EmptyLine(), cst.EmptyLine()]
-    out = []
-    after_def = False
-    for st in statements:
-        comments = [line for line in st.leading_lines if line.comment is not None]
-        if isinstance(st, cst.FunctionDef) or after_def:
-            st = st.with_changes(leading_lines=[*two, *comments])
-        after_def = isinstance(st, cst.FunctionDef)
-        out.append(st)
-    return out
 
 
 def map_lines(text: str, wrapped: Wrapped, copy_path: str, script_path: str) -> str:

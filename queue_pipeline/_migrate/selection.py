@@ -13,7 +13,7 @@ import ast
 import symtable
 from typing import Iterable
 
-__all__ = ["DEFINITIONS", "first_line", "names_read", "select"]
+__all__ = ["DEFINITIONS", "first_line", "names_read", "select", "set_up_for_others"]
 
 _FLAG_FUNCTIONS = frozenset(
     {
@@ -93,6 +93,19 @@ def select(
         if item is not None and id(item) not in keep_ids:
             skipped.append((item.lineno, item.end_lineno or item.lineno, _why_skipped(item)))
     return keep, skipped, needed
+
+
+def set_up_for_others(keep: list[ast.stmt], needed: set[str]) -> set[int]:
+    """The ids of the assignments in `keep` that set up no `needed` name: kept only for
+    the file's other functions (``script, first, second = argv`` that ``main`` reads),
+    so their failure need not fail the load."""
+    found = set()
+    for stmt in keep:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if not {_root(t) for t in targets for t in _target_parts(t)} & needed:
+                found.add(id(stmt))
+    return found
 
 
 def bound_names(stmt: ast.stmt) -> set[str]:

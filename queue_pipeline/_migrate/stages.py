@@ -1,4 +1,4 @@
-"""Pipeline stages of a migration: producers, readers, slices, joins and batching calls.
+"""Pipeline stages of a migration: producers, readers, slices and batching calls.
 
 Each legacy stage of a pipeline function becomes its tf.data lines (from
 :mod:`queue_pipeline._migrate.chains`); the per-record statements collected
@@ -9,7 +9,6 @@ or, where allowed, per batch (NOTE [ Batch-then-decode in migrated code ]).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 import libcst as cst
 import tensorflow as tf
@@ -18,22 +17,18 @@ import queue_pipeline
 from queue_pipeline import plan
 from queue_pipeline._migrate import chains, preloaded, vectorize
 from queue_pipeline._migrate.graph_checks import (
-    identical_copies,
     reads_in_lockstep,
     settings_fed,
 )
 from queue_pipeline._migrate.syntax import (
     assigned_names,
-    names_in,
     bare,
     bind_arguments,
     callee,
     parse_expression,
 )
 from queue_pipeline._migrate.base import (
-    BATCHING,
     PRODUCERS,
-    READS,
     State,
     Step,
     batch_params,
@@ -43,7 +38,7 @@ from queue_pipeline._migrate.base import (
     tensor_names,
     with_outer_values,
 )
-from queue_pipeline._migrate.lockstep import Lockstep
+from queue_pipeline._migrate.joins import Joins
 from queue_pipeline._migrate.trace import loader_count
 
 __all__ = ["Stages"]
@@ -52,10 +47,8 @@ __all__ = ["Stages"]
 _LARGE_CONSTANT_BYTES = 64 * 2**20
 
 
-class Stages(Lockstep):
+class Stages(Joins):
     """The stage rewrites (a mixin of the rewriter)."""
-
-    _block: Callable[..., list[str]]  # the rewriter's: rewrites a list of statements
 
     def _files(self, fn, stmt, read_call, state: State) -> str:
         for arg in read_call.args:  # the queue (a lifted reading method takes `self` first)
@@ -498,189 +491,3 @@ class Stages(Lockstep):
                     f"{fed[0]} when it is built: pass {fed[0]} as a Python number (or a "
                     "constant) to the function"
                 )  # fmt: skip
-
-    def join_copies_loop(self, fn, stmt: cst.For, state: State, depth: int):
-        """A loop making N copies of the per-record code for a join, as that code once.
-
-        NOTE [ Copies of the per-record code for a join ]
-        Inception-era input code preprocesses in N copies, each a thread of
-        the join::
-
-            images_and_labels = []
-            for thread_id in range(num_preprocess_threads):
-                image, label = parse_and_distort(example_serialized)
-                images_and_labels.append([image, label])
-            images, labels = tf.train.batch_join(images_and_labels, batch_size)
-
-        Every copy reads the same dequeue, so each record goes through one
-        copy: the records mapped by that code once, then ``batch`` with
-        ``num_threads=N`` (the join's threads; its order depends on them).
-        A copy that reads the loop's variable (preprocessing that differs by
-        thread) is refused. None if `stmt` is not such a loop.
-        """
-        body = list(stmt.body.body) if isinstance(stmt.body, cst.IndentedBlock) else []
-        last = body[-1].body[0] if body and isinstance(body[-1], cst.SimpleStatementLine) else None
-        call = last.value if isinstance(last, cst.Expr) else None
-        if not (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "append"
-            and isinstance(call.func.value, cst.Name)
-            and len(call.args) == 1
-            and fn.kind(call.func.value.value) == "record"
-        ):
-            return None
-        stages = set(PRODUCERS + BATCHING + READS) | {"slice_input_producer"}
-        if any(callee(c) in stages for c in self.calls_in(stmt)):
-            return None
-        if (
-            fn.role == "batch"
-            and isinstance(stmt.iter, cst.Name)
-            and state.element == [stmt.iter.value]
-            and not state.pending
-        ):  # NOTE [ A batching helper looping over the copies ]
-            return self._copies_parameter_loop(fn, stmt, body, call, state, depth)
-        loop_names = names_in(stmt.target)
-        reads_loop = bool(loop_names & set().union(*(names_in(s) for s in body)))
-        if reads_loop and not identical_copies(self.trace.nodes):
-            raise self.fail(
-                fn, stmt, f"each copy of the per-record code reads `{self.code(stmt.target)}` "
-                "(preprocessing that differs by thread); tf.data maps every record with one "
-                "function: make the choice from the record (or at random) and migrate that"
-            )  # fmt: skip
-        count = self.code(stmt.iter).strip()
-        match = re.fullmatch(r"range\((.+)\)", count)
-        out = self._block(fn, body[:-1], state, depth)
-        if reads_loop:  # every copy built the same ops: the first copy's value serves
-            first = "0" if match else f"next(iter({count}))"
-            out.insert(0, f"{'    ' * depth}{self.code(stmt.target)} = {first}\n")
-            self.differences.append(
-                f"{self.where(fn.line(stmt))}: the copies of the per-record code read "
-                f"`{self.code(stmt.target)}` but built the same ops (checked on the graph): "
-                f"the tf.data version runs it once with {self.code(stmt.target)} = {first}"
-            )
-        element = self._element_of(self.code(call.args[0].value))
-        self.copy_lists.add(call.func.value.value)
-        state.copies[call.func.value.value] = (
-            f"[{element}]",
-            match.group(1) if match else f"len({count})",
-        )
-        label = f"for ... in {count}: (copies for a join)"
-        self.steps.append(Step(fn.line(stmt), label, "the per-record code once"))
-        return out
-
-    def join_copies_comprehension(self, fn, stmt, comp: cst.ListComp, state: State) -> bool:
-        """``example_list = [tf.decode_csv(value, ...) for _ in range(n)]`` for a join:
-        N copies of per-record code on one read, as that code once (NOTE [ Copies of
-        the per-record code for a join ], the comprehension's form). False if `stmt`
-        is no such list (a copy that reads the loop's variable, one that builds a stage,
-        or no record read)."""
-        loop = comp.for_in
-        if loop.inner_for_in is not None or comp.for_in.ifs:
-            return False
-        stages = set(PRODUCERS + BATCHING + READS) | {"slice_input_producer"}
-        if any(callee(c) in stages for c in self.calls_in(comp.elt)):
-            return False
-        if names_in(loop.target) & names_in(comp.elt):
-            return False
-        if not any(fn.kind(n) == "record" for n in names_in(comp.elt)):
-            return False
-        (name,) = assigned_names(stmt) or ("",)
-        if not name:
-            return False
-        count = self.code(loop.iter).strip()
-        match = re.fullmatch(r"range\((.+)\)", count)
-        state.pending.append((stmt, ((comp, self.code(comp.elt)),)))
-        self.copy_lists.add(name)
-        state.copies[name] = (name, match.group(1) if match else f"len({count})")
-        label = f"[... for ... in {count}] (copies for a join)"
-        self.steps.append(Step(fn.line(stmt), label, "the per-record code once"))
-        return True
-
-    def _copies_parameter_loop(self, fn, stmt, body, call, state: State, depth: int) -> list[str]:
-        """``for image, caption in images_and_captions:`` in a batching helper.
-
-        NOTE [ A batching helper looping over the copies ]
-        im2txt's ``batch_with_dynamic_pad(images_and_captions, batch_size,
-        ...)`` takes the N copies' lists of its caller (NOTE [ Copies of the
-        per-record code for a join ]), loops over them computing per-record
-        values, appends each copy's list and joins them. Its version takes the
-        Dataset of one copy's values: the loop's target names one element, the
-        loop's body is per-record code mapped over the Dataset, and the join is
-        a ``batch`` of what the body appended.
-        """
-        target = stmt.target
-        names = (
-            [self.code(e.value) for e in target.elements]
-            if isinstance(target, (cst.Tuple, cst.List))
-            else [self.code(target)]
-        )
-        state.element = names
-        out = [f"{'    ' * depth}records = dataset\n"]  # the per-record code maps `records`
-        out += self._block(fn, body[:-1], state, depth)
-        element = self._element_of(self.code(call.args[0].value))
-        self.copy_lists.add(call.func.value.value)
-        state.copies[call.func.value.value] = (f"[{element}]", "")
-        label = f"for {self.code(target)} in {self.code(stmt.iter)}: (the copies' lists)"
-        self.steps.append(Step(fn.line(stmt), label, "per-record code mapped over the Dataset"))
-        return out
-
-    def _join_records(self, fn, stmt, call, args, state: State, depth: int) -> list[str]:
-        tensors = call.args[0].value if call.args and call.args[0].keyword is None else None
-        if tensors is None:
-            for a in call.args:
-                if a.keyword is not None and a.keyword.value == "tensors_list":
-                    tensors = a.value
-        if isinstance(tensors, cst.Name) and tensors.value in state.joined:
-            return []
-        if isinstance(tensors, cst.ListComp) and isinstance(tensors.elt, cst.Call):
-            return self._interleave(fn, stmt, tensors, state, depth)
-        raise self.fail(
-            fn, stmt, "the join's lists must be `[reader_helper(queue) for _ in range(n)]`"
-        )
-
-    def _interleave(self, fn, stmt, comp: cst.ListComp, state: State, depth: int) -> list[str]:
-        """N readers sharing one queue (``[read(queue) for _ in range(n)]``) as an interleave."""
-        pad = "    " * depth
-        elt = comp.elt
-        helper = self.helper_of(elt) if isinstance(elt, cst.Call) else None
-        if helper is None or helper.role != "record" or not isinstance(elt, cst.Call):
-            raise self.fail(fn, stmt, "the join's lists must come from one reading helper")
-        new, kind, reader_fn, extra, _ = self.record_helper(helper)
-        if helper.name in self.record_lockstep:
-            raise self.fail(fn, stmt, "parallel readers each reading several queues in lockstep")
-        if helper.name in self.record_keys:
-            raise self.fail(fn, stmt, "a reader's key read by one of several parallel readers")
-        queue = next(  # the first argument (after the object, for an object's method)
-            (
-                a.value
-                for a in elt.args
-                if isinstance(a.value, cst.Name) and a.value.value in state.queues
-            ),
-            None,
-        )
-        if not isinstance(queue, cst.Name):
-            raise self.fail(fn, stmt, "the helper must read from a producer of this function")
-        files = state.queues[queue.value]
-        count = self.code(comp.for_in.iter)
-        match = re.fullmatch(r"range\((.+)\)", count.strip())
-        readers = match.group(1) if match else f"len({count})"
-        mapped = new
-        if extra:
-            passed = ", ".join(self._extra_args(helper, elt, extra))
-            mapped = f"lambda value: {new}(value, {passed})"
-        self.steps.append(
-            Step(
-                fn.line(stmt),
-                f"{kind}.read x {readers} (in {helper.name})",
-                f"{files}.interleave({reader_fn}, cycle_length={readers}), "
-                f"then {new} in Dataset.map",
-            )
-        )
-        state.element = ["value"]
-        return [
-            f"{pad}records = {files}.interleave(\n",
-            f"{pad}    {reader_fn}, cycle_length={readers}, num_parallel_calls={chains.AUTOTUNE}\n",
-            f"{pad})\n",
-            f"{pad}records = records.map({mapped}, num_parallel_calls={chains.AUTOTUNE})\n",
-        ]

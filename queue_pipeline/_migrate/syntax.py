@@ -21,6 +21,7 @@ import libcst.matchers as m
 from queue_pipeline._migrate import chains
 
 __all__ = [
+    "registers_runner",
     "all_params",
     "assigned_names",
     "bare",
@@ -57,6 +58,19 @@ def callee(call: cst.Call) -> str:
     if isinstance(func, cst.Name):
         return func.value
     return ""
+
+
+def registers_runner(call: cst.Call) -> bool:
+    """Whether `call` makes or registers a QueueRunner: ``QueueRunner(...)``,
+    ``add_queue_runner(qr)`` or what that does, ``add_to_collection(
+    tf.GraphKeys.QUEUE_RUNNERS, qr)``."""
+    name = callee(call)
+    if name in ("QueueRunner", "add_queue_runner"):
+        return True
+    if name != "add_to_collection" or not call.args:
+        return False
+    key = cst.Module([]).code_for_node(call.args[0].value)
+    return key.endswith("QUEUE_RUNNERS") or key.strip("'\"") == "queue_runners"
 
 
 class _NameCollector(cst.CSTVisitor):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import os
 import sys
 import types
@@ -34,7 +33,15 @@ import tensorflow as tf
 from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._migrate import loading
-from queue_pipeline._migrate.loading import MigrateError
+from queue_pipeline._migrate.arguments import (
+    GraphCall,
+    call_arguments,
+    graph_defaults,
+    has,
+    parse_call,
+    spell,
+)
+from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 from queue_pipeline._rebuild import graph_model
 from queue_pipeline._rebuild.walk import Walker
 from queue_pipeline.errors import NotRebuildableError
@@ -53,6 +60,7 @@ __all__ = [
 
 _API = "queue-pipeline migrate"
 _READ_SUFFIXES = (".read", ".read_up_to")
+PRODUCERS = plan.PRODUCER_KINDS
 
 
 @dataclasses.dataclass
@@ -123,37 +131,15 @@ def loader_count(outputs: Any) -> int:
     return count if count < len(outputs) else 0
 
 
-def attribute(value: Any, name: str) -> Any:
-    """``getattr(value, name)``, or None where the access raises anything (see :func:`_has`)."""
-    try:
-        return getattr(value, name)
-    except Exception:  # noqa: BLE001 - the user's object, whatever it raised
-        return None
-
-
-def _has(value: Any, name: str) -> bool:
-    """``hasattr`` for the user's objects: an attribute whose access raises anything is absent.
-
-    ``hasattr`` lets every exception but AttributeError through; a closed
-    image file, a lazy proxy or a handle to a finished resource raises
-    ValueError, RuntimeError or OSError instead.
-    """
-    try:
-        getattr(value, name)
-    except Exception:  # noqa: BLE001 - the object is not a pipeline stage, whatever it raised
-        return False
-    return True
-
-
 def _kind(t: Trace, value: Any, seen: set[int]) -> str:
     if id(value) in seen:
         return "plain"
     seen.add(id(value))
     if isinstance(value, (type, types.ModuleType)) or callable(value):
         return "plain"
-    if _has(value, "queue_ref"):
+    if has(value, "queue_ref"):
         return "queue"
-    if _has(value, "reader_ref"):
+    if has(value, "reader_ref"):
         return "reader"
     if isinstance(value, (tf.Tensor, tf.SparseTensor)):
         names = {c.name for c in graph_facts.components(value)}
@@ -166,7 +152,7 @@ def _kind(t: Trace, value: Any, seen: set[int]) -> str:
         parts = list(value)
     elif isinstance(value, dict):
         parts = list(value.values())
-    elif _has(value, "__dict__") and isinstance(getattr(value, "__dict__", None), dict):
+    elif has(value, "__dict__") and isinstance(getattr(value, "__dict__", None), dict):
         parts = list(vars(value).values())
     else:
         return "plain"
@@ -220,98 +206,8 @@ def read_source(path: str) -> tuple[str, str]:
 
 def graph_of(outputs: Any) -> tf.Graph:
     """The graph of the first tensor in `outputs` (a new, empty graph if none)."""
-    leaves = [t for t in tf.nest.flatten(outputs, expand_composites=True) if _has(t, "graph")]
+    leaves = [t for t in tf.nest.flatten(outputs, expand_composites=True) if has(t, "graph")]
     return leaves[0].graph if leaves else tf.Graph()
-
-
-@dataclasses.dataclass(frozen=True)
-class GraphCall:
-    """`--call` arguments that build graph objects (``tf.compat.v1.TFRecordReader()``).
-
-    Such an argument cannot be made once and for all: eagerly it fails, and
-    made in one graph it cannot be used in another. The call is evaluated
-    again in each graph the function runs in (the trace, each side of the
-    proof).
-    """
-
-    module: types.ModuleType
-    call: str
-
-    def arguments(self) -> tuple[tuple, dict]:
-        """The arguments, made in the current default graph."""
-        return parse_call(self.module, self.call)
-
-
-def call_arguments(
-    module: types.ModuleType, call: str | None
-) -> tuple[tuple, dict, GraphCall | None]:
-    """`--call`'s arguments, or ``((), {}, GraphCall)`` when they hold graph objects.
-
-    The call is evaluated once in a graph of its own: a reader, queue or
-    tensor it makes belongs to a graph and is made again in each graph that
-    runs the function (:class:`GraphCall`); plain values are used as they are.
-
-    Raises:
-      MigrateError: the arguments cannot be evaluated.
-    """
-    with tf.Graph().as_default():
-        args, kwargs = parse_call(module, call)
-    if any(_graph_bound(v) for v in tf.nest.flatten((list(args), kwargs))):
-        return (), {}, GraphCall(module, call or "")
-    return args, kwargs, None
-
-
-def _graph_bound(value: Any, depth: int = 0) -> bool:
-    """Whether `value` belongs to a graph (a tensor, an op, a reader or queue object), or is
-    an object whose attributes do (a class whose constructor built tensors)."""
-    if isinstance(value, type):
-        return False
-    if any(_has(value, a) for a in ("graph", "reader_ref", "queue_ref")):
-        return True
-    attributes = getattr(value, "__dict__", None) if depth == 0 else None
-    if not isinstance(attributes, dict):
-        return False
-    return any(_graph_bound(v, 1) for v in tf.nest.flatten(list(attributes.values())))
-
-
-def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]:
-    """The positional and keyword arguments that `call` (``"'a.csv', 2, num_epochs=1"``) spells.
-
-    The expressions are evaluated in the module's namespace, so they may name
-    its constants.
-    """
-    if not call:
-        return (), {}
-
-    def capture(*args, **kwargs):
-        return args, kwargs
-
-    from queue_pipeline._scripts.install import install  # noqa: PLC0415 - no cycle at import
-
-    namespace = dict(vars(module))
-    namespace["__qp_capture__"] = capture
-    try:
-        code = compile(f"__qp_capture__({call})", "<--call>", "eval")
-    except SyntaxError as e:
-        raise MigrateError(
-            f"{_API}: `--call` {call!r} is not a valid argument list ({e.msg}). Fix: write "
-            "the arguments as in a Python call, e.g. --call \"'train.csv', 32\"."
-        ) from e
-    try:
-        # Under install(), as the call itself runs: a reader class passed in
-        # (`reader=tf.compat.v1.TFRecordReader`) is queue_pipeline's, which
-        # records its stage.
-        with install():
-            return eval(code, namespace)  # noqa: S307 - the user's own arguments
-    except Exception as e:  # noqa: BLE001
-        raise MigrateError(
-            f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}: {e}. Fix: "
-            + loading.fix_for(
-                e,
-                "pass arguments that can be computed here (files that exist, names of the module)",
-            )
-            + "."
-        ) from e
 
 
 @contextlib.contextmanager
@@ -343,7 +239,7 @@ def _recording(path: str, calls: dict) -> Iterator[None]:
 
 def _first_op(node: plan.PlanNode) -> tf.Operation | None:
     for out in node.outputs:
-        op = graph_facts.queue_op(out) if _has(out, "queue_ref") else getattr(out, "op", None)
+        op = graph_facts.queue_op(out) if has(out, "queue_ref") else getattr(out, "op", None)
         if op is not None:
             return op
     return None
@@ -403,9 +299,9 @@ def trace(
     except MigrateError:
         raise
     except Exception as e:  # noqa: BLE001 - the user's function failed
-        usual = _graph_defaults(fn, args, kwargs) or "pass arguments that run (--call)"
+        usual = graph_defaults(fn, args, kwargs) or "pass arguments that run (--call)"
         raise MigrateError(
-            f"{_API}: calling {function}({_spell(args, kwargs)}) failed"
+            f"{_API}: calling {function}({spell(args, kwargs)}) failed"
             f"{loading.raised_at(e, real)}: {type(e).__name__}: {str(e).rstrip('.')}. Fix: "
             f"{loading.fix_for(e, usual)}."
         ) from e
@@ -436,10 +332,11 @@ def trace(
                 "the thread's loop as a generator for tf.data.Dataset.from_generator (then "
                 ".padded_batch), or migrate a function that reads its files with a reader."
             )
-        raise MigrateError(
+        raise NoPipelineError(
             f"{_API}: {function}() in {real} builds no queue pipeline (nothing it returns "
             "comes from a producer, reader or batching call). Fix: name the function that "
-            "returns the pipeline's tensors."
+            "returns the pipeline's tensors.",
+            function,
         )
     sites = {n.index: _frames(_first_op(n), real) for n in nodes}
     reader_sites = {}
@@ -485,70 +382,6 @@ def _fed_from_python(outputs) -> tf.Operation | None:
     return None
 
 
-def _graph_defaults(fn, args, kwargs) -> str:
-    """The fix when `fn` was called with a default that is a tensor made at import.
-
-    A parameter's default made as ``tf.constant(16)`` belongs to the graph the
-    module was imported in; migrate calls the function in a graph of its own
-    (each side of the proof too), where that tensor cannot be used.
-    """
-    try:
-        parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return ""
-    passed = set(list(kwargs or {}))
-    passed |= {p.name for p in parameters[: len(args)]}
-    tensors = [
-        p
-        for p in parameters
-        if p.name not in passed and isinstance(p.default, (tf.Tensor, tf.Variable))
-    ]
-    if not tensors:
-        return ""
-    value = None
-    with contextlib.suppress(Exception):  # a constant's value, for the example
-        value = tf.get_static_value(tensors[0].default)
-    example = f"{tensors[0].name}={value.tolist() if value is not None else 'VALUE'}"
-    return (
-        f"the default of {', '.join(p.name for p in tensors)} is a tensor made when the file "
-        f"was imported, in another graph: pass a value with --call (e.g. --call "
-        f"'{example}'), or make the default a plain value"
-    )
-
-
-def import_constants(fn, args: tuple, kwargs: dict) -> dict:
-    """The parameters of `fn` left to a constant tensor default, with the constants' values.
-
-    NOTE [ A default made at import ]
-    cinc2017 writes ``FLAGS.batch_size = tf.constant(16)`` at module level and
-    ``def get_batch_producer(batch_size=FLAGS.batch_size)``: the program builds
-    everything in the one graph that was default at import. Migrate calls the
-    function in graphs of its own (the trace, each side of the proof), where
-    that tensor cannot be used, so a constant default is passed as its value,
-    alike on both sides; the migrated code keeps the default as written. A
-    default whose value is not constant (a variable) still fails, with the
-    fix (:func:`_graph_defaults`).
-    """
-    try:
-        parameters = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return {}
-    passed = set(kwargs) | {p.name for p in parameters[: len(args)]}
-    values = {}
-    for p in parameters:
-        if p.name in passed or not isinstance(p.default, tf.Tensor):
-            continue
-        with contextlib.suppress(Exception):
-            value = tf.get_static_value(p.default)
-            if value is not None:
-                values[p.name] = value.tolist() if hasattr(value, "tolist") else value
-    return values
-
-
-def _spell(args, kwargs) -> str:
-    return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()])
-
-
 def _own_queues(graph: tf.Graph, nodes) -> dict:
     """The queues runners fill with records that no stage built (the function's own).
 
@@ -567,7 +400,7 @@ def _own_queues(graph: tf.Graph, nodes) -> dict:
         op.name
         for n in nodes
         for out in n.outputs
-        if _has(out, "queue_ref") and (op := graph_facts.queue_op(out)) is not None
+        if has(out, "queue_ref") and (op := graph_facts.queue_op(out)) is not None
     }
     own: dict[tf.Operation, list[tf.Operation]] = {}
     for qr in graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
@@ -616,9 +449,11 @@ def _classify(nodes, outputs, own=None) -> tuple[set[str], set[str]]:
     batching = [n for n in nodes if n.kind in plan.BATCHING_KINDS]
     batch: set[str] = set()
     frontier = [t for n in batching for out in n.outputs for t in _components(out)]
+    # rows a producer's queue hands out n at a time (``names = queue.dequeue_many(n)``)
+    producers = [graph_facts.queue_op(n.outputs[0]) for n in nodes if n.kind in PRODUCERS]
     frontier += [
         t
-        for queue_op in own
+        for queue_op in [*own, *(q for q in producers if q is not None)]
         for d in _dequeues(queue_op)
         if d.type in graph_facts.BATCHED_DEQUEUE_OPS
         for t in d.outputs

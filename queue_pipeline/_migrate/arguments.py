@@ -1,0 +1,210 @@
+"""The arguments migrate calls the user's function with, and safe looks at the user's objects.
+
+``--call`` is evaluated in the module's namespace under
+:func:`queue_pipeline.install` (:func:`parse_call`); arguments that belong to a
+graph (a reader, a queue, a tensor) are made again in each graph the function
+runs in (:class:`GraphCall`); a parameter left to a constant tensor default
+made at import is passed its value (:func:`import_constants`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import types
+from typing import Any
+
+import tensorflow as tf
+
+from queue_pipeline._migrate import loading
+from queue_pipeline._migrate.loading import MigrateError
+
+__all__ = [
+    "GraphCall",
+    "attribute",
+    "call_arguments",
+    "graph_defaults",
+    "has",
+    "import_constants",
+    "parse_call",
+    "spell",
+]
+
+_API = "queue-pipeline migrate"
+
+
+def attribute(value: Any, name: str) -> Any:
+    """``getattr(value, name)``, or None where the access raises anything (see :func:`has`)."""
+    try:
+        return getattr(value, name)
+    except Exception:  # noqa: BLE001 - the user's object, whatever it raised
+        return None
+
+
+def has(value: Any, name: str) -> bool:
+    """``hasattr`` for the user's objects: an attribute whose access raises anything is absent.
+
+    ``hasattr`` lets every exception but AttributeError through; a closed
+    image file, a lazy proxy or a handle to a finished resource raises
+    ValueError, RuntimeError or OSError instead.
+    """
+    try:
+        getattr(value, name)
+    except Exception:  # noqa: BLE001 - the object is not a pipeline stage, whatever it raised
+        return False
+    return True
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphCall:
+    """`--call` arguments that build graph objects (``tf.compat.v1.TFRecordReader()``).
+
+    Such an argument cannot be made once and for all: eagerly it fails, and
+    made in one graph it cannot be used in another. The call is evaluated
+    again in each graph the function runs in (the trace, each side of the
+    proof).
+    """
+
+    module: types.ModuleType
+    call: str
+
+    def arguments(self) -> tuple[tuple, dict]:
+        """The arguments, made in the current default graph."""
+        return parse_call(self.module, self.call)
+
+
+def call_arguments(
+    module: types.ModuleType, call: str | None
+) -> tuple[tuple, dict, GraphCall | None]:
+    """`--call`'s arguments, or ``((), {}, GraphCall)`` when they hold graph objects.
+
+    The call is evaluated once in a graph of its own: a reader, queue or
+    tensor it makes belongs to a graph and is made again in each graph that
+    runs the function (:class:`GraphCall`); plain values are used as they are.
+
+    Raises:
+      MigrateError: the arguments cannot be evaluated.
+    """
+    with tf.Graph().as_default():
+        args, kwargs = parse_call(module, call)
+    if any(_graph_bound(v) for v in tf.nest.flatten((list(args), kwargs))):
+        return (), {}, GraphCall(module, call or "")
+    return args, kwargs, None
+
+
+def _graph_bound(value: Any, depth: int = 0) -> bool:
+    """Whether `value` belongs to a graph (a tensor, an op, a reader or queue object), or is
+    an object whose attributes do (a class whose constructor built tensors)."""
+    if isinstance(value, type):
+        return False
+    if any(has(value, a) for a in ("graph", "reader_ref", "queue_ref")):
+        return True
+    attributes = getattr(value, "__dict__", None) if depth == 0 else None
+    if not isinstance(attributes, dict):
+        return False
+    return any(_graph_bound(v, 1) for v in tf.nest.flatten(list(attributes.values())))
+
+
+def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]:
+    """The positional and keyword arguments that `call` (``"'a.csv', 2, num_epochs=1"``) spells.
+
+    The expressions are evaluated in the module's namespace, so they may name
+    its constants.
+    """
+    if not call:
+        return (), {}
+
+    def capture(*args, **kwargs):
+        return args, kwargs
+
+    from queue_pipeline._scripts.install import install  # noqa: PLC0415 - no cycle at import
+
+    namespace = dict(vars(module))
+    namespace["__qp_capture__"] = capture
+    try:
+        code = compile(f"__qp_capture__({call})", "<--call>", "eval")
+    except SyntaxError as e:
+        raise MigrateError(
+            f"{_API}: `--call` {call!r} is not a valid argument list ({e.msg}). Fix: write "
+            "the arguments as in a Python call, e.g. --call \"'train.csv', 32\"."
+        ) from e
+    try:
+        # Under install(), as the call itself runs: a reader class passed in
+        # (`reader=tf.compat.v1.TFRecordReader`) is queue_pipeline's, which
+        # records its stage.
+        with install():
+            return eval(code, namespace)  # noqa: S307 - the user's own arguments
+    except Exception as e:  # noqa: BLE001
+        raise MigrateError(
+            f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}: {e}. Fix: "
+            + loading.fix_for(
+                e,
+                "pass arguments that can be computed here (files that exist, names of the module)",
+            )
+            + "."
+        ) from e
+
+
+def graph_defaults(fn, args, kwargs) -> str:
+    """The fix when `fn` was called with a default that is a tensor made at import.
+
+    A parameter's default made as ``tf.constant(16)`` belongs to the graph the
+    module was imported in; migrate calls the function in a graph of its own
+    (each side of the proof too), where that tensor cannot be used.
+    """
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return ""
+    passed = set(list(kwargs or {}))
+    passed |= {p.name for p in parameters[: len(args)]}
+    tensors = [
+        p
+        for p in parameters
+        if p.name not in passed and isinstance(p.default, (tf.Tensor, tf.Variable))
+    ]
+    if not tensors:
+        return ""
+    value = None
+    with contextlib.suppress(Exception):  # a constant's value, for the example
+        value = tf.get_static_value(tensors[0].default)
+    example = f"{tensors[0].name}={value.tolist() if value is not None else 'VALUE'}"
+    return (
+        f"the default of {', '.join(p.name for p in tensors)} is a tensor made when the file "
+        f"was imported, in another graph: pass a value with --call (e.g. --call "
+        f"'{example}'), or make the default a plain value"
+    )
+
+
+def import_constants(fn, args: tuple, kwargs: dict) -> dict:
+    """The parameters of `fn` left to a constant tensor default, with the constants' values.
+
+    NOTE [ A default made at import ]
+    cinc2017 writes ``FLAGS.batch_size = tf.constant(16)`` at module level and
+    ``def get_batch_producer(batch_size=FLAGS.batch_size)``: the program builds
+    everything in the one graph that was default at import. Migrate calls the
+    function in graphs of its own (the trace, each side of the proof), where
+    that tensor cannot be used, so a constant default is passed as its value,
+    alike on both sides; the migrated code keeps the default as written. A
+    default whose value is not constant (a variable) still fails, with the
+    fix (:func:`graph_defaults`).
+    """
+    try:
+        parameters = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    passed = set(kwargs) | {p.name for p in parameters[: len(args)]}
+    values = {}
+    for p in parameters:
+        if p.name in passed or not isinstance(p.default, tf.Tensor):
+            continue
+        with contextlib.suppress(Exception):
+            value = tf.get_static_value(p.default)
+            if value is not None:
+                values[p.name] = value.tolist() if hasattr(value, "tolist") else value
+    return values
+
+
+def spell(args, kwargs) -> str:
+    return ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in (kwargs or {}).items()])
