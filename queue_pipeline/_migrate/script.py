@@ -50,7 +50,6 @@ report are the file's own.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import os
 import re
@@ -61,6 +60,7 @@ import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API, BATCHING, PRODUCERS, READER_CLASSES
+from queue_pipeline._migrate.script_reads import makes_tensors, needed_before, read_before_assigned
 from queue_pipeline._migrate.syntax import assigned_names, callee, names_in, string_lines
 from queue_pipeline._migrate.trace import MigrateError
 
@@ -410,7 +410,7 @@ def wrap(
     loads = _variable_loads(after, assigned)
     if names is None:
         rest = [s for s in after if loads is None or not any(s is x for x in loads[1])]
-        names = [n for n in _read_before_assigned(rest) if n in assigned]
+        names = [n for n in read_before_assigned(rest) if n in assigned]
         if fn is None:  # a script's batches are its module's names (another module imports them)
             made = [n for s in region if _calls(s) & batchers for n in assigned_names(s)]
             names += [n for n in dict.fromkeys(made) if n not in names]
@@ -443,8 +443,8 @@ def wrap(
         if not has_session_code(s) and not _calls(s) & {"run", "eval"}  # they need a session
     ]
     if fn is None:  # module-level tensors the region reads: made again in the traced graph
-        before = [s for s in prologue_stmts if _makes_tensors(s, module)] + before
-    before = _needed(before, region)
+        before = [s for s in prologue_stmts if makes_tensors(s, module)] + before
+    before = needed_before(before, region)
     body, body_lines = _render(before + region, unit, positions)
     returned = ", ".join(names)
     loader = ""
@@ -477,98 +477,6 @@ def wrap(
         text, names, lines, (first, last), indent, unit, function, lead,
         prologue.count("\n"), before, kept,
     )  # fmt: skip
-
-
-def _makes_tensors(stmt: cst.CSTNode, module: cst.Module) -> bool:
-    """Whether `stmt` assigns what a TensorFlow call returns (``x = tf.range(1, 10)``): a
-    tensor of the graph the file builds at import, not of the graph a trace runs in."""
-    simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-    if not isinstance(simple, cst.Assign):
-        return False
-    aliases = {
-        (a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else "tf")
-        for s in module.body
-        if isinstance(s, cst.SimpleStatementLine)
-        for b in s.body
-        if isinstance(b, cst.Import)
-        for a in b.names
-        if cst.Module([]).code_for_node(a.name).split(".")[0] == "tensorflow"
-    }
-    code = cst.Module([]).code_for_node
-    return any(
-        code(c.func).split(".")[0] in aliases and ".flags" not in code(c.func)
-        for c in m.findall(simple.value, m.Call())
-        if isinstance(c, cst.Call)
-    )
-
-
-def _read_before_assigned(statements: list) -> list[str]:
-    """The names `statements` read, in order, before one of them assigns the name again:
-    what they read of the code above them.
-
-    An assignment reads its value (and the objects of subscript or attribute
-    targets) before it binds its names: a second pipeline's ``_, serialized =
-    reader.read(q_test)`` binds ``serialized`` before the rest reads it. A compound
-    statement reads a name it names more often than it assigns it (``_`` only
-    assigned in a loop is not read).
-    """
-    bound: set[str] = set()
-    out: list[str] = []
-    for stmt in statements:
-        simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-        if isinstance(simple, (cst.Assign, cst.AnnAssign)) and simple.value is not None:
-            targets = (
-                [t.target for t in simple.targets]
-                if isinstance(simple, cst.Assign)
-                else [simple.target]
-            )
-            plain = [
-                e.value if isinstance(e, cst.Element) else e
-                for t in targets
-                for e in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t])
-            ]
-            reads = names_in(simple.value).union(
-                *(names_in(t) for t in plain if not isinstance(t, (cst.Name, cst.StarredElement)))
-            )
-            binds = {t.value for t in plain if isinstance(t, cst.Name)}
-        else:
-            names = names_in(stmt)
-            seen = collections.Counter(
-                n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)
-            )
-            stored = collections.Counter(assigned_names(stmt))
-            reads = {n for n in names if seen[n] > stored[n]}
-            binds = set(stored)
-        order = [  # in the order they appear: the pipeline returns them so
-            n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)
-        ]
-        out += [n for n in order if n in reads and n not in bound]
-        bound |= binds
-    return list(dict.fromkeys(out))
-
-
-def _needed(before: list, region: list) -> list:
-    """The statements of `before` the region needs: those assigning what it reads
-    (through one another), and those assigning nothing that read only what is kept
-    (a seed, a log level). The model an earlier pipeline fed is not run to trace a
-    later one (NOTE [ Several pipelines in one function ])."""
-    needed = set().union(*(names_in(s) for s in region))
-    keep = set()
-    for k in range(len(before) - 1, -1, -1):
-        targets = set(assigned_names(before[k]))
-        if not targets or targets & needed:
-            keep.add(k)
-            needed |= names_in(before[k])
-    dropped: set[str] = set()
-    kept = []
-    for k, stmt in enumerate(before):
-        targets = set(assigned_names(stmt))
-        if k in keep and (targets or not names_in(stmt) & dropped):
-            kept.append(stmt)
-            dropped -= targets
-        else:
-            dropped |= targets
-    return kept
 
 
 def map_lines(text: str, wrapped: Wrapped, copy_path: str, script_path: str) -> str:

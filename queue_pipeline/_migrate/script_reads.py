@@ -1,0 +1,110 @@
+"""What the code around a script's pipeline reads and needs (see script.py's module doc).
+
+The region :func:`~queue_pipeline._migrate.script.wrap` cuts out returns the
+names the code after it reads of it (:func:`read_before_assigned`), and runs
+after the statements before it that it needs (:func:`needed_before`), module
+level tensors included (:func:`makes_tensors`).
+"""
+
+from __future__ import annotations
+
+import collections
+
+import libcst as cst
+import libcst.matchers as m
+
+from queue_pipeline._migrate.syntax import assigned_names, names_in
+
+__all__ = ["makes_tensors", "needed_before", "read_before_assigned"]
+
+
+def makes_tensors(stmt: cst.CSTNode, module: cst.Module) -> bool:
+    """Whether `stmt` assigns what a TensorFlow call returns (``x = tf.range(1, 10)``): a
+    tensor of the graph the file builds at import, not of the graph a trace runs in."""
+    simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+    if not isinstance(simple, cst.Assign):
+        return False
+    aliases = {
+        (a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else "tf")
+        for s in module.body
+        if isinstance(s, cst.SimpleStatementLine)
+        for b in s.body
+        if isinstance(b, cst.Import)
+        for a in b.names
+        if cst.Module([]).code_for_node(a.name).split(".")[0] == "tensorflow"
+    }
+    code = cst.Module([]).code_for_node
+    return any(
+        code(c.func).split(".")[0] in aliases and ".flags" not in code(c.func)
+        for c in m.findall(simple.value, m.Call())
+        if isinstance(c, cst.Call)
+    )
+
+
+def read_before_assigned(statements: list) -> list[str]:
+    """The names `statements` read, in order, before one of them assigns the name again:
+    what they read of the code above them.
+
+    An assignment reads its value (and the objects of subscript or attribute
+    targets) before it binds its names: a second pipeline's ``_, serialized =
+    reader.read(q_test)`` binds ``serialized`` before the rest reads it. A compound
+    statement reads a name it names more often than it assigns it (``_`` only
+    assigned in a loop is not read).
+    """
+    bound: set[str] = set()
+    out: list[str] = []
+    for stmt in statements:
+        simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if isinstance(simple, (cst.Assign, cst.AnnAssign)) and simple.value is not None:
+            targets = (
+                [t.target for t in simple.targets]
+                if isinstance(simple, cst.Assign)
+                else [simple.target]
+            )
+            plain = [
+                e.value if isinstance(e, cst.Element) else e
+                for t in targets
+                for e in (t.elements if isinstance(t, (cst.Tuple, cst.List)) else [t])
+            ]
+            reads = names_in(simple.value).union(
+                *(names_in(t) for t in plain if not isinstance(t, (cst.Name, cst.StarredElement)))
+            )
+            binds = {t.value for t in plain if isinstance(t, cst.Name)}
+        else:
+            names = names_in(stmt)
+            seen = collections.Counter(
+                n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)
+            )
+            stored = collections.Counter(assigned_names(stmt))
+            reads = {n for n in names if seen[n] > stored[n]}
+            binds = set(stored)
+        order = [  # in the order they appear: the pipeline returns them so
+            n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)
+        ]
+        out += [n for n in order if n in reads and n not in bound]
+        bound |= binds
+    return list(dict.fromkeys(out))
+
+
+def needed_before(before: list, region: list) -> list:
+    """The statements of `before` the region needs: those assigning what it reads
+    (through one another), and those assigning nothing that read only what is kept
+    (a seed, a log level). The model an earlier pipeline fed is not run to trace a
+    later one (NOTE [ Several pipelines in one function ])."""
+    needed = set().union(*(names_in(s) for s in region))
+    keep = set()
+    for k in range(len(before) - 1, -1, -1):
+        targets = set(assigned_names(before[k]))
+        if not targets or targets & needed:
+            keep.add(k)
+            needed |= names_in(before[k])
+    dropped: set[str] = set()
+    kept = []
+    for k, stmt in enumerate(before):
+        targets = set(assigned_names(stmt))
+        if k in keep and (targets or not names_in(stmt) & dropped):
+            kept.append(stmt)
+            dropped -= targets
+        else:
+            dropped |= targets
+    return kept
