@@ -7,7 +7,7 @@ from setuptools import find_packages, setup
 
 HERE = pathlib.Path(__file__).parent
 VERSION = re.search(
-    r'^__version__ = "([^"]+)"', (HERE / "queue_pipeline" / "__init__.py").read_text(), re.M
+    r'^__version__ = "([^"]+)"', (HERE / "queue_pipeline" / "_version.py").read_text(), re.M
 ).group(1)
 
 setup(
@@ -22,6 +22,9 @@ setup(
     packages=find_packages(include=["queue_pipeline", "queue_pipeline.*"]),
     # py.typed: the package's annotations are meant for type checkers (PEP 561).
     package_data={"queue_pipeline": ["py.typed"]},
+    # CI runs the full suite on 3.11 (.ci/run) and the quick suite on both ends,
+    # 3.10 with the oldest TensorFlow (.ci/oldest-tf) and 3.13 with the newest
+    # (.ci/newest-python).
     python_requires=">=3.10",
     # No TensorFlow here: like TensorFlow Probability and TensorFlow Datasets,
     # the package runs on whichever TensorFlow distribution the user has
@@ -35,8 +38,8 @@ setup(
     # formatting (the standard library's ast drops both).
     install_requires=["numpy", "libcst>=1.0"],
     extras_require={
-        # The supported TensorFlow range (CI tests its two ends: .ci/run and
-        # .ci/oldest-tf); one extra per distribution.
+        # The supported TensorFlow range (CI tests its two ends: .ci/oldest-tf,
+        # and .ci/run and .ci/newest-python); one extra per distribution.
         "tensorflow": ["tensorflow>=2.16"],
         "tensorflow-cpu": ["tensorflow-cpu>=2.16"],
         # pytest-timeout: the suite's global per-test timeout, so that a

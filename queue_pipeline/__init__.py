@@ -11,7 +11,7 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from queue_pipeline._version import __version__ as __version__
 
 # NOTE [ A package that imports nothing until used ]
 # ``import queue_pipeline`` imports neither TensorFlow nor pytest: each public

@@ -6,19 +6,20 @@ a QueueRunner made here lives in the standard ``"queue_runners"`` collection
 and is started by ``MonitoredTrainingSession``, ``Supervisor`` and TF's own
 ``start_queue_runners``; :func:`start_queue_runners` here starts any object in
 the collection that has ``create_threads`` (TF's runners, tf-slim's).
+What defines a runner (its arguments, its ``QueueRunnerDef``) is
+:mod:`queue_pipeline._runner_def`'s; :class:`BridgeRunner` is the dataset
+engine's runner (NOTE [ Queues filled from tf.data ] in ``_engine/bridge.py``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tensorflow as tf
-from tensorflow.core.protobuf import queue_runner_pb2
 
+from queue_pipeline import _runner_def
 from queue_pipeline._core import compat as _compat
 from queue_pipeline._diagnostics import traps as _diagnostics
 from queue_pipeline._diagnostics import locate as _locate
@@ -27,10 +28,6 @@ from queue_pipeline._diagnostics import tails as _tails
 from queue_pipeline._core import settings as _settings
 from queue_pipeline._core.compat import QUEUE_RUNNERS, logger
 from queue_pipeline._core.graph import queue_op_name
-
-# The graph's collection of runners, started together: its own module, re-exported here.
-from queue_pipeline._runners_started import add_queue_runner as add_queue_runner
-from queue_pipeline._runners_started import start_queue_runners as start_queue_runners
 
 if TYPE_CHECKING:
     from typing import Sequence
@@ -55,38 +52,6 @@ __all__ = ["QueueRunner", "add_queue_runner", "start_queue_runners"]
 # blocked forever. Threads that end through another error or a stop request
 # never close the queue; with a Coordinator the cancel unblocks consumers,
 # without one the consumer keeps waiting (TF 1.x's contract).
-
-
-def _error_codes() -> dict[int, type]:
-    """Maps TF error codes to their tf.errors exception classes."""
-    table = {}
-    for attr in dir(tf.errors):
-        cls = getattr(tf.errors, attr)
-        if (
-            isinstance(cls, type)
-            and issubclass(cls, tf.errors.OpError)
-            and cls is not tf.errors.OpError
-        ):
-            table[cls(None, None, "").error_code] = cls
-    return table
-
-
-_CODE_TO_ERROR = _error_codes()
-
-
-def _strip_scope(name: str, scope: str | None) -> str:
-    if not scope:
-        return name
-    prefix = scope.rstrip("/") + "/"
-    return name[len(prefix) :] if name.startswith(prefix) else name
-
-
-def _prepend_scope(name: str, scope: str | None) -> str:
-    return f"{scope.rstrip('/')}/{name}" if scope else name
-
-
-def _missing(value) -> bool:
-    return value is None or (isinstance(value, (list, tuple)) and not value)
 
 
 class QueueRunner:
@@ -142,73 +107,26 @@ class QueueRunner:
     ) -> None:
         _compat.require_graph("QueueRunner")
         if queue_runner_def:
-            if not _missing(queue) or not _missing(enqueue_ops):
-                raise ValueError(
-                    "QueueRunner: queue_runner_def and queue are mutually "
-                    "exclusive; pass either a QueueRunnerDef or `queue` and "
-                    "`enqueue_ops`."
-                )
-            self._init_from_proto(queue_runner_def, import_scope)
+            fields = _runner_def.fields_from_proto(
+                queue_runner_def, import_scope, queue, enqueue_ops
+            )
         else:
-            self._init_from_args(
+            fields = _runner_def.fields_from_args(
                 queue, enqueue_ops, close_op, cancel_op, queue_closed_exception_types
             )
+        # `_queue_closed_exception_types`: the attribute name of TF's QueueRunner,
+        # which TF's registered meta-graph exporter reads from any runner.
+        (
+            self._queue,
+            self._enqueue_ops,
+            self._close_op,
+            self._cancel_op,
+            self._queue_closed_exception_types,
+        ) = fields
         self._lock = threading.Lock()
         # Session -> number of this runner's enqueue threads not yet finished.
         self._runs_per_session: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._exceptions_raised: list[BaseException] = []
-
-    def _init_from_args(self, queue, enqueue_ops, close_op, cancel_op, closed_types):
-        if _missing(queue) or _missing(enqueue_ops):
-            raise ValueError(
-                "QueueRunner: Must provide queue and enqueue_ops; got "
-                f"queue={queue!r}, enqueue_ops={enqueue_ops!r}."
-            )
-        if closed_types is not None:
-            valid = (
-                isinstance(closed_types, tuple)
-                and closed_types
-                and all(
-                    isinstance(t, type) and issubclass(t, tf.errors.OpError) for t in closed_types
-                )
-            )
-            if not valid:
-                raise TypeError(
-                    "QueueRunner: `queue_closed_exception_types`, when provided, "
-                    "must be a non-empty tuple of tf.error types (subclasses of "
-                    f"tf.errors.OpError), but saw: {closed_types!r}. Example: "
-                    "(tf.errors.OutOfRangeError, tf.errors.CancelledError)."
-                )
-        self._queue = queue
-        self._enqueue_ops = enqueue_ops
-        self._close_op = close_op if close_op is not None else queue.close()
-        self._cancel_op = (
-            cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
-        )
-        # Attribute name shared with TF's QueueRunner: TF's registered
-        # meta-graph exporter reads it from any runner in the collection.
-        self._queue_closed_exception_types = (
-            tuple(closed_types) if closed_types else (tf.errors.OutOfRangeError,)
-        )
-
-    def _init_from_proto(self, proto, import_scope):
-        if not isinstance(proto, queue_runner_pb2.QueueRunnerDef):
-            raise TypeError(
-                "QueueRunner: `queue_runner_def` must be a QueueRunnerDef proto; "
-                f"got {type(proto).__name__}."
-            )
-        graph = tf.compat.v1.get_default_graph()
-
-        def element(name):
-            return graph.as_graph_element(_prepend_scope(name, import_scope))
-
-        self._queue = element(proto.queue_name)
-        self._enqueue_ops = [element(name) for name in proto.enqueue_op_name]
-        self._close_op = element(proto.close_op_name)
-        self._cancel_op = element(proto.cancel_op_name)
-        self._queue_closed_exception_types = tuple(
-            _CODE_TO_ERROR[code] for code in proto.queue_closed_exception_types
-        ) or (tf.errors.OutOfRangeError,)
 
     @property
     def queue(self):
@@ -297,7 +215,7 @@ class QueueRunner:
             # NOTE [ Queues filled from tf.data ]: Supervisor starts each runner itself.
             from queue_pipeline._engine import bridge  # noqa: PLC0415 - the engine's imports
 
-            bridge.fill_from_datasets(sess, ours_only=True)
+            bridge.fill_from_datasets(sess, QueueRunner, BridgeRunner, ours_only=True)
             if bridge.is_retired(sess.graph, self):
                 # A list read before the pass still names this runner: the
                 # runner filling its queue now starts instead (once per session).
@@ -435,18 +353,14 @@ class QueueRunner:
         Returns:
           The proto, or None if the queue is not inside `export_scope`.
         """
-        if export_scope is not None and not self.name.startswith(export_scope):
-            return None
-        proto = queue_runner_pb2.QueueRunnerDef(
-            queue_name=_strip_scope(self.name, export_scope),
-            enqueue_op_name=[_strip_scope(op.name, export_scope) for op in self._enqueue_ops],
-            close_op_name=_strip_scope(self._close_op.name, export_scope),
-            cancel_op_name=_strip_scope(self._cancel_op.name, export_scope),
+        return _runner_def.to_proto(
+            self.name,
+            self._enqueue_ops,
+            self._close_op,
+            self._cancel_op,
+            self._queue_closed_exception_types,
+            export_scope,
         )
-        proto.queue_closed_exception_types.extend(
-            cls(None, None, "").error_code for cls in self._queue_closed_exception_types
-        )
-        return proto
 
     @staticmethod
     def from_proto(queue_runner_def: Any | None, import_scope: str | None = None) -> "QueueRunner":
@@ -470,23 +384,117 @@ def _request_stop(coord, error, cause) -> None:
         coord.request_stop(raised)
 
 
-def _register_proto_functions() -> None:
-    """Lets meta graphs carry runners if TF itself no longer registers them.
+_runner_def.register_proto_functions(QueueRunner.to_proto, QueueRunner.from_proto)
 
-    TensorFlow registers its own (duck-typed) exporter for ``"queue_runners"``
-    (every supported version, 2.16 to 2.21), which serialises our runners too;
-    registering twice is an error, so ours is only a fallback for a TF
-    without it.
+
+class BridgeRunner(QueueRunner):
+    """The runner the dataset engine puts in place of a queue's runners (one thread).
+
+    Its one enqueue op enqueues a tf.data iterator's next chunk (NOTE [ Queues
+    filled from tf.data ] in ``_engine/bridge.py``, which makes it: the class
+    lives here, below the engine, so that the engine imports no runner
+    module). An initializable iterator's initializer runs first, once per
+    session.
     """
-    from tensorflow.python.framework import ops  # graph machinery, not input layer
 
-    if ops.get_to_proto_function(QUEUE_RUNNERS) is None:  # pragma: no cover
-        ops.register_proto_function(
-            QUEUE_RUNNERS,
-            proto_type=queue_runner_pb2.QueueRunnerDef,
-            to_proto=QueueRunner.to_proto,
-            from_proto=QueueRunner.from_proto,
+    def __init__(self, queue, enqueue, close_op, cancel_op, initializer=None, feeds=None) -> None:
+        super().__init__(queue, [enqueue], close_op=close_op, cancel_op=cancel_op)
+        self._initializer = initializer
+        self._feeds = dict(feeds) if feeds else None
+        self._initialized: weakref.WeakSet = weakref.WeakSet()
+
+    def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
+        if self._initializer is not None:
+            with self._lock:
+                first = sess not in self._initialized
+                self._initialized.add(sess)
+            if first:
+                sess.run(self._initializer, feed_dict=self._feeds)
+        return super().create_threads(sess, coord=coord, daemon=daemon, start=start)
+
+
+def add_queue_runner(qr: QueueRunner, collection: str = QUEUE_RUNNERS) -> None:
+    """Adds `qr` to a collection (default ``"queue_runners"``) of the default graph.
+
+    :func:`start_queue_runners`, ``MonitoredTrainingSession`` and
+    ``Supervisor`` start every runner in that collection.
+
+    Args:
+      qr: a QueueRunner (anything with ``create_threads``).
+      collection: the graph collection key.
+
+    tf.data equivalent:
+      none needed; a Dataset needs no registration.
+    """
+    tf.compat.v1.add_to_collection(collection, qr)
+
+
+def start_queue_runners(
+    sess: SessionLike | None = None,
+    coord: Coordinator | None = None,
+    daemon: bool = True,
+    start: bool = True,
+    collection: str = QUEUE_RUNNERS,
+) -> list:
+    """Creates (and by default starts) the threads of every runner in `collection`.
+
+    Args:
+      sess: the Session; default: the default session.
+      coord: optional Coordinator for the threads (see
+        :meth:`QueueRunner.create_threads`).
+      daemon: mark the threads daemon (the default here, unlike
+        ``create_threads``), so a script can exit with runners still blocked.
+      start: start the threads.
+      collection: the collection of the **session's graph** to read runners from.
+
+    Returns:
+      All threads created. Runners whose threads are still running for `sess`
+      contribute none, so a second call returns only new threads.
+
+    Raises:
+      GraphModeRequiredError: under eager execution (a RuntimeError).
+      ValueError: `sess` is None and there is no default session.
+      TypeError: `sess` is not a Session. A ``MonitoredSession`` or
+        ``SingularMonitoredSession`` returns ``[]`` instead, since it starts
+        the runners itself.
+
+    Side effects:
+      Logs a warning when the default graph's collection is empty.
+
+    tf.data equivalent:
+      none needed: iterate the Dataset.
+    """
+    _compat.require_graph("start_queue_runners")
+    if sess is None:
+        sess = tf.compat.v1.get_default_session()
+        if not sess:
+            raise ValueError(
+                "start_queue_runners: Cannot start queue runners: No default "
+                "session is registered. Use `with sess.as_default()` or pass an "
+                "explicit session to tf.start_queue_runners(sess=sess)"
+            )
+    if not isinstance(sess, _compat.SessionInterface):
+        if type(sess).__name__ in ("MonitoredSession", "SingularMonitoredSession"):
+            return []
+        raise TypeError(
+            "start_queue_runners: sess must be a `tf.Session` object. "
+            f"Given class: {sess.__class__}"
         )
+    if not tf.compat.v1.get_collection(collection):
+        logger.warning(
+            "`tf.train.start_queue_runners()` was called when no queue runners "
+            "were defined. You can safely remove the call to this deprecated "
+            "function."
+        )
+    if _settings.current().engine == "dataset":
+        # NOTE [ Queues filled from tf.data ]: the program's own queues, before any starts.
+        from queue_pipeline._engine import bridge  # noqa: PLC0415 - the engine's imports
 
-
-_register_proto_functions()
+        bridge.fill_from_datasets(sess, QueueRunner, BridgeRunner)
+    threads: list[Any] = []
+    with sess.graph.as_default():
+        for qr in tf.compat.v1.get_collection(collection):
+            if not isinstance(qr, QueueRunner):  # ours mark in create_threads
+                _diagnostics.mark_started(sess, queue_op_name(getattr(qr, "queue", None)) or "")
+            threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))
+    return threads

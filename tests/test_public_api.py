@@ -216,6 +216,7 @@ def test_no_module_names_tf_input_layer(path):
 
 
 @pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
+@pytest.mark.one_suite("a fresh interpreter under TF 2.x defaults in either suite")
 def test_package_import_loads_no_input_layer_module():
     """Importing queue_pipeline alone pulls in none of TF's legacy input modules
     beyond what `import tensorflow` itself loads."""
@@ -279,6 +280,7 @@ def test_pipeline_runs_with_tf_input_layer_trapped(monkeypatch, tmp_path):
 
 
 @pytest.mark.one_suite("a fresh interpreter imports the package; no TF mode is set")
+@pytest.mark.one_suite("a fresh interpreter under TF 2.x defaults in either suite")
 def test_import_changes_no_global_tensorflow_state():
     """Principle 4: importing the package leaves TF's global behaviour alone."""
     code = (

@@ -107,14 +107,17 @@ def test_the_suite_and_the_servers_run_this_checkout():
     assert pathlib.Path(probe.stdout.strip()).resolve() == REPO / "queue_pipeline/__init__.py"
 
 
+@pytest.mark.one_suite("a fresh interpreter under TF 2.x defaults in either suite")
 def test_help_imports_no_tensorflow():
     code = (
         "import sys\nfrom queue_pipeline import cli\n"
         "for argv in (['service', '--help'], ['service', 'dispatcher', '--help'],"
         " ['service', 'worker', '--help']):\n"
         "    try:\n        cli.main(argv)\n    except SystemExit:\n        pass\n"
-        # A dispatcher that does not answer fails before TensorFlow's import.
-        f"assert cli.main(['service', 'worker', '--dispatcher', '127.0.0.1:{_free_port()}']) == 2\n"
+        # A dispatcher that does not answer fails before TensorFlow's import
+        # (--wait 0: at once; waiting for it is test_a_worker_started_before_...).
+        "assert cli.main(['service', 'worker', '--wait', '0', '--dispatcher', "
+        f"'127.0.0.1:{_free_port()}']) == 2\n"
         "print('tensorflow' in sys.modules)"
     )
     out = subprocess.run(

@@ -12,7 +12,9 @@ import tensorflow as tf
 from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import output as _output
 from queue_pipeline._convert.reader import reader_source
-from queue_pipeline._convert.sources import Listing, list_source
+from queue_pipeline._convert.listing import Listing
+from queue_pipeline._convert.sources import list_source
+from queue_pipeline._version import __version__
 from queue_pipeline.errors import QueuePipelineError
 
 __all__ = ["ConvertError", "ConvertResult", "convert"]
@@ -322,8 +324,6 @@ def _table_spec(listing: Listing, fractions, counts):
 def _manifest(
     listing, listed, fractions, infos, errors, compression, runner, verified
 ) -> dict[str, Any]:
-    import queue_pipeline  # noqa: PLC0415
-
     splits = {}
     for name, fraction in fractions.items():
         mine = [i for i in infos if i["split"] == name]
@@ -335,7 +335,7 @@ def _manifest(
     written = sum(s["count"] for s in splits.values())
     return {
         "tool": "queue_pipeline.convert",
-        "version": queue_pipeline.__version__,
+        "version": __version__,
         "source": listing.source,
         "kind": listing.kind,
         "compression": compression,

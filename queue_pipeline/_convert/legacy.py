@@ -35,7 +35,7 @@ import tensorflow as tf
 from queue_pipeline import plan as _plan
 from queue_pipeline._core.compat import readable_error
 from queue_pipeline._convert.features import serialize_features
-from queue_pipeline._convert.sources import Listing
+from queue_pipeline._convert.listing import Listing
 
 __all__ = ["RAW_DTYPES", "list_legacy"]
 

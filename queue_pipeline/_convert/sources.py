@@ -14,44 +14,17 @@ workers.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import os
 from typing import Any
 
 from queue_pipeline._convert.images import IMAGE_EXTENSIONS, IMAGE_FEATURES
+from queue_pipeline._convert.listing import Listing
+from queue_pipeline._convert.tables import list_tables
 
 __all__ = ["SOURCE_FORMS", "Listing", "list_source"]
 
 _API = "queue_pipeline.convert"
 SOURCE_FORMS = "'images:DIR', 'csv:FILE', 'csv-table:FILE[,FILE...]' or 'FILE.py:FUNCTION'"
-
-
-@dataclasses.dataclass
-class Listing:
-    """The records of a source and what was wrong with it before any worker ran.
-
-    Attributes:
-      source: the SOURCE as given.
-      kind: ``"image"`` (payload ``(path, label, synset)``), ``"table"``
-        (payload: the row's typed values) or ``"example"`` (payload: a
-        serialized Example).
-      features: the feature spec (features.py).
-      records: ``[(identity, payload), ...]``.
-      errors: ``[{"record", "file", "reason"}, ...]``.
-      classes: image classes in label order (label ``i + 1`` is ``classes[i]``).
-      ignored: files of an ``images:DIR`` that are not images (by extension).
-      spans: for ``table``: the byte ranges of rows the workers read
-        (``tables.Span``); `records` is empty and bad rows are the job's.
-    """
-
-    source: str
-    kind: str
-    features: dict[str, dict[str, Any]]
-    records: list[tuple[str, Any]]
-    errors: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    classes: list[str] = dataclasses.field(default_factory=list)
-    ignored: list[str] = dataclasses.field(default_factory=list)
-    spans: list[Any] = dataclasses.field(default_factory=list)
 
 
 def _error(record: str, file: str, reason: str) -> dict[str, Any]:
@@ -73,8 +46,6 @@ def list_source(source: str, *, labels: str | None = None, schema: Any = None) -
     if form == "csv":
         return _image_csv(source, rest, labels)
     if form == "csv-table":
-        from queue_pipeline._convert.tables import list_tables  # noqa: PLC0415
-
         return list_tables(source, rest.split(","), schema)
     raise ValueError(f"{_API}: `source` must be {SOURCE_FORMS}; got {source!r}.")
 

@@ -33,7 +33,7 @@ import itertools
 import os
 from typing import NamedTuple
 
-from queue_pipeline._convert.sources import Listing
+from queue_pipeline._convert.listing import Listing
 
 __all__ = [
     "COLUMN_TYPES",

@@ -50,6 +50,7 @@ import tensorflow as tf
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._core import held_constants, step_cache
 from queue_pipeline._core.compat import logger, readable_error
+from queue_pipeline._diagnostics.graph_state import GraphState, QueueFacts, fed_names, fetch_ops
 
 __all__ = [
     "CACHED_STEPS_ENV",
@@ -76,95 +77,7 @@ _LOCK = threading.RLock()
 _ORIGINAL: dict[str, Callable] = {}
 
 
-class _Queue:
-    """What the guard knows of one queue: the API for messages, its grace, its probe."""
-
-    def __init__(self, api: str, grace: float, probe: list[str], guarded: bool) -> None:
-        self.api, self.grace, self.probe, self.guarded = api, grace, probe, guarded
-
-
-class _GraphState:
-    """A graph's queue_pipeline queues and the per-fetch cache of what a step dequeues."""
-
-    def __init__(self) -> None:
-        self.queues: dict[str, _Queue] = {}
-        self.version = 0
-        self.names_errors = False
-        self.times_steps = False  # set for a graph served by tf.data service: see waiting_since
-        self.caches_steps = False  # set for a graph the dataset engine serves: see cache_steps
-        self.served_ops: set[str] = set()  # its served get_next ops: see cache_steps
-        self.holds_constants = False  # see guard_held_constants
-        self.rewrite: Callable | None = None  # see rewrite_steps
-        self._consumed: dict[tuple, frozenset] = {}
-        self._upstream: dict[str, frozenset] = {}
-        self._upstream_version = -1
-
-    def guarded_queues(self) -> frozenset:
-        return frozenset(n for n, q in self.queues.items() if q.guarded)
-
-    def consumed(self, graph: tf.Graph, fetch_ops: list, fed: frozenset) -> frozenset:
-        """Guarded queue names the step of `fetch_ops` dequeues or reads from (cached)."""
-        key = (tuple(sorted(op.name for op in fetch_ops)), fed, self.version)
-        found = self._consumed.get(key)
-        if found is not None:
-            return found
-        guarded = self.guarded_queues()
-        queues, seen, stack = set(), set(), list(fetch_ops)
-        while stack:
-            op = stack.pop()
-            if op.name in seen:
-                continue
-            seen.add(op.name)
-            if op.type in graph_facts.DEQUEUE_OPS and op.inputs[0].op.name in guarded:
-                queues.add(op.inputs[0].op.name)
-                continue
-            if op.type in graph_facts.READ_OPS and op.inputs[1].op.name in guarded:
-                queues.add(op.inputs[1].op.name)
-            stack.extend(t.op for t in op.inputs if t.name not in fed)
-            stack.extend(op.control_inputs)
-        found = frozenset(queues)
-        self._consumed[key] = found
-        return found
-
-    def upstream(self, graph: tf.Graph, queue_name: str) -> frozenset:
-        """`queue_name` and every queue whose runners feed it, directly or not."""
-        runners = graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS)
-        if self._upstream_version != len(runners):
-            self._upstream, self._upstream_version = {}, len(runners)
-        found = self._upstream.get(queue_name)
-        if found is not None:
-            return found
-        fillers: dict[str, list] = {}
-        for qr in runners:
-            name = graph_facts.queue_op(getattr(qr, "queue", None))
-            if name is not None:
-                fillers.setdefault(name.name, []).extend(
-                    getattr(e, "op", e) for e in getattr(qr, "enqueue_ops", ())
-                )
-        result, todo = set(), [queue_name]
-        while todo:
-            queue = todo.pop()
-            if queue in result:
-                continue
-            result.add(queue)
-            seen, stack = set(), list(fillers.get(queue, ()))
-            while stack:
-                op = stack.pop()
-                if op.name in seen:
-                    continue
-                seen.add(op.name)
-                if op.type in graph_facts.DEQUEUE_OPS:
-                    todo.append(op.inputs[0].op.name)
-                elif op.type in graph_facts.READ_OPS:
-                    todo.append(op.inputs[1].op.name)
-                stack.extend(t.op for t in op.inputs)
-                stack.extend(op.control_inputs)
-        found = frozenset(result)
-        self._upstream[queue_name] = found
-        return found
-
-
-_GRAPHS: "weakref.WeakKeyDictionary[tf.Graph, _GraphState]" = weakref.WeakKeyDictionary()
+_GRAPHS: "weakref.WeakKeyDictionary[tf.Graph, GraphState]" = weakref.WeakKeyDictionary()
 # session -> queue names whose runners were started in it.
 _STARTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # session -> the graph state version at which every guarded queue was started.
@@ -178,13 +91,13 @@ _FAILURES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # ------------------------------------------------------------------ registration
 
 
-def register(graph: tf.Graph) -> _GraphState:
+def register(graph: tf.Graph) -> GraphState:
     """The state of `graph`, created (and the hook installed) on first use."""
     with _LOCK:
         _install()
         state = _GRAPHS.get(graph)
         if state is None:
-            state = _GRAPHS[graph] = _GraphState()
+            state = _GRAPHS[graph] = GraphState()
         return state
 
 
@@ -223,7 +136,7 @@ def register_queue(queue, api: str, *, grace: float, guarded: bool, names_errors
                     tf.raw_ops.QueueSizeV2(handle=ref, name="size").name,
                     tf.raw_ops.QueueIsClosedV2(handle=ref, name="closed").name,
                 ]
-        state.queues[ref.op.name] = _Queue(api, grace, probe, guarded)
+        state.queues[ref.op.name] = QueueFacts(api, grace, probe, guarded)
         state.version += 1
 
 
@@ -429,7 +342,7 @@ def guard_held_constants(graph: tf.Graph) -> None:
 
 
 def _check_held(graph: tf.Graph, fetches) -> None:
-    held_constants.check(graph, fetches, lambda: _fetch_ops(graph, fetches))
+    held_constants.check(graph, fetches, lambda: fetch_ops(graph, fetches))
 
 
 def time_steps(graph: tf.Graph) -> None:
@@ -444,7 +357,7 @@ def waiting_since(sess) -> float | None:
         return min(running.values()) if running else None
 
 
-def _step(sess, state: _GraphState, fetches, feed_dict, run):
+def _step(sess, state: GraphState, fetches, feed_dict, run):
     """One hooked step: guard, run, and turn errors into their diagnostics."""
     if not state.times_steps:
         return _run_step(sess, state, fetches, feed_dict, run)
@@ -463,7 +376,7 @@ def _step(sess, state: _GraphState, fetches, feed_dict, run):
                 running.pop(key, None)
 
 
-def _run_step(sess, state: _GraphState, fetches, feed_dict, run):
+def _run_step(sess, state: GraphState, fetches, feed_dict, run):
     if _ALL_STARTED.get(sess) != state.version:
         _wait_for_runners(sess, state, fetches, feed_dict)
     try:
@@ -519,47 +432,7 @@ def _copy(error: BaseException) -> BaseException:
 # ------------------------------------------------------------------- the guard
 
 
-def _leaves(fetches) -> list:
-    """The leaves of a fetch structure as Session.run accepts it (dict values, not keys)."""
-    out, stack = [], [fetches]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-        elif isinstance(item, tf.SparseTensor):
-            stack.extend([item.indices, item.values, item.dense_shape])
-        elif item is not None:
-            out.append(item)
-    return out
-
-
-def _fetch_ops(graph: tf.Graph, fetches) -> list:
-    ops = []
-    for leaf in _leaves(fetches):
-        if isinstance(leaf, (str, bytes)):
-            try:
-                leaf = graph.as_graph_element(leaf.decode() if isinstance(leaf, bytes) else leaf)
-            except (KeyError, ValueError, TypeError):
-                continue
-        op = leaf if isinstance(leaf, tf.Operation) else getattr(leaf, "op", None)
-        if isinstance(op, tf.Operation) and op.graph is graph:
-            ops.append(op)
-    return ops
-
-
-def _fed_names(feed_dict) -> frozenset:
-    if not feed_dict:
-        return frozenset()
-    names = set()
-    for key in feed_dict:
-        for leaf in _leaves(key):
-            names.add(getattr(leaf, "name", leaf))
-    return frozenset(n for n in names if isinstance(n, str))
-
-
-def _wait_for_runners(sess, state: _GraphState, fetches, feed_dict) -> None:
+def _wait_for_runners(sess, state: GraphState, fetches, feed_dict) -> None:
     """The unstarted guard for one step; see NOTE [ The session hook ]."""
     with _LOCK:
         version = state.version
@@ -572,7 +445,7 @@ def _wait_for_runners(sess, state: _GraphState, fetches, feed_dict) -> None:
                 pass
             return
     graph = sess.graph
-    consumed = state.consumed(graph, _fetch_ops(graph, fetches), _fed_names(feed_dict))
+    consumed = state.consumed(graph, fetch_ops(graph, fetches), fed_names(feed_dict))
     for name in sorted(consumed & missing):
         queue = state.queues[name]
         deadline = time.monotonic() + queue.grace
@@ -584,7 +457,7 @@ def _wait_for_runners(sess, state: _GraphState, fetches, feed_dict) -> None:
             time.sleep(_POLL_SECS)
 
 
-def _ready(sess, name: str, queue: _Queue) -> bool:
+def _ready(sess, name: str, queue: QueueFacts) -> bool:
     """Whether `name`'s runners are started in `sess`, or it has elements or is closed."""
     with _LOCK:
         if name in _STARTED.get(sess, ()):
@@ -605,7 +478,7 @@ _HOW_TO_START = (
 )
 
 
-def _unstarted_input(state: _GraphState, error: tf.errors.OpError):
+def _unstarted_input(state: GraphState, error: tf.errors.OpError):
     """The error for a served batch whose iterator was not started, or None.
 
     A served call whose input is read when it starts (variables, or fed

@@ -41,6 +41,9 @@ when the runners start (queue_pipeline's ``start_queue_runners``, which
 * **Runners.** The queue's runners, and the upstream ones only they
   consumed, leave the collection (kept aside, as for served calls); a
   retired runner of ours that a stale list still starts creates no thread.
+  The runner filling the queue instead is ``runner.BridgeRunner``: runner.py
+  calls this pass and hands its classes over, so the engine, floors above,
+  imports no runner module (no import circle).
 * **Falls back** (one warning naming the op, why and the fix) when the
   enqueued values cannot be rebuilt: a variable that changes while the input
   runs, a placeholder fed at each step, a queue also fed from the training
@@ -89,15 +92,14 @@ from queue_pipeline._engine import direct_reads, fed_queues, graph_edits, runner
 from queue_pipeline._engine import rebuilder as engine_rebuilder
 from queue_pipeline._rebuild import graph_model
 from queue_pipeline.data import _common as data_common
-from queue_pipeline.runner import QueueRunner
 
-__all__ = ["BridgeRunner", "fill_from_datasets", "is_retired", "replacement"]
+__all__ = ["fill_from_datasets", "is_retired", "replacement"]
 
 _LOCK = threading.RLock()
 # graph -> names of the queues the pass already looked at.
 _SEEN: "weakref.WeakKeyDictionary[tf.Graph, set]" = weakref.WeakKeyDictionary()
 # A retired runner of a bridged queue -> the BridgeRunner filling that queue.
-_REPLACED: "weakref.WeakKeyDictionary[object, BridgeRunner]" = weakref.WeakKeyDictionary()
+_REPLACED: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
 _ENQUEUE_ONE = ("QueueEnqueueV2",)
 _ENQUEUE_MANY = ("QueueEnqueueManyV2",)
 # Records per session call of the bridge thread: large enough that the
@@ -106,44 +108,18 @@ _ENQUEUE_MANY = ("QueueEnqueueManyV2",)
 _CHUNK = 64
 
 
-class BridgeRunner(QueueRunner):
-    """The runner filling a program's queue from a tf.data iterator (one thread).
-
-    A QueueRunner of queue_pipeline's (TF's interface, errors, close and
-    cancel), whose one enqueue op enqueues the iterator's next chunk. When
-    the iterator is initializable (the Dataset reads variables or is fed
-    preloaded arrays), creating the threads for a session first runs its
-    initializer, once per session.
-    """
-
-    def __init__(self, queue, enqueue, close_op, cancel_op, initializer=None, feeds=None):
-        super().__init__(queue, [enqueue], close_op=close_op, cancel_op=cancel_op)
-        self._initializer = initializer
-        self._feeds = dict(feeds) if feeds else None
-        self._initialized: "weakref.WeakSet" = weakref.WeakSet()
-
-    def create_threads(self, sess, coord=None, daemon=False, start=False) -> list:
-        if self._initializer is not None:
-            with _LOCK:
-                first = sess not in self._initialized
-                self._initialized.add(sess)
-            if first:
-                sess.run(self._initializer, feed_dict=self._feeds)
-        return super().create_threads(sess, coord=coord, daemon=daemon, start=start)
-
-
 def is_retired(graph: tf.Graph, runner) -> bool:
     """Whether the engine took `runner` out of `graph`'s collection (it must not start)."""
     return any(r is runner for r in runners.retired(graph))
 
 
-def replacement(runner) -> "BridgeRunner | None":
+def replacement(runner):
     """The BridgeRunner that fills the queue of retired `runner`, if it was bridged."""
     with _LOCK:
         return _REPLACED.get(runner)
 
 
-def fill_from_datasets(sess, *, ours_only: bool = False) -> None:
+def fill_from_datasets(sess, ours: type, bridge_runner: type, *, ours_only: bool = False) -> None:
     """Fills the program's own queues of `sess`'s graph from tf.data; see the NOTE above.
 
     Does nothing unless the dataset engine is on. Each queue is looked at
@@ -152,6 +128,10 @@ def fill_from_datasets(sess, *, ours_only: bool = False) -> None:
 
     Args:
       sess: the Session about to start the runners.
+      ours: queue_pipeline's QueueRunner class, and `bridge_runner` the
+        BridgeRunner class that fills a bridged queue (both
+        ``queue_pipeline.runner``'s, which calls this pass: handed over so
+        that the engine, floors above the runner, imports no runner module).
       ours_only: bridge only queues whose runners are all queue_pipeline's.
         Set when one runner's ``create_threads`` triggers the pass (as
         ``Supervisor`` calls them, from a list it read before): a retired
@@ -170,9 +150,9 @@ def fill_from_datasets(sess, *, ours_only: bool = False) -> None:
         seen = _SEEN.setdefault(graph, set())
         candidates = [
             (queue_op, fillers)
-            for queue_op, fillers in _candidates(graph)
+            for queue_op, fillers in _candidates(graph, bridge_runner)
             if queue_op.name not in seen
-            and (not ours_only or all(type(qr) is QueueRunner for qr in fillers))
+            and (not ours_only or all(type(qr) is ours for qr in fillers))
         ]
         reads = direct_reads.direct_reads(graph, seen)
         if not candidates and not reads:
@@ -188,14 +168,14 @@ def fill_from_datasets(sess, *, ours_only: bool = False) -> None:
                     collection = graph.get_collection(QUEUE_RUNNERS)
                     if all(all(qr is not r for r in collection) for qr in fillers):
                         continue  # retired by a queue downstream of it
-                    _bridge(sess, queue_op, fillers)
+                    _bridge(sess, queue_op, fillers, bridge_runner)
                 direct_reads.serve(graph, reads)
         finally:
             if finalized:
                 graph.finalize()
 
 
-def _candidates(graph: tf.Graph) -> list:
+def _candidates(graph: tf.Graph, bridge_runner: type) -> list:
     """(queue op, its runners) for each queue the pass may fill, in collection order."""
     recorded = plan.plan_nodes(graph)
     builders = {graph_facts.queue_op_name(n.fills) for n in recorded}
@@ -204,7 +184,7 @@ def _candidates(graph: tf.Graph) -> list:
     }
     by_queue: dict[str, tuple] = {}
     for qr in graph.get_collection(QUEUE_RUNNERS):
-        if isinstance(qr, (runners.ServedRunner, BridgeRunner)):
+        if isinstance(qr, (runners.ServedRunner, bridge_runner)):
             continue
         queue_op = graph_facts.queue_op(getattr(qr, "queue", None))
         if queue_op is None:
@@ -227,7 +207,7 @@ def _candidates(graph: tf.Graph) -> list:
     return out
 
 
-def _bridge(sess, queue_op: tf.Operation, fillers: list) -> None:
+def _bridge(sess, queue_op: tf.Operation, fillers: list, bridge_runner: type) -> None:
     """Fills `queue_op` from tf.data instead of `fillers`, or logs why it cannot."""
     graph = sess.graph
     name = queue_op.name
@@ -256,7 +236,7 @@ def _bridge(sess, queue_op: tf.Operation, fillers: list) -> None:
         close_op = getattr(first, "close_op", None)
         cancel_op = getattr(first, "cancel_op", None)
         queue = first.queue  # a candidate's runners all have one (see _candidates)
-        runner = BridgeRunner(
+        runner = bridge_runner(
             queue,
             enqueue_op,
             close_op if close_op is not None else queue.close(),

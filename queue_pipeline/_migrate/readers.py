@@ -14,7 +14,7 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-import queue_pipeline
+from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import READER_CLASSES, READS, Function, RewriterBase
 from queue_pipeline._migrate.syntax import assigned_names, bind_arguments, callee, names_in
@@ -46,7 +46,7 @@ class Readers(RewriterBase):
                 continue
             for kind in kinds or ([callee(call)] if callee(call) in READER_CLASSES else []):
                 try:
-                    reader_init = getattr(queue_pipeline, kind).__init__
+                    reader_init = legacy_api(kind).__init__
                     return kind, bind_arguments(reader_init, call, self.module, skip_self=True)
                 except (chains.Unsupported, TypeError, ValueError, AttributeError):
                     continue

@@ -26,7 +26,7 @@ from typing import cast
 import libcst as cst
 import libcst.matchers as m
 
-import queue_pipeline
+from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline._migrate import vectorize
 from queue_pipeline._migrate.syntax import (
     all_params,
@@ -198,7 +198,7 @@ class RecordHelpers(Readers):
         itself is kept for the caller (NOTE [ A reading helper that batches ])."""
         kind = callee(call)
         try:
-            args = bind_arguments(getattr(queue_pipeline, kind), call, self.module)
+            args = bind_arguments(legacy_api(kind), call, self.module)
         except TypeError as e:
             raise self.fail(fn, stmt, str(e)) from e
         if kind.endswith("_join"):
@@ -262,7 +262,7 @@ class RecordHelpers(Readers):
             if kind not in BATCHING or kind.endswith("_join"):
                 return None
             try:
-                args = bind_arguments(getattr(queue_pipeline, kind), assign.value, self.module)
+                args = bind_arguments(legacy_api(kind), assign.value, self.module)
             except TypeError:
                 return None
             parts.append((assigned_names(line), kind, args, fn.line(line)))

@@ -28,8 +28,23 @@ _FLAG_FUNCTIONS = frozenset(
 
 
 def first_line(stmt: ast.stmt) -> str:
+    """`stmt`'s first line as Python 3.11+ writes it on every Python (3.10's
+    ``ast.unparse`` puts tuple targets in parentheses: ``(a, b) = argv``)."""
+    if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Tuple) for t in stmt.targets):
+        targets = " = ".join(_bare_target(t) for t in stmt.targets)
+        return f"{targets} = {ast.unparse(stmt.value)}".splitlines()[0]
+    if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(stmt.target, ast.Tuple):
+        word = "async for" if isinstance(stmt, ast.AsyncFor) else "for"
+        return f"{word} {_bare_target(stmt.target)} in {ast.unparse(stmt.iter)}:"
     text = ast.unparse(stmt).strip().splitlines()
     return text[0] if text else ""
+
+
+def _bare_target(target: ast.expr) -> str:
+    if not isinstance(target, ast.Tuple):
+        return ast.unparse(target)
+    parts = [ast.unparse(e) for e in target.elts]
+    return parts[0] + "," if len(parts) == 1 else ", ".join(parts)
 
 
 def select(

@@ -13,7 +13,7 @@ import re
 import libcst as cst
 import tensorflow as tf
 
-import queue_pipeline
+from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline import plan
 from queue_pipeline._migrate import chains, preloaded, vectorize
 from queue_pipeline._migrate.graph_checks import (
@@ -67,7 +67,7 @@ class Stages(Joins):
         """The legacy API `call` names and its arguments' source text by parameter name."""
         kind = callee(call)
         try:
-            return kind, bind_arguments(getattr(queue_pipeline, kind), call, self.module)
+            return kind, bind_arguments(legacy_api(kind), call, self.module)
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e
 
@@ -154,7 +154,7 @@ class Stages(Joins):
         if not held:
             self._note_large_constants(fn, stmt)
         try:
-            args = bind_arguments(queue_pipeline.slice_input_producer, call, self.module)
+            args = bind_arguments(legacy_api("slice_input_producer"), call, self.module)
             chain = chains.slice_lines(args, "records")
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e

@@ -6,7 +6,8 @@
 implementations wherever TensorFlow binds them, so code written against
 ``tf.compat.v1`` builds queue_pipeline's pipelines without a change.
 ``uninstall()`` puts every binding back. ``run_script`` (``queue-pipeline run``)
-is :mod:`queue_pipeline._scripts.running`'s, re-exported here.
+runs a script under ``install()`` through :mod:`queue_pipeline._scripts.running`
+(whose ``ScriptError`` is re-exported here).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ import importlib
 import sys
 import threading
 import types
-from typing import Any
+from typing import Any, Sequence
 
-# Running a script under install(): its own module, re-exported here, where it was.
+# Running a script (under install(): run_script below): its own module.
+from queue_pipeline._scripts import running as _running
 from queue_pipeline._scripts.running import ScriptError as ScriptError
-from queue_pipeline._scripts.running import run_script as run_script
 
 __all__ = ["Installed", "ScriptError", "install", "run_script", "uninstall"]
 
@@ -187,15 +188,21 @@ def _tf_modules() -> list[types.ModuleType]:
 
 def _routes() -> dict[int, tuple[object, object]]:
     """id(TF original) -> (original, queue_pipeline's replacement)."""
-    import queue_pipeline
+    # The modules of queue_pipeline's API (TensorFlow's, so imported on use).
+    from queue_pipeline import batching, coordinator, producers, readers, runner
 
+    ours = {
+        n: getattr(m, n)
+        for m in (batching, coordinator, producers, readers, runner)
+        for n in m.__all__
+    }
     for name in (*_HOMES, *_ALIAS_MODULES):
         importlib.import_module(name)
     routes = {}
     for home, names in _HOMES.items():
         namespace = vars(sys.modules[home])
         for name in names:
-            original, replacement = namespace[name], getattr(queue_pipeline, name)
+            original, replacement = namespace[name], ours[name]
             if original is not replacement:
                 routes[id(original)] = (original, replacement)
     return routes
@@ -423,3 +430,36 @@ def uninstall() -> None:
 
 
 # --- running a script --------------------------------------------------------
+
+
+def run_script(
+    script: str,
+    args: Sequence[str] = (),
+    *,
+    engine: str | None = None,
+    service: str | None = None,
+    job_name: str | None = None,
+) -> int:
+    """Runs a legacy script as ``python SCRIPT args...`` would, under :func:`install`.
+
+    ``__name__`` is ``"__main__"``, ``sys.argv`` is ``[script, *args]`` and
+    ``sys.path[0]`` the script's directory, all restored afterwards. With
+    `engine`, the script builds under ``queue_pipeline.engine(engine)`` and
+    ``QUEUE_PIPELINE_ENGINE`` is set for its subprocesses. With `service` (a
+    tf.data service dispatcher's address; the engine is then ``"dataset"``)
+    and `job_name`, the same for ``engine("dataset", service=...,
+    job_name=...)``, ``QUEUE_PIPELINE_SERVICE`` and
+    ``QUEUE_PIPELINE_SERVICE_JOB``.
+
+    Returns:
+      The exit status: the script's ``SystemExit`` code (a non-integer code is
+      printed to stderr and gives 1, as Python does), 0 when it ends normally.
+
+    Raises:
+      FileNotFoundError: `script` does not exist.
+      ValueError: `engine` is not an engine.
+      ScriptError: the script raised an exception (``.error``, ``.traceback``).
+    """
+    return _running.run_under(
+        install, script, args, engine=engine, service=service, job_name=job_name
+    )

@@ -1,10 +1,11 @@
-"""Runs an unmodified TF 1.x script on queue_pipeline: :func:`run_script` (``queue-pipeline run``).
+"""Runs a script as ``python SCRIPT args...`` would: :func:`run_under` (``queue-pipeline run``).
 
-The script runs as ``python SCRIPT args...`` would (``__main__``, its argv, its
-directory first on ``sys.path``), under :func:`queue_pipeline._scripts.install.install`
-and optionally an engine; an exception it raises comes back as
-:class:`ScriptError` with the script's own traceback. Both names are also
-importable from :mod:`queue_pipeline._scripts.install`, where they were first.
+The script runs as Python would run it (``__main__``, its argv, its directory
+first on ``sys.path``), inside the patches it is given
+(:func:`queue_pipeline._scripts.install.install`, through that module's
+``run_script``) and optionally an engine; an exception it raises comes back
+as :class:`ScriptError` with the script's own traceback. ``ScriptError`` is
+also importable from :mod:`queue_pipeline._scripts.install`, where it was first.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import os
 import runpy
 import sys
 import traceback
-from typing import Iterator, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
-__all__ = ["ScriptError", "run_script"]
+__all__ = ["ScriptError", "run_under"]
 
 
 class ScriptError(Exception):
@@ -53,7 +54,8 @@ def _environ(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = old
 
 
-def run_script(
+def run_under(
+    patches: Callable[[], ContextManager[Any]],
     script: str,
     args: Sequence[str] = (),
     *,
@@ -61,28 +63,15 @@ def run_script(
     service: str | None = None,
     job_name: str | None = None,
 ) -> int:
-    """Runs a legacy script as ``python SCRIPT args...`` would, under :func:`install`.
+    """Runs `script` as ``python SCRIPT args...`` would, inside ``patches()``.
 
-    ``__name__`` is ``"__main__"``, ``sys.argv`` is ``[script, *args]`` and
-    ``sys.path[0]`` the script's directory, all restored afterwards. With
-    `engine`, the script builds under ``queue_pipeline.engine(engine)`` and
-    ``QUEUE_PIPELINE_ENGINE`` is set for its subprocesses. With `service` (a
-    tf.data service dispatcher's address; the engine is then ``"dataset"``)
-    and `job_name`, the same for ``engine("dataset", service=...,
-    job_name=...)``, ``QUEUE_PIPELINE_SERVICE`` and
-    ``QUEUE_PIPELINE_SERVICE_JOB``.
-
-    Returns:
-      The exit status: the script's ``SystemExit`` code (a non-integer code is
-      printed to stderr and gives 1, as Python does), 0 when it ends normally.
-
-    Raises:
-      FileNotFoundError: `script` does not exist.
-      ValueError: `engine` is not an engine.
-      ScriptError: the script raised an exception (``.error``, ``.traceback``).
+    `patches` is :func:`queue_pipeline._scripts.install.install` for
+    ``queue-pipeline run`` (:func:`~queue_pipeline._scripts.install.run_script`,
+    which documents the arguments, the exit status and the errors): handed
+    over so that this module imports nothing of install.py, which re-exports
+    :class:`ScriptError` from here.
     """
     from queue_pipeline._core import settings as _settings
-    from queue_pipeline._scripts.install import install  # its module re-exports this one
 
     if not os.path.isfile(script):
         raise FileNotFoundError(f"run: no such script {script!r}.")
@@ -112,7 +101,7 @@ def run_script(
                 stack.enter_context(_environ(_settings.SERVICE_JOB_ENV, job_name))
             if engine is not None:
                 stack.enter_context(_settings.engine(engine, service=service, job_name=job_name))
-            stack.enter_context(install())
+            stack.enter_context(patches())
             runpy.run_path(script, run_name="__main__")
         return 0
     except SystemExit as stop:
