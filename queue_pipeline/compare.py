@@ -5,7 +5,12 @@ Session (initializers, a Coordinator, runner threads, operation timeouts; stop
 and join afterwards), reads the twin ``tf.data.Dataset``, and returns a
 :class:`ComparisonReport`: per-component structure, dtype and shape
 signatures, batch and example counts, per-epoch multisets, ordered equality,
-the first differing example, shuffle statistics and throughput.
+the first differing example, shuffle statistics and throughput. Where
+records differ, ``report.explanation`` names the one classic migration slip
+(a flip, a transpose, the channel order, a scale or offset, a rounding cast,
+labels off by one, a shifted order, a final partial batch) that explains
+every differing record; see NOTE [ Explaining a difference ] in
+``_compare/slips.py``.
 
 NOTE [ Comparing examples, epochs and order ]
 
@@ -55,6 +60,7 @@ from queue_pipeline._compare.report import (
     ComponentReport,
     Difference,
     EpochReport,
+    Explanation,
     PipelineMismatchError,
     ShuffleStats,
     SideReport,
@@ -66,6 +72,7 @@ __all__ = [
     "ComponentReport",
     "Difference",
     "EpochReport",
+    "Explanation",
     "PipelineError",
     "PipelineMismatchError",
     "PipelineStalledError",

@@ -10,6 +10,7 @@ import collections
 import numpy as np
 
 from queue_pipeline._compare import normalize as _normalize
+from queue_pipeline._compare import slips as _slips
 from queue_pipeline._compare.report import (
     ComparisonReport,
     ComponentReport,
@@ -118,6 +119,12 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
         and values_ok
         and epochs_ok
     )
+    explanation = None
+    slips_checked = bool(structure_equal and not (values_ok and counts_equal))
+    if slips_checked:
+        explanation = _slips.explain(left, right, lkeys, rkeys, ordered=mode == "ordered")
+        if explanation is not None:
+            mismatches = [_explained_hint(m, explanation.text) for m in mismatches]
     return ComparisonReport(
         matched=matched,
         mode=mode,
@@ -137,7 +144,24 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
         mixing_gap=gap,
         mismatches=mismatches,
         notes=notes,
+        explanation=explanation,
+        slips_checked=slips_checked,
     )
+
+
+# The mismatches whose generic hint an explanation replaces (NOTE [ Explaining a difference ]).
+_EXPLAINED = ("multisets differ", "values differ in order", "example count differs")
+
+
+def _explained_hint(message: str, text: str) -> str:
+    if not message.startswith(_EXPLAINED):
+        return message
+    lines = message.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("  hint: "):
+            lines[i] = f"  hint: {text}."
+            break
+    return "\n".join(lines)
 
 
 def _padded_alike(left, right, notes: list[str]) -> None:

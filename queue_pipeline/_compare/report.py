@@ -11,6 +11,7 @@ __all__ = [
     "ComponentReport",
     "Difference",
     "EpochReport",
+    "Explanation",
     "PipelineMismatchError",
     "ShuffleStats",
     "SideReport",
@@ -100,6 +101,30 @@ class Difference:
 
 
 @dataclasses.dataclass
+class Explanation:
+    """The one known migration slip that explains every differing record.
+
+    See NOTE [ Explaining a difference ] in ``_compare/slips.py``.
+
+    Attributes:
+      slip: its name: ``flip_left_right``, ``flip_up_down``, ``transpose``,
+        ``channel_order``, ``off_by_one``, ``rounding_cast``, ``scale_offset``,
+        ``order_shift`` or ``final_batch``.
+      feature: the component it changes (a path such as ``[0]``), or None for
+        the record-level slips (``order_shift``, ``final_batch``).
+      records: the differing records it was checked on (all, or a sample).
+      differing: the differing records in all.
+      text: the explanation in words.
+    """
+
+    slip: str
+    feature: str | None
+    records: int
+    differing: int
+    text: str
+
+
+@dataclasses.dataclass
 class ComparisonReport:
     """The result of comparing a legacy pipeline with its tf.data twin.
 
@@ -108,8 +133,11 @@ class ComparisonReport:
     ``"ordered"`` mode, as multisets in ``"multiset"`` mode; per epoch too when
     ``epochs_required``) all agree. ``mismatches`` holds one multi-line
     message per difference and ``notes`` what the reader should know (why
-    this mode, what was truncated). ``str(report)`` is the text table,
-    :meth:`to_json` the JSON.
+    this mode, what was truncated). ``explanation`` names the one known
+    migration slip that explains every differing record (None when nothing
+    differs or none does; ``slips_checked`` says whether records differed
+    and were tested). ``str(report)`` is the text table, :meth:`to_json` the
+    JSON.
     """
 
     matched: bool
@@ -130,6 +158,8 @@ class ComparisonReport:
     mixing_gap: float | None
     mismatches: list[str]
     notes: list[str]
+    explanation: Explanation | None = None
+    slips_checked: bool = False
 
     def __bool__(self) -> bool:
         return self.matched
@@ -189,6 +219,12 @@ def _render(r: ComparisonReport) -> str:
     lines = [
         f"queue_pipeline compare: {verdict}",
         f"mode: {r.mode} ({r.mode_reason})",
+    ]
+    if r.explanation is not None:
+        lines.append(f"explained: {r.explanation.text}")
+    elif r.slips_checked:
+        lines.append("explained: none of the known slips explains it")
+    lines += [
         "",
         _row("", "legacy", "twin"),
         _row("structure", r.legacy.structure, r.twin.structure, _ok(r.structure_equal)),
