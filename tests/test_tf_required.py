@@ -119,7 +119,13 @@ def tensorflow_cpu_venv(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("pip")
     project = tmp / "project"
     (project / "queue_pipeline").mkdir(parents=True)
-    for name in ("setup.py", "README.rst", "LICENSE", "queue_pipeline/__init__.py"):
+    for name in (
+        "setup.py",
+        "README.rst",
+        "LICENSE",
+        "queue_pipeline/__init__.py",
+        "queue_pipeline/_version.py",
+    ):
         (project / name).write_bytes((ROOT / name).read_bytes())
     (project / "queue_pipeline" / "py.typed").write_text("")
     wheels = tmp / "wheels"
