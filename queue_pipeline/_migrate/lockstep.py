@@ -79,6 +79,15 @@ class Lockstep(RecordHelpers):
             )  # fmt: skip
         read_by.add(reader_name)
 
+    def _check_next_source(self, fn, stmt, state: State, what: str) -> None:
+        """Refuses a `what` (``read``, ``dequeue``) of the record's next source once its
+        first values were used, or by parallel readers: the zip needs every source first."""
+        if state.parallel_readers or len(state.element) != len(state.read_from):
+            raise self.fail(
+                fn, stmt, f"a {what} of a second queue after the record's first values were "
+                "used (or by parallel readers): read every queue of the record first"
+            )  # fmt: skip
+
     def _check_unshuffled(self, fn, stmt, files: list[str], state: State) -> None:
         queue_of = {f: q for q, f in state.queues.items()}
         shuffled = [queue_of.get(f, f) for f in files if f in state.shuffled]
@@ -96,11 +105,7 @@ class Lockstep(RecordHelpers):
         pad = "    " * depth
         kind, reader_fn, value, key_used = self._read(fn, stmt, read_call, state.readers)
         self._check_lockstep(fn, stmt, read_call, kind, key_used, state.read_by)
-        if state.parallel_readers or len(state.element) != len(state.read_from):
-            raise self.fail(
-                fn, stmt, "a read of a second queue after the record's first values were "
-                "used (or by parallel readers): read every queue of the record first"
-            )  # fmt: skip
+        self._check_next_source(fn, stmt, state, "read")
         files = self._files(fn, stmt, read_call, state)
         self._check_unshuffled(fn, stmt, state.read_from + [files], state)
         more = fresh(fn, f"{value}s", f"{value}_records")
@@ -184,11 +189,7 @@ class Lockstep(RecordHelpers):
             return [f"{pad}records = {rows}\n"]
         if not reads_in_lockstep(self.trace.nodes):
             raise self.fail(fn, stmt, "it dequeues a second queue for a second pipeline")
-        if state.parallel_readers or len(state.element) != len(state.read_from):
-            raise self.fail(
-                fn, stmt, "a dequeue of a second queue after the record's first values were "
-                "used (or by parallel readers): read every queue of the record first"
-            )  # fmt: skip
+        self._check_next_source(fn, stmt, state, "dequeue")
         self._check_unshuffled(fn, stmt, state.read_from + [rows], state)
         out = self.zipped(rows, state, pad)
         state.read_from.append(rows)
@@ -206,11 +207,7 @@ class Lockstep(RecordHelpers):
                 "or its own batching call: read each source in the function itself"
             )  # fmt: skip
         args = self._extra_args(helper, call, extra) if extra else []
-        if state.parallel_readers or len(state.element) != len(state.read_from):
-            raise self.fail(
-                fn, stmt, "a read of a second queue after the record's first values were "
-                "used (or by parallel readers): read every queue of the record first"
-            )  # fmt: skip
+        self._check_next_source(fn, stmt, state, "read")
         if not reads_in_lockstep(self.trace.nodes):
             raise self.fail(fn, stmt, "it reads a second queue for a second pipeline")
         self._check_unshuffled(fn, stmt, state.read_from + [files], state)

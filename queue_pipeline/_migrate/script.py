@@ -60,7 +60,11 @@ import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API, BATCHING, PRODUCERS, READER_CLASSES
-from queue_pipeline._migrate.script_reads import makes_tensors, needed_before, read_before_assigned
+from queue_pipeline._migrate.script_reads import (
+    needed_before,
+    read_before_assigned,
+    tensor_statements,
+)
 from queue_pipeline._migrate.syntax import assigned_names, callee, names_in, string_lines
 from queue_pipeline._migrate.trace import MigrateError
 
@@ -443,7 +447,7 @@ def wrap(
         if not has_session_code(s) and not _calls(s) & {"run", "eval"}  # they need a session
     ]
     if fn is None:  # module-level tensors the region reads: made again in the traced graph
-        before = [s for s in prologue_stmts if makes_tensors(s, module)] + before
+        before = tensor_statements(prologue_stmts, module) + before
     before = needed_before(before, region)
     body, body_lines = _render(before + region, unit, positions)
     returned = ", ".join(names)

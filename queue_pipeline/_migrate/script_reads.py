@@ -3,7 +3,7 @@
 The region :func:`~queue_pipeline._migrate.script.wrap` cuts out returns the
 names the code after it reads of it (:func:`read_before_assigned`), and runs
 after the statements before it that it needs (:func:`needed_before`), module
-level tensors included (:func:`makes_tensors`).
+level tensors included (:func:`tensor_statements`).
 """
 
 from __future__ import annotations
@@ -15,30 +15,35 @@ import libcst.matchers as m
 
 from queue_pipeline._migrate.syntax import assigned_names, names_in
 
-__all__ = ["makes_tensors", "needed_before", "read_before_assigned"]
+__all__ = ["needed_before", "read_before_assigned", "tensor_statements"]
 
 
-def makes_tensors(stmt: cst.CSTNode, module: cst.Module) -> bool:
-    """Whether `stmt` assigns what a TensorFlow call returns (``x = tf.range(1, 10)``): a
-    tensor of the graph the file builds at import, not of the graph a trace runs in."""
-    simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
-    if not isinstance(simple, cst.Assign):
-        return False
+def tensor_statements(statements: list, module: cst.Module) -> list:
+    """The statements of `statements` that assign what a TensorFlow call returns (``x =
+    tf.range(1, 10)``): tensors of the graph the file builds at import, not of the graph
+    a trace runs in. TensorFlow's names are those `module`'s imports bind to it."""
+    code = cst.Module([]).code_for_node
     aliases = {
-        (a.asname.name.value if a.asname and isinstance(a.asname.name, cst.Name) else "tf")
+        a.asname.name.value
+        if a.asname and isinstance(a.asname.name, cst.Name)
+        else code(a.name).split(".")[0]  # `import tensorflow.compat.v1` binds `tensorflow`
         for s in module.body
         if isinstance(s, cst.SimpleStatementLine)
         for b in s.body
         if isinstance(b, cst.Import)
         for a in b.names
-        if cst.Module([]).code_for_node(a.name).split(".")[0] == "tensorflow"
+        if code(a.name).split(".")[0] == "tensorflow"
     }
-    code = cst.Module([]).code_for_node
-    return any(
-        code(c.func).split(".")[0] in aliases and ".flags" not in code(c.func)
-        for c in m.findall(simple.value, m.Call())
-        if isinstance(c, cst.Call)
-    )
+
+    def makes_tensors(stmt) -> bool:
+        simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        return isinstance(simple, cst.Assign) and any(
+            code(c.func).split(".")[0] in aliases and ".flags" not in code(c.func)
+            for c in m.findall(simple.value, m.Call())
+            if isinstance(c, cst.Call)
+        )
+
+    return [s for s in statements if makes_tensors(s)]
 
 
 def read_before_assigned(statements: list) -> list[str]:
