@@ -53,6 +53,10 @@ setup(
         # on Beam's DirectRunner (the [beam] extra below); dask[distributed]:
         # and on Beam's Dask runner against a LocalCluster of worker
         # processes the tests start (the [dask] extra).
+        # playwright: the pages `compare --html` writes are opened in a real
+        # headless Chromium, offline (tests/browser.py); it drives the system's
+        # Chromium (Debian: apt-get install chromium), never a browser it
+        # downloads, and without one those tests are skipped.
         # No TensorFlow in this extra or the next: README's commands name
         # [tensorflow,...] for a fresh venv, and a venv that has its own
         # TensorFlow installs [test] alone.
@@ -67,6 +71,7 @@ setup(
             "apache-beam>=2.60",
             "google-crc32c>=1.5",
             "dask[distributed]>=2024.1",
+            "playwright>=1.40",
         ],
         # apache-beam: `queue-pipeline convert` runs on Beam (DirectRunner on
         # every local core; Dataflow, Flink or Spark by option) instead of a

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from typing import Iterator
 
+from queue_pipeline._compare.image_shapes import parse_image_shape
 from queue_pipeline._core.quiet import TF_LOGS_ENV, tf_logs_requested
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "TF_LOGS_ENV",
     "add_demo_arguments",
     "hide_tf_runtime_logs",
+    "image_shape_argument",
     "import_tensorflow",
     "quiet_tf_startup",
     "report_error",
@@ -47,6 +49,14 @@ def report_error(command: str, error: BaseException, *, as_json: bool) -> int:
     return 2
 
 
+def image_shape_argument(text: str) -> tuple[str, tuple[int, ...]]:
+    """argparse type of ``--image COMPONENT=HxW[xC]``: ``(path, shape)``."""
+    try:
+        return parse_image_shape(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds the demo's options to `parser` (shared by the CLI and :func:`main`)."""
     parser.add_argument(
@@ -58,6 +68,14 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--quiet", action="store_true", help="no progress bar; print only the one-line summary"
+    )
+    parser.add_argument(
+        "--html",
+        metavar="PATH",
+        default=None,
+        help="also write a self-contained HTML page to PATH: the input pipelines' "
+        "comparison drawn side by side (images, distributions, order, throughput) and "
+        "both training runs' loss and accuracy curves",
     )
     parser.add_argument(
         "--tf1",

@@ -38,6 +38,7 @@ from queue_pipeline._cli_support import (
     DEMO_DESCRIPTION,
     TF_LOGS_ENV,
     add_demo_arguments,
+    image_shape_argument,
     import_tensorflow,
     report_error,
 )
@@ -94,7 +95,12 @@ def _compare(args) -> int:
             ordered=args.ordered,
             timeout=args.timeout,
             progress=None,
+            image_shapes=dict(args.image or []),
         )
+        if args.html is not None:
+            report.to_html(args.html)
+        if args.logdir is not None:
+            report.to_tensorboard(args.logdir)
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
         return report_error("compare", e, as_json=args.json)
     sys.stdout.write(report.to_json() + "\n" if args.json else report.render())
@@ -290,6 +296,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds one batch may take before the pipeline counts as stalled",
     )
     cmp.add_argument("--json", action="store_true", help="print the report as JSON")
+    cmp.add_argument(
+        "--html",
+        metavar="PATH",
+        default=None,
+        help="also write the report as one self-contained HTML page to PATH: both sides' "
+        "distributions, images, order and throughput drawn side by side",
+    )
+    cmp.add_argument(
+        "--image",
+        metavar="COMPONENT=HxW[xC]",
+        action="append",
+        type=image_shape_argument,
+        default=None,
+        help="draw COMPONENT (e.g. 0, image or [0]) as images of this shape on the page, "
+        "e.g. 0=28x28 for flat 784-value vectors (repeatable; HxW and HxWxC examples "
+        "are drawn without it)",
+    )
+    cmp.add_argument(
+        "--logdir",
+        metavar="DIR",
+        default=None,
+        help="also write the comparison as TensorBoard summaries, one run per side "
+        "(DIR/legacy, DIR/twin): first images, value histograms, throughput, the verdict; "
+        "then `tensorboard --logdir DIR`",
+    )
     cmp.set_defaults(run=_compare)
     demo_parser = commands.add_parser(
         "demo",

@@ -44,17 +44,20 @@ NOTE [ Comparing examples, epochs and order ]
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 import tensorflow as tf
 
 from queue_pipeline._compare import harness as _harness
 from queue_pipeline._compare import inspect as _inspect
 from queue_pipeline._compare import normalize as _normalize
+from queue_pipeline._compare import samples as _samples
 from queue_pipeline._core import progress as _progress
 from queue_pipeline._compare.analysis import analyze
 from queue_pipeline._compare.harness import PipelineError, PipelineStalledError
+from queue_pipeline._compare.samples import ComparisonSamples, SideSamples
 from queue_pipeline._compare.report import (
     ComparisonReport,
     ComponentReport,
@@ -69,6 +72,7 @@ from queue_pipeline.plan import epochs_of
 
 __all__ = [
     "ComparisonReport",
+    "ComparisonSamples",
     "ComponentReport",
     "Difference",
     "EpochReport",
@@ -78,6 +82,7 @@ __all__ = [
     "PipelineStalledError",
     "ShuffleStats",
     "SideReport",
+    "SideSamples",
     "compare",
     "rebuilt_twin",
 ]
@@ -104,6 +109,8 @@ class _Side:
     epochs: int = 1
     epoch_size: int | None = None
     notes: list = dataclasses.field(default_factory=list)
+    keys: list | None = None  # the examples' keys, once the analysis computed them
+    timeline: _samples.Timeline | None = None
 
     def add(self, leaves: list) -> None:
         if self.batched:
@@ -134,6 +141,7 @@ def compare(
     reference: Callable[[], tf.data.Dataset] | None = None,
     progress: bool | None = False,
     max_bytes: int | None = DEFAULT_MAX_BYTES,
+    image_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ComparisonReport:
     """Runs a legacy pipeline and its tf.data twin and reports how their outputs differ.
 
@@ -165,9 +173,16 @@ def compare(
         counting 1 KiB per example for what the comparison keeps of it (the
         twin is then read for as many examples), so a comparison never
         exhausts the machine's memory; None: no bound.
+      image_shapes: components to draw as images in the report's page and
+        TensorBoard, by component (``"0"``, ``"image"`` or a path such as
+        ``"[0]"``), with the per-example shape, HxW or HxWxC (C in 1, 3 or
+        4), e.g. ``{"0": (28, 28)}`` for flat 784-value vectors. Examples that
+        are HxW or HxWxC already are drawn without it.
 
     Returns:
-      A :class:`ComparisonReport`; ``report.matched`` is the verdict.
+      A :class:`ComparisonReport`; ``report.matched`` is the verdict, and
+      ``report.samples`` holds what its page (:meth:`ComparisonReport.to_html`)
+      draws.
 
     Raises:
       TypeError, ValueError: bad arguments.
@@ -187,6 +202,7 @@ def compare(
     _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference)
     if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 1):
         raise ValueError(f"{_API}: `max_bytes` must be None or a positive int; got {max_bytes!r}.")
+    shapes = _image_shapes(image_shapes)
     left = _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes)
     total = len(left.examples)
     if left.exhausted:
@@ -217,7 +233,42 @@ def compare(
         report.notes.append(
             "twin: queue_pipeline.to_dataset() of the legacy pipeline (rebuilt from its plan)."
         )
+    report.samples = _samples.collect(
+        left,
+        right,
+        ordered=report.mode == "ordered" and report.structure_equal,
+        epoch_size=left.epoch_size,
+        reference=ref,
+        image_shapes=shapes,
+    )
+    _tell_pytest_plugin(report)
     return report
+
+
+def _image_shapes(image_shapes) -> dict[str, tuple[int, ...]]:
+    if image_shapes is None:
+        return {}
+    if not isinstance(image_shapes, Mapping):
+        raise TypeError(
+            f"{_API}: `image_shapes` must be None or a mapping from component to "
+            f"shape, e.g. {{'0': (28, 28)}}; got {image_shapes!r}."
+        )
+    out = {}
+    for name, shape in image_shapes.items():
+        try:
+            out[_samples.component_path(str(name))] = _samples.check_image_shape(shape)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{_API}: `image_shapes`[{name!r}]: {e}") from None
+    return out
+
+
+def _tell_pytest_plugin(report: ComparisonReport) -> None:
+    """Hands `report` to queue_pipeline's pytest plugin when it writes pages
+    (``--queue-pipeline-html-dir``), for a failing test's page."""
+    plugin = sys.modules.get("queue_pipeline.pytest_plugin")
+    record = getattr(plugin, "record_report", None)
+    if record is not None:
+        record(report)
 
 
 def rebuilt_twin(
@@ -293,6 +344,7 @@ def _validate(legacy, twin, epochs, max_batches, ordered, timeout, reference) ->
 
 
 def _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes=None) -> _Side:
+    timeline = _samples.Timeline()
     graph = tf.Graph()
     with graph.as_default():
         outputs = _harness.call_builder(_API, "legacy", legacy)
@@ -317,6 +369,7 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes=None) 
             )
         side = _Side(paths, specs, batched=_inspect.is_batched(outputs))
         side.nondeterminism = _inspect.legacy_nondeterminism(graph)
+        side.timeline = timeline
         state, plan_epochs = epochs_of(outputs)
     if state == "infinite" and max_batches is None:
         raise ValueError(
@@ -332,6 +385,11 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes=None) 
             )
         side.epochs = plan_epochs
     bar = _progress.Progress("legacy batches", max_batches, enabled=progress)
+
+    def on_batch(batches: int) -> None:
+        bar.update(batches)
+        timeline.mark(batches)
+
     with bar:
         result = _harness.run_graph(
             outputs,
@@ -339,7 +397,7 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes=None) 
             max_batches=max_batches or (None if state == "finite" else _SAFETY_MAX_BATCHES),
             timeout=timeout,
             api=f"{_API} (legacy side)",
-            on_batch=bar.update,
+            on_batch=on_batch,
             max_bytes=max_bytes,
         )
     for batch in result.batches:
@@ -381,6 +439,7 @@ def _twin_batched(left: _Side, specs) -> bool:
 
 
 def _read_dataset(fn, side, *, limit, timeout, arg, progress, legacy=None) -> _Side:
+    timeline = _samples.Timeline()
     with tf.init_scope():
         eager = tf.executing_eagerly()
     graph = None if eager else tf.Graph()
@@ -406,6 +465,7 @@ def _read_dataset(fn, side, *, limit, timeout, arg, progress, legacy=None) -> _S
             ) from None
         side = _Side(paths, specs, batched=_twin_batched(legacy, specs))
         side.nondeterminism = _inspect.dataset_nondeterminism(dataset)
+        side.timeline = timeline
     reader = _harness.TwinReader(dataset, timeout=timeout, api=f"{_API} ({arg} side)", graph=graph)
     bar = _progress.Progress(f"{arg} examples", limit, enabled=progress)
     t0 = time.perf_counter()
@@ -418,6 +478,8 @@ def _read_dataset(fn, side, *, limit, timeout, arg, progress, legacy=None) -> _S
                     break
                 side.add(leaves)
                 bar.update(len(side.examples))
+                if side.timeline is not None:
+                    side.timeline.mark(side.batches)
     finally:
         reader.close()
     side.seconds = time.perf_counter() - t0

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import textwrap
@@ -38,6 +39,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from queue_pipeline._compare.page import write as write_page
 from queue_pipeline._core.quiet import tf_logs_hidden
 from queue_pipeline._cli_support import DEMO_DESCRIPTION as DESCRIPTION
 from queue_pipeline._cli_support import add_demo_arguments as add_arguments
@@ -65,10 +67,18 @@ from queue_pipeline._demo.training import train_legacy as train_legacy
 from queue_pipeline._demo.training import train_twin as train_twin
 from queue_pipeline.compare import compare
 
+_IMAGE_SIDE = 28  # the images are flat IMAGE_PIXELS = 28 * 28 vectors
+
 __all__ = ["DESCRIPTION", "add_arguments", "main", "render", "run", "run_demo", "summary_line"]
 
 
-def run_demo(*, epochs: int = 10, seed: int = 0, progress: bool | None = None) -> dict[str, Any]:
+def run_demo(
+    *,
+    epochs: int = 10,
+    seed: int = 0,
+    progress: bool | None = None,
+    html: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
     """Runs the whole demo and returns its summary (what ``--json`` prints).
 
     Args:
@@ -76,13 +86,18 @@ def run_demo(*, epochs: int = 10, seed: int = 0, progress: bool | None = None) -
       seed: seeds the shuffles and the weight initializers.
       progress: progress bars on stderr: None when it is a terminal, or
         True / False.
+      html: also write the comparison's page (``ComparisonReport.to_html``,
+        images drawn 28x28) with both training runs' loss and accuracy curves
+        to this path.
 
     Returns:
       A dict: ``source``, ``train_examples``, ``test_examples``, ``epochs``,
       ``comparison`` (the compare report's dict), ``comparison_text``,
       ``legacy`` and ``twin`` (``examples``, ``steps``, ``seconds``,
-      ``examples_per_second``, ``test_accuracy``, ``pipeline``), ``ok``
-      (the pipelines matched), ``total_seconds``.
+      ``examples_per_second``, ``test_accuracy``, ``pipeline``, ``curves``:
+      per-step training ``loss`` and batch ``accuracy``), ``ok`` (the
+      pipelines matched), ``total_seconds``, and ``html`` (the page's path,
+      or None).
     """
     if not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"demo: `epochs` must be a positive int; got {epochs!r}.")
@@ -94,6 +109,7 @@ def run_demo(*, epochs: int = 10, seed: int = 0, progress: bool | None = None) -
             lambda: twin_inputs(files["train"], 1, seed),
             timeout=30.0,
             progress=progress,
+            image_shapes={"0": (_IMAGE_SIDE, _IMAGE_SIDE)},
         )
         total_steps = -(-files["train_examples"] * epochs // BATCH_SIZE)
         common = dict(epochs=epochs, seed=seed, progress=progress, total_steps=total_steps)
@@ -104,6 +120,17 @@ def run_demo(*, epochs: int = 10, seed: int = 0, progress: bool | None = None) -
             files["test_labels"],
             examples_per_epoch=files["train_examples"],
             **common,
+        )
+    page = None
+    if html is not None:
+        page = write_page(
+            report,
+            html,
+            training={"legacy": legacy["curves"], "twin": twin["curves"]},
+            title="queue_pipeline demo",
+            intro=f"One model trained through a TF 1.x queue pipeline ({legacy['pipeline']}) "
+            f"and through its tf.data twin ({twin['pipeline']}) on {files['source']}; the "
+            "input pipelines compared over one epoch, and both training runs.",
         )
     return {
         "source": files["source"],
@@ -117,6 +144,7 @@ def run_demo(*, epochs: int = 10, seed: int = 0, progress: bool | None = None) -
         "twin": twin,
         "ok": bool(report.matched),
         "total_seconds": time.perf_counter() - start,
+        "html": page,
     }
 
 
@@ -153,11 +181,10 @@ def render(summary: dict) -> str:
             f"   {name:<18}{side['examples']:>10,}{_rate(side):>13}"
             f"{side['test_accuracy']:>16.3f}{side['seconds']:>10.2f}"
         )
-    lines += [
-        "   (examples/s: training steps, input and model, after the first step)",
-        "",
-        summary_line(summary),
-    ]
+    lines += ["   (examples/s: training steps, input and model, after the first step)", ""]
+    if summary.get("html"):
+        lines += [f"page    {summary['html']}", ""]
+    lines.append(summary_line(summary))
     return "\n".join(lines) + "\n"
 
 
@@ -191,7 +218,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         summary = run_demo(
-            epochs=args.epochs, seed=args.seed, progress=False if args.quiet or args.json else None
+            epochs=args.epochs,
+            seed=args.seed,
+            progress=False if args.quiet or args.json else None,
+            html=getattr(args, "html", None),
         )
     except Exception as e:  # noqa: BLE001 - any failure is exit status 2
         return report_error("demo", e, as_json=args.json)

@@ -11,6 +11,10 @@ Adds:
     and joins its threads at teardown) and ``qp_snapshot`` (golden snapshots
     beside the test file, see :func:`queue_pipeline.testing.assert_snapshot`);
   * the option ``--update-snapshots`` (rewrite snapshots instead of comparing);
+  * the option ``--queue-pipeline-html-dir DIR``: for each failing test, the
+    page (:meth:`ComparisonReport.to_html`) of every comparison in it that
+    did not match, and of a snapshot that differs (golden against now), is
+    written to ``DIR/<test id>[-k].html``, and the test's report lists them;
   * the ini key ``queue_pipeline_timeout`` (seconds a fixture session op may
     block, default 30).
 """
@@ -19,14 +23,28 @@ from __future__ import annotations
 
 import pathlib
 import re
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Generator, Iterator
 
 import pytest
 
-__all__ = ["qp_coord", "qp_graph", "qp_session", "qp_snapshot", "update_requested"]
+__all__ = [
+    "html_dir",
+    "qp_coord",
+    "qp_graph",
+    "qp_session",
+    "qp_snapshot",
+    "record_report",
+    "update_requested",
+]
 
 update_requested = False
 """Whether this pytest run was given ``--update-snapshots`` (read by testing)."""
+
+html_dir: pathlib.Path | None = None
+"""The ``--queue-pipeline-html-dir`` folder, or None: no pages are written."""
+
+_MAX_PAGES = 8  # pages written per failing test
+_recorded: list[Any] = []  # the running test's comparisons that did not match
 
 _DEFAULT_TIMEOUT = 30.0
 
@@ -46,6 +64,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite queue_pipeline golden snapshots instead of comparing",
     )
+    group.addoption(
+        "--queue-pipeline-html-dir",
+        metavar="DIR",
+        default=None,
+        help="write the HTML page of each failing test's comparison (or snapshot) to DIR",
+    )
     parser.addini(
         "queue_pipeline_timeout",
         default=str(int(_DEFAULT_TIMEOUT)),
@@ -54,13 +78,66 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    global update_requested
+    global update_requested, html_dir
     update_requested = bool(config.getoption("update_snapshots", False))
+    folder = config.getoption("queue_pipeline_html_dir", None)
+    html_dir = pathlib.Path(folder).resolve() if folder else None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    global update_requested
+    global update_requested, html_dir
     update_requested = False
+    html_dir = None
+    _recorded.clear()
+
+
+def record_report(report: Any) -> None:
+    """Called by ``compare`` with each report: keeps the ones that did not match
+    while pages are wanted, for the running test's page (bounded)."""
+    if html_dir is not None and not report.matched and len(_recorded) < _MAX_PAGES:
+        _recorded.append(report)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _recorded.clear()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo
+) -> Generator[None, Any, None]:
+    outcome = yield
+    rep = outcome.get_result()
+    if html_dir is None or call.when != "call":
+        return
+    try:
+        if rep.failed:
+            try:
+                pages = _write_pages(item.nodeid, call.excinfo.value if call.excinfo else None)
+            except Exception as e:  # noqa: BLE001 - the test's own failure comes first
+                pages = [f"(no page: {type(e).__name__}: {e})"]
+            if pages:
+                rep.sections.append(("queue_pipeline pages", "\n".join(pages)))
+    finally:
+        _recorded.clear()
+
+
+def _write_pages(nodeid: str, error: BaseException | None) -> list[str]:
+    """Writes the failing test's pages into `html_dir`; returns their paths."""
+    assert html_dir is not None, "only called when pages are wanted"
+    reports = list(_recorded)
+    found = getattr(error, "report", None)
+    if found is not None and all(found is not r for r in reports):
+        reports.insert(0, found)
+    stem = re.sub(r"[^\w.-]+", "_", nodeid).strip("_") or "test"
+    pages = []
+    for k, report in enumerate(reports[:_MAX_PAGES]):
+        name = f"{stem}.html" if k == 0 else f"{stem}-{k + 1}.html"
+        pages.append(report.to_html(html_dir / name))
+    snapshot = getattr(error, "snapshot_page", None)
+    if snapshot is not None:
+        pages.append(snapshot(html_dir / f"{stem}-snapshot.html"))
+    return pages
 
 
 @pytest.fixture

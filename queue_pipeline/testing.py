@@ -14,10 +14,13 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import pathlib
 import sys
+from typing import Any, Callable
+
 import numpy as np
 import tensorflow as tf
 
@@ -44,7 +47,16 @@ _DIFF_LINES = 40
 
 
 class SnapshotMismatchError(AssertionError):
-    """A pipeline's batches differ from its golden snapshot (or it is missing in CI)."""
+    """A pipeline's batches differ from its golden snapshot (or it is missing in CI).
+
+    Attributes:
+      snapshot_page: for a difference, ``snapshot_page(path)`` writes the
+        comparison page of the golden batches (legacy column) against the
+        pipeline's (twin column) and returns its path; None otherwise. The
+        pytest plugin calls it for ``--queue-pipeline-html-dir``.
+    """
+
+    snapshot_page: Callable[[Any], str] | None = None
 
 
 def _graph_of(api: str, fetches) -> tf.Graph:
@@ -233,12 +245,66 @@ def assert_snapshot(batches, path, *, update: bool | None = None) -> None:
     )
     if len(diff) > _DIFF_LINES:
         diff = diff[:_DIFF_LINES] + [f"... ({len(diff) - _DIFF_LINES} more diff lines)"]
-    raise SnapshotMismatchError(
+    error = SnapshotMismatchError(
         f"snapshot {path} differs from the pipeline's output.\n"
         f"First difference: {_first_difference(old, new)}\n"
         + "\n".join(diff)
         + f"\nFix: if the change is intended, re-run with {UPDATE_SNAPSHOTS_ENV}=1 (or "
         "pytest --update-snapshots) and commit the file."
+    )
+    error.snapshot_page = functools.partial(_snapshot_page, old, new, str(path))
+    raise error
+
+
+def _from_jsonable(value: dict):
+    """A snapshot's component value back as a leaf (inverse of ``normalize.to_jsonable``)."""
+    if value.get("dtype") == "string":
+        raw = np.array(value["values"], dtype=object)
+        decode = bytes.fromhex if value.get("encoding") == "hex" else str.encode
+        leaf = np.array([decode(x) for x in raw.ravel()], dtype=object).reshape(raw.shape)
+    else:
+        leaf = np.array(value["values"], dtype=value["dtype"])
+    if value.get("sparse"):
+        indices = np.array(value["indices"], np.int64).reshape([-1, len(value["dense_shape"])])
+        return _normalize.Sparse(indices, leaf, np.array(value["dense_shape"], np.int64))
+    return leaf.reshape(value["shape"])
+
+
+def _spec_of(path: str, leaf) -> _normalize.ComponentSpec:
+    sparse = isinstance(leaf, _normalize.Sparse)
+    values = leaf.values if sparse else leaf
+    dtype = "string" if values.dtype == object else values.dtype.name
+    return _normalize.ComponentSpec(
+        path, dtype, tf.TensorShape(_normalize.example_shape(leaf)), sparse
+    )
+
+
+def _snapshot_page(old: dict, new: dict, golden: str, path) -> str:
+    """Writes the page of a snapshot's golden batches against the pipeline's; returns its path."""
+    from queue_pipeline._compare import page as _page
+    from queue_pipeline._compare import samples as _samples
+    from queue_pipeline._compare.analysis import analyze
+    from queue_pipeline.compare import _Side
+
+    sides = []
+    for data in (old, new):
+        batches = data.get("batches", [])
+        names = list(batches[0]) if batches else []
+        paths = ["" if n == "(tensor)" else n for n in names]
+        side = _Side(paths, [], batched=True, nondeterminism=[], exhausted=True)
+        for batch in batches:
+            leaves = [_from_jsonable(batch[n]) for n in names if n in batch]
+            side.specs = side.specs or [_spec_of(p, leaf) for p, leaf in zip(paths, leaves)]
+            side.add(leaves)
+        sides.append(side)
+    report = analyze(*sides, ordered=True, epochs=1, epoch_size=None, reference=None)
+    report.samples = _samples.collect(*sides, ordered=True, epoch_size=None)
+    return _page.write(
+        report,
+        path,
+        title="queue_pipeline snapshot",
+        intro=f"The golden snapshot {golden} (legacy column) against the pipeline's "
+        "batches now (twin column).",
     )
 
 

@@ -31,6 +31,9 @@ from queue_pipeline._core.quiet import tf_logs_hidden  # noqa: E402
 
 TF1_ENV = "QUEUE_PIPELINE_TEST_TF1"
 
+# The `browser` fixture and --browser-screenshots: the pages in headless Chromium.
+pytest_plugins = ["browser"]
+
 
 def pytest_addoption(parser):
     parser.addoption(

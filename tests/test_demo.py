@@ -18,8 +18,9 @@ MODE_ARGS = ["--tf1"] if tf1_mode() else []
 
 
 @pytest.fixture(scope="module")
-def summary():
-    return demo.run_demo(epochs=3, seed=1, progress=False)
+def summary(tmp_path_factory):
+    page = tmp_path_factory.mktemp("demo") / "demo.html"
+    return demo.run_demo(epochs=3, seed=1, progress=False, html=page)
 
 
 def test_demo_json_summary(capsys):
@@ -48,11 +49,40 @@ def test_demo_report_shows_source_comparison_throughput_and_accuracy(summary):
         assert summary[side]["steps"] == -(-3 * 1437 // 64)
 
 
+def test_demo_page_has_the_comparison_and_both_training_runs(summary):
+    text = open(summary["html"], encoding="utf-8").read()
+    assert '<p id="verdict" class="match">MATCH</p>' in text
+    assert "http://" not in text and "https://" not in text and "<script" not in text
+    assert 'id="images"' in text and 'alt="[0] legacy"' in text  # 784 values drawn 28x28
+    assert 'id="training"' in text
+    for metric in ("loss", "accuracy"):
+        assert f"training {metric} per step" in text
+    for side in ("legacy", "twin"):
+        curves = summary[side]["curves"]
+        assert len(curves["loss"]) == len(curves["accuracy"]) == summary[side]["steps"]
+        assert all(-1e-3 <= a <= 1.0 + 1e-3 for a in curves["accuracy"])
+        assert curves["loss"][-1] < curves["loss"][0]  # it learns
+    assert f"page    {summary['html']}" in demo.render(summary)
+
+
 def test_demo_subcommand_quiet(capsys, monkeypatch, summary):
     monkeypatch.setattr(demo, "run_demo", lambda **kwargs: summary)
     assert cli.main(["demo", "--quiet", "--epochs", "3"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and out.startswith("OK: ")
+
+
+def test_demo_html_option_reaches_run_demo(capsys, monkeypatch, summary, tmp_path):
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs)
+        return summary
+
+    monkeypatch.setattr(demo, "run_demo", fake)
+    assert cli.main(["demo", "--quiet", "--html", str(tmp_path / "d.html")]) == 0
+    assert seen["html"] == str(tmp_path / "d.html")
+    capsys.readouterr()
 
 
 def test_demo_mismatch_exits_1(capsys, monkeypatch, summary):

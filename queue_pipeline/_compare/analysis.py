@@ -33,6 +33,7 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
         _padded_alike(left, right, notes)
     lkeys = [_normalize.example_key(e) for e in left.examples]
     rkeys = [_normalize.example_key(e) for e in right.examples]
+    left.keys, right.keys = lkeys, rkeys  # reused by compare's samples
     mode, reason = _mode(left, right, ordered, notes)
 
     counts_equal = len(lkeys) == len(rkeys)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Sequence
+
+if TYPE_CHECKING:
+    from queue_pipeline._compare.samples import ComparisonSamples
 
 __all__ = [
     "ComparisonReport",
@@ -15,11 +19,21 @@ __all__ = [
     "PipelineMismatchError",
     "ShuffleStats",
     "SideReport",
+    "TableRow",
 ]
 
 
 class PipelineMismatchError(AssertionError):
-    """Raised by :meth:`ComparisonReport.assert_match` when the sides differ."""
+    """Raised by :meth:`ComparisonReport.assert_match` when the sides differ.
+
+    Attributes:
+      report: the :class:`ComparisonReport` (None when raised otherwise);
+        the pytest plugin writes its page for a failing test.
+    """
+
+    def __init__(self, *args: Any, report: ComparisonReport | None = None) -> None:
+        super().__init__(*args)
+        self.report = report
 
 
 @dataclasses.dataclass
@@ -137,7 +151,7 @@ class ComparisonReport:
     migration slip that explains every differing record (None when nothing
     differs or none does; ``slips_checked`` says whether records differed
     and were tested). ``str(report)`` is the text table, :meth:`to_json` the
-    JSON.
+    JSON, :meth:`to_html` a page that draws both sides from ``samples``.
     """
 
     matched: bool
@@ -160,6 +174,9 @@ class ComparisonReport:
     notes: list[str]
     explanation: Explanation | None = None
     slips_checked: bool = False
+    samples: ComparisonSamples | None = dataclasses.field(default=None, repr=False, compare=False)
+    """What compare kept of each side to draw it (first examples, value samples,
+    order, timeline); None for a report made otherwise. Not in :meth:`to_dict`."""
 
     def __bool__(self) -> bool:
         return self.matched
@@ -170,11 +187,12 @@ class ComparisonReport:
     def assert_match(self) -> None:
         """Raises PipelineMismatchError (an AssertionError) with the table unless matched."""
         if not self.matched:
-            raise PipelineMismatchError("\n" + self.render())
+            raise PipelineMismatchError("\n" + self.render(), report=self)
 
     def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready data (throughput included)."""
-        data = dataclasses.asdict(self)
+        """The report as JSON-ready data (throughput included; ``samples`` left out)."""
+        data = dataclasses.asdict(dataclasses.replace(self, samples=None))
+        del data["samples"]
         for side in ("legacy", "twin"):
             data[side]["examples_per_second"] = getattr(self, side).examples_per_second
         return data
@@ -182,10 +200,81 @@ class ComparisonReport:
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
 
+    def to_html(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        image_shapes: Mapping[str, Sequence[int]] | None = None,
+    ) -> str:
+        """Writes the report as one self-contained HTML page; returns its path.
+
+        The page needs no server and nothing from elsewhere (its graphics are
+        inline SVG and ``data:`` PNG images): the verdict, the first difference
+        and the slip explanation in words, the structure table, both sides'
+        value distributions, per-epoch counts, the first images (legacy above
+        twin, differing ones marked, with a difference image), the order
+        (position delivered against position in the source), throughput over
+        the run, and strings' and variable-length components' lengths and
+        first values. Its size is bounded whatever the run's size.
+
+        Args:
+          path: the file to write (its folder is created).
+          image_shapes: components to draw as images with their per-example
+            shape, as for :func:`queue_pipeline.compare.compare` (added to the
+            ones given there).
+        """
+        from queue_pipeline._compare import page as _page
+
+        return _page.write(self, path, image_shapes=image_shapes)
+
+    def to_tensorboard(self, logdir: str | os.PathLike[str]) -> dict[str, str]:
+        """Writes the report as TensorBoard summaries, one run per side.
+
+        ``LOGDIR/legacy`` and ``LOGDIR/twin`` each get a strip of the first
+        image-like examples (differing ones framed red), a histogram per numeric
+        component (the same buckets on both sides), throughput scalars and the
+        verdict as text; then ``tensorboard --logdir LOGDIR``. The summaries are
+        written without ops or a Session, so the user's default graph and TF mode
+        are untouched. A logdir that already holds a comparison is refused.
+
+        Returns:
+          The path of each run's folder, by run name (``legacy``, ``twin``).
+        """
+        from queue_pipeline._compare import tensorboard as _tensorboard
+
+        return _tensorboard.write_summaries(self, logdir)
+
+    @property
+    def verdict(self) -> str:
+        """``MATCH``, or ``DIFFER (<n> mismatch(es))``: the report's first line."""
+        return "MATCH" if self.matched else f"DIFFER ({len(self.mismatches)} mismatch(es))"
+
+    def table(self) -> list[TableRow]:
+        """The rows of the text table (and of the page's), legacy and twin side by side."""
+        return _table(self)
+
     def render(self) -> str:
         """The report as a text table: a verdict line, the mode and its reason,
         rows of legacy / twin / verdict columns, then mismatches and notes."""
         return _render(self)
+
+
+class TableRow(NamedTuple):
+    """One row of the report's table: a label, both sides' cells and a verdict.
+
+    ``differs`` marks a row that shows a difference (its verdict says
+    ``DIFFERS``, or it is the first difference).
+    """
+
+    label: str
+    legacy: str = ""
+    twin: str = ""
+    verdict: str = ""
+    differs: bool | None = None
+
+    @property
+    def marked(self) -> bool:
+        return bool(self.differs) or (self.differs is None and "DIFFERS" in self.verdict)
 
 
 _LABEL, _COL = 22, 30
@@ -199,6 +288,10 @@ def _cell(text: Any) -> str:
 
 def _row(label: str, legacy: Any = "", twin: Any = "", verdict: str = "") -> str:
     return (f"{label:<{_LABEL}}{_cell(legacy):<{_COL}}{_cell(twin):<{_COL}}{verdict}").rstrip()
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def _ok(flag: bool | None, yes: str = "ok", no: str = "DIFFERS") -> str:
@@ -215,25 +308,35 @@ def _side_count(side: SideReport, what: str) -> str:
 
 
 def _render(r: ComparisonReport) -> str:
-    verdict = "MATCH" if r.matched else f"DIFFER ({len(r.mismatches)} mismatch(es))"
     lines = [
-        f"queue_pipeline compare: {verdict}",
+        f"queue_pipeline compare: {r.verdict}",
         f"mode: {r.mode} ({r.mode_reason})",
     ]
     if r.explanation is not None:
         lines.append(f"explained: {r.explanation.text}")
     elif r.slips_checked:
         lines.append("explained: none of the known slips explains it")
-    lines += [
-        "",
-        _row("", "legacy", "twin"),
-        _row("structure", r.legacy.structure, r.twin.structure, _ok(r.structure_equal)),
+    lines += ["", _row("", "legacy", "twin")]
+    lines += [_row(*row[:4]) for row in _table(r)]
+    for title, items in (("Mismatches", r.mismatches), ("Notes", r.notes)):
+        if items:
+            lines += ["", f"{title}:"]
+            for item in items:
+                body = item.splitlines()
+                lines.append(f"- {body[0]}")
+                lines += [f"  {line}" for line in body[1:]]
+    return "\n".join(lines) + "\n"
+
+
+def _table(r: ComparisonReport) -> list[TableRow]:
+    rows = [
+        TableRow("structure", r.legacy.structure, r.twin.structure, _ok(r.structure_equal)),
     ]
     for c in r.components:
         problems = [] if c.dtype_equal else ["dtype DIFFERS"]
         problems += [] if c.shape_compatible else ["shape DIFFERS"]
-        lines.append(
-            _row(
+        rows.append(
+            TableRow(
                 f"  {c.path or '(tensor)'}",
                 c.legacy or "absent",
                 c.twin or "absent",
@@ -241,19 +344,24 @@ def _render(r: ComparisonReport) -> str:
             )
         )
         if c.legacy_example_shape != c.twin_example_shape:
-            lines.append(
-                _row("    example shape", c.legacy_example_shape, c.twin_example_shape, "DIFFERS")
+            rows.append(
+                TableRow(
+                    "    example shape",
+                    _text(c.legacy_example_shape),
+                    _text(c.twin_example_shape),
+                    "DIFFERS",
+                )
             )
-    lines.append(
-        _row(
+    rows.append(
+        TableRow(
             "batches" if r.legacy.batched else "elements",
             _side_count(r.legacy, "batches"),
             _side_count(r.twin, "batches"),
             _ok(r.batch_counts_equal),
         )
     )
-    lines.append(
-        _row(
+    rows.append(
+        TableRow(
             "examples",
             _side_count(r.legacy, "examples"),
             _side_count(r.twin, "examples"),
@@ -270,13 +378,17 @@ def _render(r: ComparisonReport) -> str:
                 + (" DIFFERS" if r.epochs_required else " (mixed across epochs)")
             )
         )
-        lines.append(_row(label, e.legacy_examples, e.twin_examples, verdict))
+        rows.append(TableRow(label, str(e.legacy_examples), str(e.twin_examples), verdict))
     if len(r.epochs) > _MAX_EPOCH_ROWS:
         rest = r.epochs[_MAX_EPOCH_ROWS:]
         bad = sum(not e.multiset_equal for e in rest)
-        lines.append(
-            _row(
-                f"... {len(rest)} more epochs", "", "", f"{bad} differ" if bad else "multiset equal"
+        rows.append(
+            TableRow(
+                f"... {len(rest)} more epochs",
+                "",
+                "",
+                f"{bad} differ" if bad else "multiset equal",
+                bool(bad and r.epochs_required),
             )
         )
     order = _ok(r.ordered_equal, "equal", "differs")
@@ -284,40 +396,33 @@ def _render(r: ComparisonReport) -> str:
         order = order.upper() if r.ordered_equal is False else order
     else:
         order += " (not required)" if r.ordered_equal is not None else ""
-    lines.append(_row("order", "", "", order))
-    lines.append(_row("multiset", "", "", _ok(r.multiset_equal, "equal", "DIFFERS")))
-    lines.append(_row("deterministic", _det(r.legacy), _det(r.twin)))
+    rows.append(TableRow("order", "", "", order))
+    rows.append(TableRow("multiset", "", "", _ok(r.multiset_equal, "equal", "DIFFERS")))
+    rows.append(TableRow("deterministic", _det(r.legacy), _det(r.twin)))
     ls, ts = r.legacy.shuffle, r.twin.shuffle
     shuffled = ls or ts
     if shuffled is not None:
         gap = f"gap {_fmt(r.mixing_gap, '.2f')}" if r.mixing_gap is not None else ""
-        lines.append(
-            _row(
+        rows.append(
+            TableRow(
                 "rank corr. vs " + shuffled.reference.split()[0],
                 _fmt(ls.rank_correlation if ls else None, ".2f"),
                 _fmt(ts.rank_correlation if ts else None, ".2f"),
                 gap,
             )
         )
-        lines.append(
-            _row(
+        rows.append(
+            TableRow(
                 "mean displacement",
                 _fmt(ls.mean_displacement if ls else None, ".2f"),
                 _fmt(ts.mean_displacement if ts else None, ".2f"),
             )
         )
-    lines.append(_row("throughput", _speed(r.legacy), _speed(r.twin)))
+    rows.append(TableRow("throughput", _speed(r.legacy), _speed(r.twin)))
     if r.first_difference is not None:
         d = r.first_difference
-        lines.append(_row("first difference", f"#{d.index}: {d.legacy}", d.twin, d.kind))
-    for title, items in (("Mismatches", r.mismatches), ("Notes", r.notes)):
-        if items:
-            lines += ["", f"{title}:"]
-            for item in items:
-                body = item.splitlines()
-                lines.append(f"- {body[0]}")
-                lines += [f"  {line}" for line in body[1:]]
-    return "\n".join(lines) + "\n"
+        rows.append(TableRow("first difference", f"#{d.index}: {d.legacy}", d.twin, d.kind, True))
+    return rows
 
 
 def _det(side: SideReport) -> str:

@@ -47,6 +47,7 @@ class _GraphModel(NamedTuple):
     train_op: tf.Operation
     count: tf.Tensor
     accuracy: tf.Tensor
+    loss: tf.Tensor
 
 
 def _graph_model(images, labels, seed: int) -> _GraphModel:
@@ -60,13 +61,16 @@ def _graph_model(images, labels, seed: int) -> _GraphModel:
     accuracy = tf.reduce_mean(
         tf.cast(tf.equal(tf.argmax(logits, 1, output_type=tf.int32), labels), tf.float32)
     )
-    return _GraphModel(train_op, tf.shape(labels)[0], accuracy)
+    return _GraphModel(train_op, tf.shape(labels)[0], accuracy, loss)
 
 
 def _session_steps(
-    sess, model: _GraphModel, bar: _progress.Progress, should_stop=lambda: False
+    sess, model: _GraphModel, bar: _progress.Progress, curves: dict, should_stop=lambda: False
 ) -> tuple[int, int, int, float]:
     """Runs training steps until the input ends (OutOfRangeError) or `should_stop()`.
+
+    Appends each step's loss and batch accuracy (before the step's update)
+    to ``curves["loss"]`` and ``curves["accuracy"]``.
 
     Returns:
       ``(examples, steps, timed examples, seconds)``: the first step pays the
@@ -76,7 +80,11 @@ def _session_steps(
     t0 = None
     try:
         while not should_stop():
-            _, n = sess.run([model.train_op, model.count])
+            _, n, loss, accuracy = sess.run(
+                [model.train_op, model.count, model.loss, model.accuracy]
+            )
+            curves["loss"].append(float(loss))
+            curves["accuracy"].append(float(accuracy))
             examples, steps = examples + n, steps + 1
             if t0 is None:
                 t0 = time.perf_counter()
@@ -94,7 +102,13 @@ def _session_config() -> tf.compat.v1.ConfigProto:
 
 
 def _numbers(
-    pipeline: str, examples: int, steps: int, timed: int, seconds: float, test_accuracy: float
+    pipeline: str,
+    examples: int,
+    steps: int,
+    timed: int,
+    seconds: float,
+    test_accuracy: float,
+    curves: dict,
 ) -> dict[str, Any]:
     return {
         "pipeline": pipeline,
@@ -103,7 +117,13 @@ def _numbers(
         "seconds": seconds,
         "examples_per_second": timed / seconds if seconds else None,
         "test_accuracy": float(test_accuracy),
+        "curves": curves,
     }
+
+
+def _new_curves() -> dict[str, list[float]]:
+    """Per-step training loss and batch accuracy, filled as the steps run."""
+    return {"loss": [], "accuracy": []}
 
 
 def train_legacy(
@@ -133,13 +153,14 @@ def train_legacy(
         sess.run(init)
         coord = queue_pipeline.Coordinator()
         threads = queue_pipeline.start_queue_runners(sess=sess, coord=coord)
+        curves = _new_curves()
         try:
-            counts = _session_steps(sess, model, bar, coord.should_stop)
+            counts = _session_steps(sess, model, bar, curves, coord.should_stop)
         finally:
             coord.request_stop()
         coord.join(threads, stop_grace_period_secs=10)
         test_accuracy = sess.run(model.accuracy, {images: test_images, labels: test_labels})
-    return _numbers(LEGACY_CHAIN, *counts, test_accuracy)
+    return _numbers(LEGACY_CHAIN, *counts, test_accuracy, curves)
 
 
 def train_twin(
@@ -190,11 +211,13 @@ def train_twin(
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"],
     )
-    stats: dict[str, Any] = {"steps": 0, "t0": None, "t1": None}
+    stats: dict[str, Any] = {"steps": 0, "t0": None, "t1": None, "means": []}
     bar = _progress.Progress("twin training steps", total_steps, enabled=progress)
 
     class _Clock(keras.callbacks.Callback):  # type: ignore[name-defined]  # tf.keras is Any
         def on_train_batch_end(self, batch, logs=None):
+            logs = logs or {}
+            stats["means"].append((logs.get("loss"), logs.get("accuracy")))
             stats["steps"] += 1
             now = time.perf_counter()
             if stats["t0"] is None:  # the first step pays the tracing: not timed
@@ -214,7 +237,34 @@ def train_twin(
     examples = examples_per_epoch * epochs
     seconds = (stats["t1"] - stats["t0"]) if stats["t0"] is not None else 0.0
     timed = examples - min(BATCH_SIZE, examples)
-    return _numbers(TWIN_CHAIN, examples, stats["steps"], timed, seconds, test_accuracy)
+    curves = _per_step(stats["means"], examples)
+    return _numbers(TWIN_CHAIN, examples, stats["steps"], timed, seconds, test_accuracy, curves)
+
+
+def _per_step(means: list, examples: int) -> dict[str, list[float]]:
+    """Per-step values from Keras's running means over the epoch.
+
+    NOTE [ Keras's per-step logs ]
+    ``on_train_batch_end`` gets each metric's mean so far in the epoch,
+    weighted by batch size (Keras 3's loss tracker and accuracy metric both
+    are), not the step's own value. With ``N_k`` examples after step ``k``
+    and the means ``m_k``, step k's value is ``(N_k m_k - N_{k-1} m_{k-1}) /
+    n_k``: the legacy side's per-step values, so the two curves compare.
+    Batches are full but the last (``allow_smaller_final_batch``).
+    """
+    curves = _new_curves()
+    before = {"loss": 0.0, "accuracy": 0.0}
+    seen = 0
+    for loss, accuracy in means:
+        n = min(BATCH_SIZE, max(examples - seen, 1))
+        for name, mean in (("loss", loss), ("accuracy", accuracy)):
+            if mean is None:
+                continue
+            total = float(mean) * (seen + n)
+            curves[name].append((total - before[name]) / n)
+            before[name] = total
+        seen += n
+    return curves
 
 
 def _train_twin_session(
@@ -243,7 +293,8 @@ def _train_twin_session(
         _progress.Progress("twin training steps", total_steps, enabled=progress) as bar,
     ):
         sess.run(init)
-        counts = _session_steps(sess, model, bar)
+        curves = _new_curves()
+        counts = _session_steps(sess, model, bar, curves)
         # Feeding the iterator's outputs evaluates without touching the iterator.
         test_accuracy = sess.run(model.accuracy, {images: test_images, labels: test_labels})
-    return _numbers(TWIN_CHAIN_TF1, *counts, test_accuracy)
+    return _numbers(TWIN_CHAIN_TF1, *counts, test_accuracy, curves)
