@@ -154,6 +154,7 @@ def test_harness_child_measures_in_the_suites_mode(tmp_path):
     assert sample["tf_mode"] == ("tf1" if tf1_mode() else "tf2")
 
 
+@pytest.mark.slow  # its fixture is a whole --tf1 benchmark run in a subprocess
 @pytest.mark.one_suite("the run is a --tf1 subprocess in either suite")
 def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys):
     """report.py puts a TF 2.x run and a TF1 run side by side, every variant a row,

@@ -25,6 +25,11 @@ from queue_pipeline._migrate.static_check import check_names
 from helpers import tf1_mode
 from real_programs import PROGRAMS
 
+# Whole-program migrations of programs shaped like public code (seconds each):
+# the full suite runs them in both TF modes, the quick suite (`-m 'not slow'`,
+# CI's run on the other Pythons) leaves them to it.
+pytestmark = pytest.mark.slow
+
 _MIGRATE_ARGV = ["queue-pipeline", "migrate", "--no-verify", "--bogus-flag", "x.py:f"]
 
 

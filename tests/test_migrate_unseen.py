@@ -26,6 +26,11 @@ import tensorflow as tf
 from queue_pipeline import cli
 from queue_pipeline._migrate.api import MigrateError, migrate
 
+# Whole-program migrations of programs shaped like public code (seconds each):
+# the full suite runs them in both TF modes, the quick suite (`-m 'not slow'`,
+# CI's run on the other Pythons) leaves them to it.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 
 

@@ -25,6 +25,11 @@ from queue_pipeline._migrate.syntax import filled_blocks
 
 from helpers import tf1_mode
 
+# Whole-program migrations of programs shaped like public code (seconds each):
+# the full suite runs them in both TF modes, the quick suite (`-m 'not slow'`,
+# CI's run on the other Pythons) leaves them to it.
+pytestmark = pytest.mark.slow
+
 SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 
 
