@@ -13,7 +13,9 @@ eagerly under TF 2.x defaults, through an iterator in a Session otherwise.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -41,6 +43,22 @@ __all__ = [
 ]
 
 OP_TIMEOUT_MS = 20_000
+
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
+
+
+def copy_script(name: str, directory, as_name: str | None = None):
+    """Copies ``tests/scripts/NAME`` into `directory` (as `as_name`); returns the copy's path."""
+    target = directory / (as_name or name)
+    shutil.copy(os.path.join(SCRIPTS, name), target)
+    return target
+
+
+def line_of(path, text: str) -> int:
+    """The number (from 1) of the first line of the file `path` that contains `text`."""
+    with open(path) as f:
+        return 1 + next(i for i, line in enumerate(f.read().splitlines()) if text in line)
 
 
 def id_label_csv(directory, *, files: int = 3, rows: int = 20) -> list[str]:

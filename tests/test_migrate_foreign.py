@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from queue_pipeline._migrate.api import migrate
+from helpers import line_of
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 
@@ -49,10 +50,6 @@ def _files(directory) -> str:
     return repr([str(directory / "records" / f"part{k}.tfrecords") for k in range(2)])
 
 
-def _line_of(path, text: str) -> int:
-    return 1 + next(i for i, line in enumerate(open(path).read().splitlines()) if text in line)
-
-
 def test_a_queue_handed_to_another_modules_reading_function(program):
     """``records_util.read_and_decode(queue, n)``, which reads through ``read_record``."""
     out = program / "migrated.py"
@@ -68,7 +65,7 @@ def test_a_queue_handed_to_another_modules_reading_function(program):
     assert "records_util.IMAGE_SIZE" in source and "records_util._scale(image)" in source
     assert "records_util__" not in source and "queue_pipeline migrate" not in source
     assert source.index("def read_and_decode_record") < source.index("def train_inputs_dataset")
-    read = _line_of(program / "records_util.py", "reader.read(filename_queue)")
+    read = line_of(program / "records_util.py", "reader.read(filename_queue)")
     report = result.report()
     assert "TFRecordReader.read (in records_util.read_and_decode)" in report
     assert f"records_util.py:{read}" not in report or "records_util.py" in report
@@ -84,7 +81,7 @@ def test_a_pipeline_function_of_another_module(program):
     result = migrate(str(program / "train.py"), "eval_inputs", call=f"{_files(program)}, 4")
     assert result.verdict.status == "MATCH", result.report()
     util = program / "records_util.py"
-    producer = _line_of(util, "string_input_producer(")
+    producer = line_of(util, "string_input_producer(")
     steps = {(os.path.basename(s.file), s.line) for s in result.steps if s.file}
     assert ("records_util.py", producer) in steps, result.report()
     assert f"records_util.py:{producer}: string_input_producer" in result.report()
@@ -120,9 +117,9 @@ def test_a_gan_build_model_reading_through_another_module(program):
     assert "            if self.output_size == 16:\n" in method  # kept conditional, per batch
     assert "get_variable" not in method and "Saver" not in method
     assert "return {'images': " in method and "'labels': " in method  # not the logits
-    placeholders = _line_of(program / "layout_gan.py", 'name="images"')
+    placeholders = line_of(program / "layout_gan.py", 'name="images"')
     assert any(f"layout_gan.py:{placeholders}:" in d for d in result.dropped), result.dropped
-    model = _line_of(program / "layout_gan.py", "self.is_training =")
+    model = line_of(program / "layout_gan.py", "self.is_training =")
     assert any(f"layout_gan.py:{model}-" in d for d in result.differences), result.differences
     if tf.executing_eagerly():
         module = result.load()

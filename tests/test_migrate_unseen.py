@@ -25,6 +25,7 @@ import tensorflow as tf
 
 from queue_pipeline import cli
 from queue_pipeline._migrate.api import MigrateError, migrate
+from helpers import copy_script, line_of
 
 # Whole-program migrations of programs shaped like public code (seconds each):
 # the full suite runs them in both TF modes, the quick suite (`-m 'not slow'`,
@@ -34,21 +35,11 @@ pytestmark = pytest.mark.slow
 SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 
 
-def _copy(name: str, directory, as_name: str | None = None):
-    target = directory / (as_name or name)
-    shutil.copy(os.path.join(SCRIPTS, name), target)
-    return target
-
-
-def _line_of(path, text: str) -> int:
-    return 1 + next(i for i, line in enumerate(open(path).read().splitlines()) if text in line)
-
-
 def test_an_object_walking_a_folder_is_not_followed_and_a_py_func_label_migrates(tmp_path):
     """``FileNameQueue(folder, 1)`` calls its own method on a folder: no queue is
     handed, so it is the program's, run as is (was: a copy "does not exist"); the
     label made by ``tf.py_func`` from the key stays in the per-record function."""
-    path = _copy("unseen_image_pipeline.py", tmp_path, "imagePipeline.py")
+    path = copy_script("unseen_image_pipeline.py", tmp_path, "imagePipeline.py")
     (tmp_path / "data").mkdir()
     for i in range(24):
         kind = "cat" if i % 3 else "dog"
@@ -74,7 +65,7 @@ def test_a_spec_name_rebound_to_the_parsed_tensors_is_read_from_outside(tmp_path
     """entity networks' ``context_features, sequence_features = ...(...,
     context_features=context_features, ...)``: in ``per_record`` the specs come in
     as defaults (was: UnboundLocalError in the twin, nothing written)."""
-    path = _copy("unseen_sequence_dataset.py", tmp_path, "dataset.py")
+    path = copy_script("unseen_sequence_dataset.py", tmp_path, "dataset.py")
     _sequence_records(tmp_path / "qa.tfrecords", 30)
     files = repr([str(tmp_path / "qa.tfrecords")])
     for shuffle in (True, False):
@@ -104,7 +95,7 @@ def test_a_count_beside_batches_computed_on_is_returned_beside_the_dataset(tmp_p
     tf.data version returns ``(dataset, num_examples)``, proven with the count (was:
     refused). An unbatched record beside the batches is refused with its name and
     the fix (was: a per_batch reading an undefined name)."""
-    path = _copy("unseen_audio_provider.py", tmp_path, "data_provider.py")
+    path = copy_script("unseen_audio_provider.py", tmp_path, "data_provider.py")
     _audio_records(tmp_path, 12)
     options = f"{{'batch_size': 3, 'is_training': False}}, {str(tmp_path)!r}"
     result = migrate(str(path), "get_split", call=options)
@@ -112,7 +103,7 @@ def test_a_count_beside_batches_computed_on_is_returned_beside_the_dataset(tmp_p
     assert "values beside the batches (12)" in result.verdict.reason
     assert "return dataset.prefetch(tf.data.AUTOTUNE), num_examples" in result.added
     assert "def per_batch(frames, words):" in result.added
-    line = _line_of(path, "return frames, frame_lengths, word")
+    line = line_of(path, "return frames, frame_lengths, word")
     refusal = r"per-record tensors \(word\) beside the batches: .*add them to the batching"
     with pytest.raises(MigrateError, match=rf"data_provider.py:{line}: .*{refusal}"):
         migrate(str(path), "get_split_word", call=options)
@@ -123,7 +114,7 @@ def test_double_star_arguments_of_an_own_queue_are_read_from_the_queue_the_run_b
     it sets is known only when it runs, so they are read from the queue the trace
     built (NOTE [ A queue's `**` arguments ]); ``return queue.dequeue()`` hands
     the records back (was: refused, and before that a traceback)."""
-    path = _copy("unseen_rbox_reader.py", tmp_path, "tfrecord_utils.py")
+    path = copy_script("unseen_rbox_reader.py", tmp_path, "tfrecord_utils.py")
     (tmp_path / "values.csv").write_text("".join(f"{i}\n" for i in range(20)))
     result = migrate(str(path), "read_tfrecord", call=f"{str(tmp_path / 'values.csv')!r}, Config()")
     assert result.verdict.status == "MATCH", result.report()
@@ -149,7 +140,7 @@ def test_a_reading_function_of_a_package_module_is_imported_by_its_dotted_name(t
     """``from unseen_datasets.read import read_and_decode``: the migrated file imports
     the package's module by its dotted name (was: ``import read``, which fails)."""
     _box_records(tmp_path)
-    path = _copy("unseen_package_inputs.py", tmp_path, "probe_inputs.py")
+    path = copy_script("unseen_package_inputs.py", tmp_path, "probe_inputs.py")
     result = migrate(str(path), "build_inputs", call=f"{str(tmp_path / 'train.tfrecords')!r}, 4")
     assert result.verdict.status == "MATCH", result.report()
     assert "import unseen_datasets.read as read\n" in result.source
@@ -163,14 +154,14 @@ def test_an_inline_pipeline_reading_through_a_package_function_migrates(tmp_path
     refused, "does not follow"); what the program prints while it is traced goes to
     stderr, so the console script's stdout is the migrated module alone."""
     _box_records(tmp_path)
-    path = _copy("unseen_package_train.py", tmp_path, "train.py")
+    path = copy_script("unseen_package_train.py", tmp_path, "train.py")
     monkeypatch.chdir(tmp_path)
     result = migrate(str(path), "main", argv="--batch_size 2")
     assert result.verdict.status == "MATCH", result.report()
     assert "tf.train.start_queue_runners" not in result.source
     assert "def read_and_decode_record(serialized):" in result.source
     assert "import unseen_datasets.read as read\n" in result.source
-    line = _line_of(path, "string_input_producer([args.tfrecord])")
+    line = line_of(path, "string_input_producer([args.tfrecord])")
     # the file's own line (was: the wrapped copy's, one off)
     assert any(f"train.py:{line}: string_input_producer" in d for d in result.differences), (
         result.differences
@@ -206,7 +197,7 @@ def test_a_constructor_with_a_training_and_a_validation_pipeline_migrates_each(t
     a method of its own, named by its attributes (``init_train_dataset``,
     ``init_val_dataset``), holding only its own statements, each proven (NOTE
     [ Several pipelines in a constructor ]; was: refused as a second pipeline)."""
-    path = _copy("unseen_two_pipeline_class.py", tmp_path, "face_data.py")
+    path = copy_script("unseen_two_pipeline_class.py", tmp_path, "face_data.py")
     _face_records(tmp_path / "data")
     result = migrate(str(path), "FaceAttributes", call=f"{str(tmp_path / 'data')!r}")
     assert result.verdict.status == "MATCH", result.report()

@@ -14,7 +14,6 @@ file with ``--tf1`` too).
 from __future__ import annotations
 
 import os
-import shutil
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ import tensorflow as tf
 from queue_pipeline._migrate.api import MigrateError, migrate
 from queue_pipeline._migrate.syntax import filled_blocks
 
-from helpers import tf1_mode
+from helpers import copy_script, line_of, tf1_mode
 
 # Whole-program migrations of programs shaped like public code (seconds each):
 # the full suite runs them in both TF modes, the quick suite (`-m 'not slow'`,
@@ -31,16 +30,6 @@ from helpers import tf1_mode
 pytestmark = pytest.mark.slow
 
 SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
-
-
-def _copy(name: str, directory, as_name: str):
-    target = directory / as_name
-    shutil.copy(os.path.join(SCRIPTS, name), target)
-    return target
-
-
-def _line_of(path, text: str) -> int:
-    return 1 + next(i for i, line in enumerate(open(path).read().splitlines()) if text in line)
 
 
 def _images(directory, count: int) -> None:
@@ -61,7 +50,7 @@ def test_an_endless_shuffled_reader_cut_short_is_unverified_and_whole_epochs_mat
     shuffled runs hold different records, so the verdict is UNVERIFIED with the
     fix (was: a false DIFFER, flaky); without the bound, the endless input is
     read one epoch on both sides and MATCHes."""
-    path = _copy("unseen_gan_reader.py", tmp_path, "reader.py")
+    path = copy_script("unseen_gan_reader.py", tmp_path, "reader.py")
     _images(tmp_path / "data", 20)
     call = f"Reader({str(tmp_path / 'data')!r}), "
     cut = migrate(str(path), "Reader.feed", call=call, max_batches=2)
@@ -76,7 +65,7 @@ def test_an_endless_shuffled_reader_cut_short_is_unverified_and_whole_epochs_mat
 def test_a_proof_with_no_whole_batch_is_unverified(tmp_path):
     """Fewer records than a batch (no ``allow_smaller_final_batch``): nothing is
     compared, so UNVERIFIED naming the fix (was: MATCH on 0 batches)."""
-    path = _copy("unseen_gan_reader.py", tmp_path, "reader.py")
+    path = copy_script("unseen_gan_reader.py", tmp_path, "reader.py")
     _images(tmp_path / "data", 3)
     result = migrate(str(path), "Reader.feed", call=f"Reader({str(tmp_path / 'data')!r}), ")
     assert result.verdict.status == "UNVERIFIED", result.report()
@@ -100,7 +89,7 @@ def test_a_files_own_function_named_like_an_api_is_its_own(tmp_path, train):
     """``input_producer(filename=..., ...)`` is the file's function, not
     ``tf.train.input_producer``: the constructor calling it migrates, in either
     branch (was: a KeyError traceback)."""
-    path = _copy("unseen_face_inputs.py", tmp_path, "input.py")
+    path = copy_script("unseen_face_inputs.py", tmp_path, "input.py")
     (tmp_path / "records").mkdir()
     _face_records(tmp_path / "records" / "train.tfrecords", 12)
     _face_records(tmp_path / "records" / "validate.tfrecords", 6)
@@ -113,7 +102,7 @@ def test_two_decoder_copies_of_one_read_joined_become_the_decoder_once(tmp_path,
     """``[tf.decode_csv(value, ...) for _ in range(2)]`` then ``batch_join``: every
     copy reads the one reader, so the per-record code once and ``batch`` (was:
     refused, quoting the comment above the join instead of its line)."""
-    path = _copy("unseen_join_script.py", tmp_path, "join.py")
+    path = copy_script("unseen_join_script.py", tmp_path, "join.py")
     for name in "ABC":
         (tmp_path / f"{name}.csv").write_text("".join(f"{name}{i},{i}\n" for i in range(4)))
     monkeypatch.chdir(tmp_path)
@@ -146,7 +135,7 @@ def test_a_reading_helper_batching_two_ways_keeps_its_test_in_the_caller(tmp_pat
     records once, then batches as the branch its call takes (the default: only
     that one is written), or keeps the ``if`` on what it passes; each proven (was:
     refused, "it returns something else than the batches it made")."""
-    path = _copy("unseen_voxel_reader.py", tmp_path, "train.py")
+    path = copy_script("unseen_voxel_reader.py", tmp_path, "train.py")
     data = str(tmp_path / "data.tfrecords")
     _voxel_records(data, 20)
     inline = migrate(str(path), "train", call=f"{data!r}")
@@ -165,12 +154,12 @@ def test_a_reading_helper_batching_two_ways_keeps_its_test_in_the_caller(tmp_pat
 def test_a_reading_helper_batching_other_tensors_by_a_test_is_refused_with_the_cause(tmp_path):
     """Branches batching different tensors: refused at the ``if`` with the cause and
     the fix, not at the ``return``."""
-    path = _copy("unseen_voxel_reader.py", tmp_path, "train.py")
+    path = copy_script("unseen_voxel_reader.py", tmp_path, "train.py")
     text = path.read_text().replace(
         "tf.train.batch([data, target]", "tf.train.batch([target, data]"
     )
     path.write_text(text)
-    line = _line_of(path, "    if shuffle_batch:")
+    line = line_of(path, "    if shuffle_batch:")
     with pytest.raises(MigrateError) as caught:
         migrate(str(path), "train", call="'data.tfrecords'")
     message = str(caught.value)
@@ -183,8 +172,8 @@ def test_a_removed_contrib_call_is_refused_at_its_line_with_the_fix(tmp_path):
     """``tf.contrib.training.bucket_by_sequence_length``: the call fails; the message
     names the line in the user's file and says to replace the call (was: "pass
     arguments that run (--call)", no line)."""
-    path = _copy("unseen_bucket_input.py", tmp_path, "deepSpeech_input.py")
-    line = _line_of(path, "tf.contrib.training.bucket_by_sequence_length(")
+    path = copy_script("unseen_bucket_input.py", tmp_path, "deepSpeech_input.py")
+    line = line_of(path, "tf.contrib.training.bucket_by_sequence_length(")
     with pytest.raises(MigrateError) as caught:
         migrate(str(path), "inputs", call=f"{str(tmp_path / 'train.tfrecords')!r}, 4")
     message = str(caught.value)
@@ -205,7 +194,7 @@ def test_a_methods_call_of_constructor_arguments_alone_is_shown_the_form(tmp_pat
     """``FILE.py:Class.method --call 'ARGS'`` where the constructor takes none: the
     refusal shows ``--call 'Class(CONSTRUCTOR ARGS), METHOD ARGS'`` (was: a fix
     about files that exist)."""
-    path = _copy("unseen_gan_reader.py", tmp_path, "reader.py")
+    path = copy_script("unseen_gan_reader.py", tmp_path, "reader.py")
     with pytest.raises(MigrateError, match=r"--call 'Reader\(CONSTRUCTOR ARGS\), METHOD ARGS'"):
         migrate(str(path), "Reader.feed", call="'data', 1, 2, 3, 4, 5, 6, 7")
 
@@ -321,7 +310,7 @@ def test_one_reader_read_on_two_queues_in_a_script_becomes_two_pipelines(tmp_pat
     the second read, then goes with it (was: refused, quoting a ``return`` the user
     never wrote: the second read's name counted as read by the code after the first
     pipeline)."""
-    path = _copy("unseen_shared_reader_script.py", tmp_path, "extract_data.py")
+    path = copy_script("unseen_shared_reader_script.py", tmp_path, "extract_data.py")
     (tmp_path / "data").mkdir()
     for name, count in (("train", 12), ("test", 7)):
         with tf.io.TFRecordWriter(str(tmp_path / "data" / f"{name}.tfrecords")) as writer:
@@ -351,7 +340,7 @@ def test_an_own_fifo_queue_registered_by_hand_and_read_one_at_a_time(tmp_path):
     handing the queue to code migrate does not follow), and the records pass the
     queue in one mapped function, so ``shapes`` computed before the enqueue is seen
     by the ``set_shape`` loop after the dequeue (was: "a bug in migrate")."""
-    path = _copy("unseen_collection_runner.py", tmp_path, "file_io.py")
+    path = copy_script("unseen_collection_runner.py", tmp_path, "file_io.py")
     data = tmp_path / "q.csv"
     data.write_text("".join(f"{i},{'ab' * (i % 3 + 1)}\n" for i in range(7)))
     result = migrate(str(path), "input_pipeline", call=repr([str(data)]))
@@ -372,7 +361,7 @@ def test_a_producers_rows_dequeued_n_at_a_time_are_a_batch_of_rows(tmp_path):
     """``batch = name_queue.dequeue_many(n)`` of a producer's queue (the file names
     batched, then loaded by ``tf.py_func``): the rows batched by n, the rest mapped
     per batch (was: "a bug in migrate", the dequeue and its queue kept)."""
-    path = _copy("unseen_npy_loader.py", tmp_path, "npy_data.py")
+    path = copy_script("unseen_npy_loader.py", tmp_path, "npy_data.py")
     files = []
     for i in range(6):
         files.append(str(tmp_path / f"v{i}.npy"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 
 import libcst as cst
 import tensorflow as tf
@@ -18,6 +19,7 @@ import tensorflow as tf
 from queue_pipeline._migrate import constructor_pipelines as _pipelines
 from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate import trace as _trace
+from queue_pipeline._migrate.python_filled_queues import python_filled_queue
 from queue_pipeline._migrate.trace import MigrateError
 
 __all__ = [
@@ -124,6 +126,11 @@ def constructor_batches(path: str, cls: str, call: str | None, argv) -> list[lis
     `--call` is evaluated): NOTE [ Migrating a constructor ].
     """
     module, _ = _trace.load_module(path, cls, argv, call)
-    with tf.Graph().as_default():
+    with tf.Graph().as_default() as graph:
         (instance,), _ = _trace.parse_call(module, f"{cls}({call or ''})")
-        return _pipelines.pipelines(instance, _methods.queue_tensors(instance))
+        found = _pipelines.pipelines(instance, _methods.queue_tensors(instance))
+    if not found:  # NOTE [ A queue filled from Python state ]
+        filled = python_filled_queue(graph, os.path.realpath(path), f"{cls}(...)")
+        if filled:
+            raise MigrateError(filled)
+    return found

@@ -51,7 +51,7 @@ import libcst.matchers as m
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._migrate import chains, preloaded
+from queue_pipeline._migrate import chains, legacy_aliases, preloaded
 from queue_pipeline._migrate.syntax import (
     registers_runner,
     all_params,
@@ -466,12 +466,12 @@ class _Rewriter(HelperCalls):
 def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite:
     """The module's source with a tf.data version of the traced function and its helpers.
 
-    See NOTE [ How a legacy function is rewritten ].
+    See NOTE [ How a legacy function is rewritten ], [ A legacy function called through a name ].
 
     Raises:
       MigrateError: a statement cannot be migrated (its file:line and why).
     """
-    rw = _Rewriter(trace, source, batch_decode)
+    rw = _Rewriter(trace, (aliases := legacy_aliases.resolved(trace, source)).source, batch_decode)
     fn = rw.functions.get(trace.function)
     if fn is None:
         raise MigrateError(
@@ -483,7 +483,7 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
             "that builds the whole pipeline (the one that makes the queue and calls "
             f"{trace.function}), or the script that does (FILE.py without a FUNCTION)."
         )
-    name = rw.pipeline(fn)
+    name = aliases.rewritten(rw, fn)
     _drop_unused_record_helpers(rw)
     if rw.preloaded:  # NOTE [ Preloaded arrays in a migrated TF1-mode program ]
         alias = next((k for k, v in vars(trace.module).items() if v is np), "")

@@ -15,7 +15,7 @@ import libcst as cst
 
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.graph_checks import identical_copies
-from queue_pipeline._migrate.syntax import assigned_names, callee, names_in
+from queue_pipeline._migrate.syntax import assigned_names, callee, names_in, parse_expression
 from queue_pipeline._migrate.base import (
     BATCHING,
     PRODUCERS,
@@ -169,14 +169,75 @@ class Joins(Lockstep):
             return []
         if isinstance(tensors, cst.ListComp) and isinstance(tensors.elt, cst.Call):
             return self._interleave(fn, stmt, tensors, state, depth)
+        if isinstance(tensors, cst.List) and tensors.elements:
+            return self._literal_join(fn, stmt, tensors, state, depth)
         raise self.fail(
-            fn, stmt, "the join's lists must be `[reader_helper(queue) for _ in range(n)]`"
-        )
+            fn, stmt, f"the join's lists `{self.code(tensors) if tensors else '?'}` are not "
+            "a list the migration can follow: write them as `[read(queue) for _ in range(n)]` "
+            "(one reading helper, n readers of one queue) or as a literal list"
+        )  # fmt: skip
+
+    def one_list_join(self, kind: str, args: dict[str, str]) -> tuple[str, dict[str, str]]:
+        """``*_batch_join([x], ...)`` as ``*_batch(x, ...)``; other calls unchanged.
+
+        NOTE [ A join of a literal list ]
+        Each list of a join is one enqueue thread (the spec's batch_join):
+        ``shuffle_batch_join([sample], enqueue_many=True)`` has one list, so
+        one thread, and is exactly ``shuffle_batch(sample, enqueue_many=True)``
+        (its `enqueue_many` and every other argument mean the same). A literal
+        list of N lists ``[read(queue), read(queue)]`` is N readers of one
+        queue, the comprehension ``[read(queue) for _ in range(N)]`` written
+        out: an interleave of the files (``_literal_join``; ``[read(queue)]``,
+        one helper's call, too, with one reader). Lists read by different
+        code, or from different queues, are refused with the fix.
+        """
+        if not kind.endswith("_join"):
+            return kind, args
+        tensors = parse_expression(args.get("tensors_list", ""))
+        if not (isinstance(tensors, cst.List) and len(tensors.elements) == 1):
+            return kind, args
+        only = tensors.elements[0]
+        if isinstance(only, cst.StarredElement):
+            return kind, args
+        if isinstance(only.value, cst.Call) and self.helper_of(only.value) is not None:
+            return kind, args  # `[read(queue)]`: one reader, as the literal list of N
+        args = {k: v for k, v in args.items() if k != "tensors_list"}
+        args["tensors"] = self.code(tensors.elements[0].value)
+        return kind[: -len("_join")], args
+
+    def _literal_join(self, fn, stmt, tensors: cst.List, state: State, depth: int) -> list[str]:
+        """``batch_join([read(queue), read(queue)], ...)``: N readers of one queue
+        (NOTE [ A join of a literal list ])."""
+        texts = [self.code(e.value) for e in tensors.elements]
+        first = tensors.elements[0].value
+        if (
+            not any(isinstance(e, cst.StarredElement) for e in tensors.elements)
+            and isinstance(first, cst.Call)
+            and self.helper_of(first) is not None
+            and len({re.sub(r"\s+", "", t) for t in texts}) == 1
+        ):
+            return self._interleave_reads(fn, stmt, first, str(len(texts)), None, state, depth)
+        raise self.fail(
+            fn, stmt, f"the join's {len(texts)} lists `{self.code(tensors)}` are not all "
+            "one reading helper's call on one queue, so each list (one enqueue thread of "
+            "the join) reads by its own code: read them with one helper, "
+            "`[read(queue) for _ in range(n)]` (tf.data interleaves the files), or build "
+            "one Dataset per reader and mix them with `tf.data.Dataset.sample_from_datasets`"
+        )  # fmt: skip
 
     def _interleave(self, fn, stmt, comp: cst.ListComp, state: State, depth: int) -> list[str]:
         """N readers sharing one queue (``[read(queue) for _ in range(n)]``) as an interleave."""
+        count = self.code(comp.for_in.iter)
+        match = re.fullmatch(r"range\((.+)\)", count.strip())
+        readers = match.group(1) if match else f"len({count})"
+        return self._interleave_reads(fn, stmt, comp.elt, readers, None, state, depth)
+
+    def _interleave_reads(
+        self, fn, stmt, elt, readers: str, label: str | None, state: State, depth: int
+    ) -> list[str]:
+        """`readers` readers made by the helper call `elt`, all of one queue, as an
+        interleave of that queue's files (`label`: the step's, if not the reads')."""
         pad = "    " * depth
-        elt = comp.elt
         helper = self.helper_of(elt) if isinstance(elt, cst.Call) else None
         if helper is None or helper.role != "record" or not isinstance(elt, cst.Call):
             raise self.fail(fn, stmt, "the join's lists must come from one reading helper")
@@ -196,9 +257,6 @@ class Joins(Lockstep):
         if not isinstance(queue, cst.Name):
             raise self.fail(fn, stmt, "the helper must read from a producer of this function")
         files = state.queues[queue.value]
-        count = self.code(comp.for_in.iter)
-        match = re.fullmatch(r"range\((.+)\)", count.strip())
-        readers = match.group(1) if match else f"len({count})"
         mapped = new
         if extra:
             passed = ", ".join(self._extra_args(helper, elt, extra))
@@ -206,7 +264,7 @@ class Joins(Lockstep):
         self.steps.append(
             Step(
                 fn.line(stmt),
-                f"{kind}.read x {readers} (in {helper.name})",
+                label or f"{kind}.read x {readers} (in {helper.name})",
                 f"{files}.interleave({reader_fn}, cycle_length={readers}), "
                 f"then {new} in Dataset.map",
             )

@@ -299,18 +299,27 @@ def _run(
 def raised_at(error: BaseException, path: str) -> str:
     """`` at FILE:LINE (`statement`)``: the innermost line of the program's own files (those
     beside `path` and below) that `error` went through; "" if none did."""
-    import linecache  # noqa: PLC0415
+    found = raised_frame(error, path)
+    if found is None:
+        return ""
+    filename, lineno, text = found
+    return f" at {filename}:{lineno}" + (f" (`{text}`)" if text else "")
+
+
+def raised_frame(error: BaseException, path: str) -> tuple[str, int, str] | None:
+    """(file, line, statement) of the innermost line of the program's own files (those
+    beside `path` and below) that `error` went through; None if none did."""
     import traceback  # noqa: PLC0415
 
     directory = os.path.dirname(os.path.realpath(path)) + os.sep
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
-    found = ""
+    found = None
     for frame in traceback.extract_tb(error.__traceback__):
         name = os.path.realpath(frame.filename)
         installed = f"{os.sep}site-packages{os.sep}" in name or "dist-packages" in name
         if name.startswith(directory) and not name.startswith(here) and not installed:
             text = linecache.getline(frame.filename, frame.lineno or 0).strip()
-            found = f" at {frame.filename}:{frame.lineno}" + (f" (`{text}`)" if text else "")
+            found = (frame.filename, frame.lineno or 0, text)
     return found
 
 

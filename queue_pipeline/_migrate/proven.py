@@ -136,6 +136,13 @@ def _prove(
                 "which fails like this under TF 2.x defaults: if the program runs in TF1 "
                 "mode, migrate with --tf1)"
             )
+        if "`twin` callable" in str(e):  # the code migrate wrote fails where the legacy ran
+            text = re.split(r"\n\s*Fix: call it on its own", str(e))[0].rstrip()
+            raise MigrateError(
+                f"{_API}: the migrated code was written nowhere: the tf.data code migrate "
+                f"wrote fails where the legacy code runs: {text}\nThis is a bug in migrate: "
+                "please report it with the file and the --call arguments."
+            ) from e
         raise MigrateError(
             f"{_API}: the migrated code was written nowhere: verifying it failed: {e}{hint}"
         ) from e

@@ -60,6 +60,7 @@ import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API, BATCHING, PRODUCERS, READER_CLASSES
+from queue_pipeline._migrate.helper_module_advice import helper_elsewhere
 from queue_pipeline._migrate.script_reads import (
     needed_before,
     read_before_assigned,
@@ -398,6 +399,10 @@ def wrap(
     if found is not None and found[1] >= found[2]:
         found = None  # nothing before the session code builds a stage
     if found is None:
+        # NOTE [ A script's pipeline built in another module ]
+        elsewhere = helper_elsewhere(module, positions, scope_stmts, path, where)
+        if elsewhere:
+            raise MigrateError(elsewhere)
         raise MigrateError(
             f"{API}: {where} builds no queue pipeline (no producer, reader or batching call "
             "before its session code). Fix: name the function that builds it "

@@ -38,6 +38,7 @@ from queue_pipeline._migrate.base import (
     tensor_names,
     with_outer_values,
 )
+from queue_pipeline._migrate.batch_shapes import BatchShapes
 from queue_pipeline._migrate.joins import Joins
 from queue_pipeline._migrate.trace import loader_count
 
@@ -47,7 +48,7 @@ __all__ = ["Stages"]
 _LARGE_CONSTANT_BYTES = 64 * 2**20
 
 
-class Stages(Joins):
+class Stages(Joins, BatchShapes):
     """The stage rewrites (a mixin of the rewriter)."""
 
     def _files(self, fn, stmt, read_call, state: State) -> str:
@@ -415,6 +416,7 @@ class Stages(Joins):
         else:
             kind, args, label = legacy
         legacy_copies = False
+        kind, args = self.one_list_join(kind, args)  # NOTE [ A join of a literal list ]
         if kind.endswith("_join") and args.get("tensors_list", "").strip() in state.copies:
             legacy_copies = fn.role == "batch"
             # NOTE [ Copies of the per-record code for a join ]
@@ -422,6 +424,7 @@ class Stages(Joins):
             kind = kind[: -len("_join")]
             args = {k: v for k, v in args.items() if k != "tensors_list"}
             args.update(tensors=element, **({"num_threads": count} if count else {}))
+        args, narrowed = self.given_shapes(fn, stmt, kind, args)  # see batch_shapes.py
         out: list[str] = []
         after: list[str] | None = None
         first = "tensors_list" if kind.endswith("_join") else "tensors"
@@ -437,7 +440,8 @@ class Stages(Joins):
             source = "dataset"
         else:
             element = self._element_of(args[first], fn)
-            after = self._batched_flush(fn, state, element, args, kind, depth)
+            if not narrowed.spelled:  # else decoded before the batch, to check the shapes
+                after = self._batched_flush(fn, state, element, args, kind, depth)
             if after is None:
                 out += self._flush(state, element, depth)
             source = "records"
@@ -446,6 +450,10 @@ class Stages(Joins):
         except chains.Unsupported as e:
             raise self.fail(fn, stmt, str(e)) from e
         lines = list(chain.lines)
+        if narrowed.spelled:  # after the rows of an enqueue_many are unbatched
+            joined = kind.endswith("_join")  # its lists' element is not one expression
+            ensure = self.ensure_line(fn, stmt, kind, narrowed, None if joined else element)
+            lines.insert(1 if lines[0].endswith(".unbatch()") else 0, ensure)
         lines[0] = lines[0].replace("= dataset.", f"= {source}.", 1)
         out += [f"{pad}{line}\n" for line in lines]
         if after is not None:

@@ -36,12 +36,14 @@ from queue_pipeline._migrate import loading
 from queue_pipeline._migrate.arguments import (
     GraphCall,
     call_arguments,
-    graph_defaults,
     has,
     parse_call,
     spell,
 )
+from queue_pipeline._migrate.failure_hints import failure_fix
 from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
+from queue_pipeline._migrate.python_filled_queues import python_filled_queue
+from queue_pipeline._migrate.returned_builders import returned_builder
 from queue_pipeline._rebuild import graph_model
 from queue_pipeline._rebuild.walk import Walker
 from queue_pipeline.errors import NotRebuildableError
@@ -299,7 +301,8 @@ def trace(
     except MigrateError:
         raise
     except Exception as e:  # noqa: BLE001 - the user's function failed
-        usual = graph_defaults(fn, args, kwargs) or "pass arguments that run (--call)"
+        # NOTE [ A function that fails under its arguments ]
+        usual = failure_fix(fn, args, kwargs, e, real)
         raise MigrateError(
             f"{_API}: calling {function}({spell(args, kwargs)}) failed"
             f"{loading.raised_at(e, real)}: {type(e).__name__}: {str(e).rstrip('.')}. Fix: "
@@ -332,6 +335,13 @@ def trace(
                 "the thread's loop as a generator for tf.data.Dataset.from_generator (then "
                 ".padded_batch), or migrate a function that reads its files with a reader."
             )
+        filled = python_filled_queue(graph, real, f"{function}()")
+        if filled:  # NOTE [ A queue filled from Python state ]
+            raise MigrateError(filled)
+        # NOTE [ A factory of input functions ]
+        factory = returned_builder(function, outputs, real, f"{function}({spell(args, kwargs)})")
+        if factory:
+            raise MigrateError(factory)
         raise NoPipelineError(
             f"{_API}: {function}() in {real} builds no queue pipeline (nothing it returns "
             "comes from a producer, reader or batching call). Fix: name the function that "

@@ -18,6 +18,7 @@ from queue_pipeline._migrate.proof_conditions import (
     pinned_random_draws,
     random_op_types,
 )
+from queue_pipeline._migrate.held_random import HeldRandomState, unreproducible_constant
 from queue_pipeline._migrate.loading import load_beside
 from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of, loader_count
 
@@ -123,6 +124,10 @@ def verify(
             stack.enter_context(tf.Graph().as_default())
         plain: dict[str, list] = {}
 
+        # NOTE [ Random data made while the pipeline is built ]
+        held = HeldRandomState()
+        stack.callback(held.restore)
+
         def side(name, build):
             call = (args, kwargs)
             if graph_call is not None:
@@ -131,7 +136,8 @@ def verify(
                 scratch = tf.executing_eagerly()
                 with tf.Graph().as_default() if scratch else contextlib.nullcontext():
                     call = graph_call.arguments()
-            pipeline, plain[name] = _split_plain(build(*call))
+            with held.build():
+                pipeline, plain[name] = _split_plain(build(*call))
             return _with_loaders_run(pipeline)
 
         report = compare(
@@ -141,9 +147,17 @@ def verify(
             max_batches=_BOUNDED_MAX_BATCHES if bound and max_batches is None else max_batches,
             timeout=timeout,
         )
-    held = [n for n in report.notes if "max_bytes=" in n]
-    if held:  # NOTE [ Proving a random, endless input pipeline ]: memory is bounded too
-        conditions.append("read up to the memory bound: " + held[0].split(";")[0])
+        if held.condition():
+            conditions.append(held.condition())
+        unreproducible = ""
+        if not report.matched:  # NOTE [ Random data made while the pipeline is built ]
+            unreproducible = unreproducible_constant(
+                lambda: side("again", lambda a, k: _build_legacy(original, a, k, installed=bound)),
+                trace.path,
+            )
+    memory = [n for n in report.notes if "max_bytes=" in n]
+    if memory:  # NOTE [ Proving a random, endless input pipeline ]: memory is bounded too
+        conditions.append("read up to the memory bound: " + memory[0].split(";")[0])
     if plain.get("legacy"):
         conditions.append(f"the values beside the batches ({_shown(plain['legacy'])}) compared too")
     suffix = "".join(f"; {c}" for c in conditions)
@@ -154,7 +168,7 @@ def verify(
             f"(legacy) against {_shown(plain.get('twin'))} (migrated)" + suffix,
             report,
         )
-    unproven = _cut_short(report, bound)
+    unproven = unreproducible or _cut_short(report, bound)
     if unproven:
         return Verdict("UNVERIFIED", unproven + suffix, report)
     if report.matched:
