@@ -14,6 +14,7 @@ suite runs this file with ``--tf1`` too).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -69,6 +70,27 @@ def test_a_join_of_one_list_of_chunks_is_the_plain_batch_of_its_rows(tmp_path):
     assert "batch_join" not in added
     step = next(s for s in result.steps if s.legacy == "shuffle_batch_join")
     assert step.replacement.startswith("dataset = records.unbatch()")
+
+
+def test_pipelines_returned_in_lists_filled_in_a_loop_are_each_proven(tmp_path):
+    """``train.append(chunk_read([f], ...))`` per file, then ``return train, test``:
+    the tf.data version returns Datasets in the same lists, and the proof
+    compares each with the legacy pipeline in its place (NOTE [ Pipelines
+    returned in lists ]; was: "compare: `twin` must return a tf.data.Dataset")."""
+    path = copy_script("unseen_read_up_to_join.py", tmp_path, "csv_reader.py")
+    files = _csv_parts(tmp_path, parts=3)
+    result = migrate(str(path), "get_splits", call=f"{files[:2]!r}, {files[2:]!r}, 4, 1")
+    assert result.verdict.status == "MATCH", result.report()
+    assert "each of the 3 Datasets it returns compared on its own" in result.verdict.reason
+    written = tmp_path / "csv_reader_tf.py"  # autograph reads the code from its file
+    written.write_text(result.source)
+    spec = importlib.util.spec_from_file_location("csv_reader_tf", written)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with tf.Graph().as_default():
+        train, test = getattr(module, result.function)(files[:2], files[2:], 4, 1)
+    assert all(isinstance(d, tf.data.Dataset) for d in train + test)
+    assert (len(train), len(test)) == (2, 1)
 
 
 def test_a_literal_list_of_one_reading_helper_is_an_interleave_of_its_readers(tmp_path):

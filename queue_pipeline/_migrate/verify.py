@@ -18,6 +18,7 @@ from queue_pipeline._migrate.proof_conditions import (
     pinned_random_draws,
     random_op_types,
 )
+from queue_pipeline._migrate.constructor_pipelines import _dequeues
 from queue_pipeline._migrate.held_random import HeldRandomState, unreproducible_constant
 from queue_pipeline._migrate.loading import load_beside
 from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of, loader_count
@@ -140,13 +141,36 @@ def verify(
                 pipeline, plain[name] = _split_plain(build(*call))
             return _with_loaders_run(pipeline)
 
-        report = compare(
-            lambda: side("legacy", lambda a, k: _build_legacy(original, a, k, installed=bound)),
-            lambda: side("twin", lambda a, k: new(*a, **k)),
+        def legacy(a, k):
+            return _build_legacy(original, a, k, installed=bound)
+
+        def twin(a, k):
+            return new(*a, **k)
+
+        options = dict(
             epochs=epochs,
             max_batches=_BOUNDED_MAX_BATCHES if bound and max_batches is None else max_batches,
             timeout=timeout,
         )
+        # NOTE [ Pipelines returned in lists ]
+        shape = _returned_datasets(trace.outputs, lambda: side("probe", twin))
+        if shape is None:
+            report = compare(lambda: side("legacy", legacy), lambda: side("twin", twin), **options)
+        else:
+            count = len(tf.nest.flatten(shape))
+            reports = [
+                compare(
+                    lambda i=i: _at_datasets(shape, side("legacy", legacy))[i],
+                    lambda i=i: tf.nest.flatten(side("twin", twin))[i],
+                    **options,
+                )
+                for i in range(count)
+            ]
+            report = next((r for r in reports if not r.matched), reports[-1])
+            conditions.append(
+                f"each of the {count} Datasets it returns compared on its own with the legacy "
+                "pipeline in its place"
+            )
         if held.condition():
             conditions.append(held.condition())
         unreproducible = ""
@@ -252,6 +276,48 @@ def _cut_short(report, endless: bool = False) -> str:
 
 # Values a pipeline function may return beside its batches (counts, steps per epoch, names).
 _PLAIN_TYPES = (bool, int, float, complex, str, bytes, type(None), np.generic)
+
+
+# NOTE [ Pipelines returned in lists ]
+# A function may return its pipelines in a structure it fills at run time
+# (``train_ds.append(read(f))`` in a loop, then ``return train_ds, test_ds``):
+# the tf.data version returns Datasets in the same structure. The proof then
+# compares each Dataset with the legacy batches at the same place in the
+# structure, one compare each (both sides built anew every time). Only
+# outputs read from more than one queue are looked at twice (the twin is then
+# built once more, in a graph of its own, to learn its structure), so the
+# one-pipeline proof costs nothing more.
+
+
+def _returned_datasets(outputs, build_twin) -> object | None:
+    """The twin's returned structure when it holds several Datasets where the legacy
+    function returned several pipelines' batches in a nested structure; else None."""
+    leaves = [v for v in tf.nest.flatten(outputs) if hasattr(v, "op")]
+    if not isinstance(outputs, (tuple, list)) or len(leaves) < 2:
+        return None
+    if len({frozenset(_dequeues(v)) for v in leaves}) < 2:
+        return None
+    with tf.Graph().as_default():
+        returned = build_twin()
+    flat = tf.nest.flatten(returned)
+    if len(flat) < 2 or not all(isinstance(d, tf.data.Dataset) for d in flat):
+        return None
+    return returned
+
+
+def _at_datasets(shape, outputs) -> list:
+    """The parts of `outputs` where the structure `shape` holds its Datasets, in order."""
+    if isinstance(shape, tf.data.Dataset):
+        return [outputs]
+    if isinstance(shape, dict):
+        return [part for key in shape for part in _at_datasets(shape[key], outputs[key])]
+    if isinstance(shape, (tuple, list)) and len(shape) == len(outputs):
+        return [part for a, b in zip(shape, outputs) for part in _at_datasets(a, b)]
+    raise MigrateError(
+        f"{_API}: the migrated function returns its Datasets as {type(shape).__name__} "
+        f"of {len(shape)}, where the legacy function returned {type(outputs).__name__}: "
+        "this is a bug in migrate; please report it with the function"
+    )
 
 
 def _split_plain(outputs) -> tuple[object, list]:
