@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import types
 from typing import Any
 
@@ -147,7 +148,8 @@ def verify(
         def twin(a, k):
             return new(*a, **k)
 
-        options = dict(
+        run = functools.partial(
+            compare,
             epochs=epochs,
             max_batches=_BOUNDED_MAX_BATCHES if bound and max_batches is None else max_batches,
             timeout=timeout,
@@ -155,14 +157,13 @@ def verify(
         # NOTE [ Pipelines returned in lists ]
         shape = _returned_datasets(trace.outputs, lambda: side("probe", twin))
         if shape is None:
-            report = compare(lambda: side("legacy", legacy), lambda: side("twin", twin), **options)
+            report = run(lambda: side("legacy", legacy), lambda: side("twin", twin))
         else:
             count = len(tf.nest.flatten(shape))
             reports = [
-                compare(
-                    lambda i=i: _at_datasets(shape, side("legacy", legacy))[i],
-                    lambda i=i: tf.nest.flatten(side("twin", twin))[i],
-                    **options,
+                run(
+                    functools.partial(_nth_legacy, shape, lambda: side("legacy", legacy), i),
+                    functools.partial(_nth_twin, lambda: side("twin", twin), i),
                 )
                 for i in range(count)
             ]
@@ -303,6 +304,14 @@ def _returned_datasets(outputs, build_twin) -> object | None:
     if len(flat) < 2 or not all(isinstance(d, tf.data.Dataset) for d in flat):
         return None
     return returned
+
+
+def _nth_legacy(shape, build, i: int):
+    return _at_datasets(shape, build())[i]
+
+
+def _nth_twin(build, i: int):
+    return tf.nest.flatten(build())[i]
 
 
 def _at_datasets(shape, outputs) -> list:
