@@ -36,6 +36,11 @@ def _bump(values, eps=1e-2):
 # Unit tests: each per-record detector, positive and a near miss, paired and unpaired.
 
 CASES = {
+    "float_rounding": (
+        _images(dtype=np.float32),
+        lambda x: np.nextafter(x, np.float32(2)),  # one ULP up, as x * (1 / 255) may be
+        "float32 rounding in the last bits",
+    ),
     "flip_left_right": (_images(), lambda x: x[:, ::-1], "flipped left-right"),
     "flip_up_down": (_images(), lambda x: x[::-1], "flipped up-down"),
     "transpose": (_images(), lambda x: x.transpose(2, 0, 1), "HWC to CHW"),
@@ -89,6 +94,18 @@ def test_scale_by_255_from_uint8_is_named_as_a_division():
     twin = [(x / 255.0).astype(np.float32) for x in legacy]
     assert slips.scale_offset(legacy, twin) == "scaled: twin = legacy / 255"
     assert slips.scale_offset(legacy, twin[::-1], paired=False) == "scaled: twin = legacy / 255"
+
+
+def test_a_slip_that_changes_nothing_is_not_named_for_float_rounding():
+    """Grey images in RGB (R == G == B) one ULP apart: reversing their channels
+    changes nothing, so the explanation is the rounding, never "RGB vs BGR"."""
+    grey = [np.repeat(x[..., :1], 3, axis=-1) for x in _images()]
+    twin = [np.nextafter(x, np.float32(2)) for x in grey]
+    explained = slips._explain_records(
+        ["[0]"], slips._Records([[x] for x in grey], [[t] for t in twin], True, len(grey))
+    )
+    assert explained is not None and explained.slip == "float_rounding", explained
+    assert slips.float_rounding(grey, [x.copy() for x in grey]) is None  # equal: no slip
 
 
 def test_channels_of_rgba_keep_alpha_last():

@@ -121,7 +121,7 @@ class Explanation:
     See NOTE [ Explaining a difference ] in ``_compare/slips.py``.
 
     Attributes:
-      slip: its name: ``flip_left_right``, ``flip_up_down``, ``transpose``,
+      slip: its name: ``float_rounding``, ``flip_left_right``, ``flip_up_down``, ``transpose``,
         ``channel_order``, ``off_by_one``, ``rounding_cast``, ``scale_offset``,
         ``order_shift`` or ``final_batch``.
       feature: the component it changes (a path such as ``[0]``), or None for

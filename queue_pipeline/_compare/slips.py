@@ -11,7 +11,9 @@ that explains EVERY differing record (of a sample of at most
   (:func:`final_batch`);
 * per-record slips, on one numeric component while all other components are
   equal: one function per slip in ``ELEMENTWISE`` (flips, transposes, channel
-  order, labels off by one, a rounding cast, a scale or offset).
+  order, labels off by one, a rounding cast, a scale or offset), after
+  float rounding in the last bits (:func:`float_rounding`, tested first: a
+  slip that changes nothing in these values is never named).
 
 Records are paired by position when the comparison is ordered and the counts
 are equal; otherwise each twin record is paired with an unused legacy record
@@ -45,6 +47,35 @@ __all__ = ["ELEMENTWISE", "SAMPLE", "explain", "final_batch", "order_shifted"]
 
 # --------------------------------------------------------------------------------------
 # Per-record slips: each checks one component's values and returns a description.
+
+
+def float_rounding(legacy, twin, *, paired=True, tags=(None, None)) -> str | None:
+    """Checks that each twin value is its legacy value but for float rounding in the last bits.
+
+    Float values of one dtype on both sides, at least one of them not exactly
+    equal to its pair. The classic cause is the same arithmetic in another
+    order: a Session's constant folding turns ``x / 255.0`` into
+    ``x * (1 / 255.0)``, where a tf.data map function keeps the division. It
+    is tested before every other slip, so that a slip that leaves these values
+    unchanged (the channels of a grey image reversed, a symmetric image
+    flipped) is never named for them. Arguments and result as for
+    :func:`flip_left_right`.
+    """
+    if not legacy or not twin:
+        return None
+    first, other = np.asarray(legacy[0]), np.asarray(twin[0])
+    if first.dtype.kind != "f" or first.dtype != other.dtype:
+        return None
+    exact = {np.asarray(x).tobytes() for x in legacy}
+    if all(np.asarray(t).tobytes() in exact for t in twin):
+        return None  # equal values: no slip
+    if not matches(legacy, twin, lambda x: x, paired=paired, tags=tags):
+        return None
+    return (
+        f"values but for {first.dtype.name} rounding in the last bits (the same arithmetic "
+        "in another order, e.g. x / 255 folded into x * (1 / 255) by a Session's constant "
+        "folding)"
+    )
 
 
 def flip_left_right(legacy, twin, *, paired=True, tags=(None, None)) -> str | None:
@@ -238,7 +269,8 @@ def scale_offset(legacy, twin, *, paired=True, tags=(None, None)) -> str | None:
 ElementwiseSlip = Callable[..., Optional[str]]
 
 # Tried in this order on each numeric component; the first that explains wins.
-ELEMENTWISE: dict[str, ElementwiseSlip] = {
+ELEMENTWISE: dict[str, ElementwiseSlip] = {  # in the order they are tested
+    "float_rounding": float_rounding,
     "flip_left_right": flip_left_right,
     "flip_up_down": flip_up_down,
     "transpose": transposed,
