@@ -138,10 +138,8 @@ def _summary(r: Any) -> list[str]:
         f'<p class="note">mode: {_esc(r.mode)} ({_esc(r.mode_reason)})</p>',
         f'<p class="words" id="first-difference">{_esc(_first_difference(r))}</p>',
     ]
-    if r.explanation is not None:
-        out.append(f'<p class="words explained">Explained: {_esc(r.explanation.text)}.</p>')
-    elif r.slips_checked:
-        out.append('<p class="words">None of the known migration slips explains it.</p>')
+    if r.explained is not None:
+        out.append(f'<p class="words explained">Explained: {_esc(r.explained)}.</p>')
     return out
 
 

@@ -245,6 +245,15 @@ class ComparisonReport:
         return _tensorboard.write_summaries(self, logdir)
 
     @property
+    def explained(self) -> str | None:
+        """The difference in words for every rendering (text, page, TensorBoard):
+        the slip that explains it, ``"none of the known slips explains it"`` when
+        records differed and none does, else None."""
+        if self.explanation is not None:
+            return self.explanation.text
+        return "none of the known slips explains it" if self.slips_checked else None
+
+    @property
     def verdict(self) -> str:
         """``MATCH``, or ``DIFFER (<n> mismatch(es))``: the report's first line."""
         return "MATCH" if self.matched else f"DIFFER ({len(self.mismatches)} mismatch(es))"
@@ -312,10 +321,8 @@ def _render(r: ComparisonReport) -> str:
         f"queue_pipeline compare: {r.verdict}",
         f"mode: {r.mode} ({r.mode_reason})",
     ]
-    if r.explanation is not None:
-        lines.append(f"explained: {r.explanation.text}")
-    elif r.slips_checked:
-        lines.append("explained: none of the known slips explains it")
+    if r.explained is not None:
+        lines.append(f"explained: {r.explained}")
     lines += ["", _row("", "legacy", "twin")]
     lines += [_row(*row[:4]) for row in _table(r)]
     for title, items in (("Mismatches", r.mismatches), ("Notes", r.notes)):

@@ -276,8 +276,8 @@ def _verdict_text(report: Any) -> str:
     that explains it, then the report's table as a code block."""
     head = "**MATCH**" if report.matched else f"**DIFFER** ({len(report.mismatches)} mismatch(es))"
     lines = [head, ""]
-    if report.explanation is not None:
-        lines += [f"Explained: {report.explanation.text}", ""]
+    if report.explained is not None:
+        lines += [f"Explained: {report.explained}", ""]
     table = report.render()
     lines += ["    " + line for line in table.splitlines()]
     return "\n".join(lines)
