@@ -14,7 +14,6 @@ the suite's TF mode (the suite runs this file with ``--tf1`` too).
 
 from __future__ import annotations
 
-import os
 import re
 import textwrap
 
@@ -26,8 +25,6 @@ from queue_pipeline._migrate.api import MigrateError, migrate
 from queue_pipeline._migrate.python_filled_queues import python_filled_queue
 
 from helpers import copy_script, line_of, tf1_mode
-
-SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 
 
 def _copy(name: str, directory) -> str:

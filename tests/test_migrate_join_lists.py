@@ -15,7 +15,6 @@ suite runs this file with ``--tf1`` too).
 from __future__ import annotations
 
 import importlib.util
-import os
 
 import pytest
 import tensorflow as tf
@@ -24,8 +23,6 @@ from queue_pipeline._migrate.api import MigrateError, migrate
 from queue_pipeline._migrate.batch_shapes import narrowed_shapes
 from queue_pipeline.plan import PlanNode
 from helpers import copy_script, line_of
-
-SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 
 
 def _csv_parts(directory, parts: int = 2, rows: int = 10) -> list[str]:

@@ -29,8 +29,6 @@ from helpers import copy_script, line_of, tf1_mode
 # CI's run on the other Pythons) leaves them to it.
 pytestmark = pytest.mark.slow
 
-SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
-
 
 def _images(directory, count: int) -> None:
     directory.mkdir()
