@@ -530,6 +530,7 @@ def test_catalogue_like_tf_when_faithful(tmp_path, kind):
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 @pytest.mark.parametrize("coord", [True, False], ids=["coord", "no-coord"])
 @pytest.mark.parametrize("kind", list(CATALOGUE))
+@pytest.mark.slow
 def test_catalogue_error_reaches_the_consumer_naming_file_and_record(tmp_path, kind, coord):
     """By default the consumer's sess.run raises the runner's error with its
     original type (never OutOfRangeError), naming the file and record."""
@@ -733,6 +734,7 @@ def _decode_error_message(g, batch, *, steps):
 
 
 @pytest.mark.parametrize("attempt", range(4))
+@pytest.mark.slow
 def test_threads_sharing_a_reader_name_the_failing_record_exactly(tmp_path, attempt):
     """shuffle_batch(num_threads=4) on one reader: the record named is the failing
     one, every time (it is found by decoding the files again, not by a racy last key)."""
@@ -749,6 +751,7 @@ def test_threads_sharing_a_reader_name_the_failing_record_exactly(tmp_path, atte
             assert good not in message
 
 
+@pytest.mark.slow
 def test_several_records_failing_alike_are_named_as_candidates(tmp_path):
     files = [_text(tmp_path / "a.csv", "1,2,3\n4,5\n"), _text(tmp_path / "b.csv", "6,7,8\n9,10\n")]
     message = _error_through_batch(qp.TextLineReader, files, num_threads=2)
@@ -787,6 +790,7 @@ def _example(**features) -> bytes:
 
 
 @pytest.mark.parametrize("decoder", ["parse_single_example", "string_to_number"])
+@pytest.mark.slow
 def test_other_decoders_name_the_record(tmp_path, decoder):
     if decoder == "parse_single_example":
         path = tmp_path / "examples.tfrecord"
@@ -826,6 +830,7 @@ def test_other_decoders_name_the_record(tmp_path, decoder):
     assert f"file {path}, {unit} {position} (record {record})" in info.value.message
 
 
+@pytest.mark.slow
 def test_decode_error_names_the_record_in_a_finalized_graph(tmp_path):
     """MonitoredTrainingSession finalizes the graph: the record is found without it."""
     files = [_text(tmp_path / "bad.csv", "1,2,3\n4,5\n")]

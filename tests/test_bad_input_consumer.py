@@ -241,6 +241,7 @@ def test_a_batch_of_raw_records_decoded_after_the_dequeue_names_the_record(
 
 @pytest.mark.parametrize("vectorized", [True, False], ids=["vectorized", "per_record"])
 @pytest.mark.parametrize("case", ["short_csv_row", "missing_feature"])
+@pytest.mark.slow
 def test_a_decode_error_inside_the_dataset_engine_names_the_record(
     case, vectorized, tmp_path, caplog
 ):
@@ -331,6 +332,7 @@ def test_a_partial_fixed_length_tail_read_in_the_main_thread_warns(tmp_path, cap
     assert any("partial record at offset 8" in w and str(path) in w for w in warnings)
 
 
+@pytest.mark.slow
 def test_gzip_text_read_as_plain_names_nothing_wrongly(tmp_path):
     """An error that no record explains keeps TF's message (never a wrong name)."""
     path = tmp_path / "lines.txt.gz"

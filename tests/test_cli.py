@@ -34,6 +34,7 @@ def test_usage_error_exits_2(capsys):
 
 
 @pytest.mark.one_suite("`python -m queue_pipeline table` sets no TF mode")
+@pytest.mark.slow
 def test_python_dash_m_runs():
     out = subprocess.run(
         [sys.executable, "-m", "queue_pipeline", "table"],

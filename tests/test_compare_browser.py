@@ -19,6 +19,7 @@ T = 20.0  # seconds per fetch
 
 
 @pytest.mark.parametrize("twin", sorted(C.SLIPS))
+@pytest.mark.slow
 def test_the_page_shows_its_verdict_offline(browser, tmp_path, twin):
     report = compare(C.legacy_images, getattr(C, twin), timeout=T)
     slip, words = C.SLIPS[twin]

@@ -246,6 +246,7 @@ def test_strings_and_variable_lengths(tmp_path, upper):
         assert '<tr class="differs">' not in text
 
 
+@pytest.mark.slow
 def test_page_of_a_large_run_stays_small(tmp_path):
     n, side = 5000, 28
     rng = np.random.default_rng(3)
@@ -276,6 +277,7 @@ def test_page_of_a_large_run_stays_small(tmp_path):
     assert "shifted by 1" in text
 
 
+@pytest.mark.slow
 def test_large_images_are_downscaled(tmp_path):
     images = np.random.default_rng(4).integers(0, 256, size=[20, 300, 400, 3]).astype(np.uint8)
 
@@ -344,6 +346,7 @@ def test_snapshot(qp_graph, qp_snapshot):
 """
 
 
+@pytest.mark.slow
 def test_plugin_writes_pages_of_failing_tests(pytester, monkeypatch):
     import pathlib
 

@@ -62,6 +62,7 @@ def _read_back(result, tmp_path) -> list[dict]:
     return sorted(rows, key=lambda r: int(r["number"]))
 
 
+@pytest.mark.slow
 def test_per_record_values_read_back_equal_with_dtype_and_shape(legacy):
     result = qp.convert(
         f"{legacy / 'legacy_inputs.py'}:inputs",
@@ -91,6 +92,7 @@ def test_per_record_values_read_back_equal_with_dtype_and_shape(legacy):
     assert not (legacy / "marker").exists()
 
 
+@pytest.mark.slow
 def test_shards_do_not_depend_on_the_legacy_order(legacy):
     """The shuffled, threaded legacy order changes nothing: identities are content hashes."""
     call = f"{str(legacy / 'data.csv')!r}, num_epochs=1"
@@ -125,6 +127,7 @@ def test_functions_that_cannot_be_converted(legacy, function, call, match):
     assert list((legacy / "out").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_producer_that_repeats_forever_is_converted_for_one_epoch(legacy):
     """``num_epochs=None``: one epoch is written, the same shards as ``num_epochs=1``."""
     csv = str(legacy / "data.csv")
@@ -142,6 +145,7 @@ def test_a_producer_that_repeats_forever_is_converted_for_one_epoch(legacy):
 
 
 @pytest.mark.parametrize("key", ["absl_flags", "argparse_wholefile"])
+@pytest.mark.slow
 def test_the_programs_own_argv_reaches_its_flags_and_nothing_else_runs(tmp_path, monkeypatch, key):
     """Programs whose input function reads absl flags / argparse results: ``argv`` is
     theirs (convert's own command line never reaches them), as for ``migrate --argv``."""
@@ -214,6 +218,7 @@ def test_a_program_written_for_tf1_converts_with_tf1(tmp_path):
     assert ids == list(range(10))
 
 
+@pytest.mark.slow
 def test_without_tf1_a_tf1_program_is_told_to_add_it(tmp_path):
     if tf1_mode():
         pytest.skip("in TF1 mode the file's tf.train.* names exist")
@@ -226,6 +231,7 @@ def test_without_tf1_a_tf1_program_is_told_to_add_it(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_a_record_the_decoder_fails_on_is_listed_with_its_file_and_the_job_goes_on(legacy):
     """NOTE [ Bad records of a legacy function ]: a malformed CSV line in a shuffled,
     threaded pipeline is listed by its reader key, the other rows are written."""
@@ -273,6 +279,7 @@ def read_images(folder, batch_size):
 """
 
 
+@pytest.mark.slow
 def test_a_corrupt_image_behind_sliced_paths_is_listed_by_its_path(tmp_path):
     """The public build_an_image_dataset.py shape: paths sliced (shuffled, repeating
     forever), read, decoded; one truncated JPEG."""

@@ -152,6 +152,7 @@ def _reference(path: str, header_types: dict[str, str]):
 
 
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
+@pytest.mark.slow
 def test_rows_of_small_spans_are_the_rows_of_the_whole_file(tmp_path, monkeypatch, layout):
     from queue_pipeline._convert import assign, tables
 
@@ -181,6 +182,7 @@ def test_inferred_types_of_the_layouts():
     assert infer_column(["1", "x"]) == "string" and infer_column(["", ""]) == "string"
 
 
+@pytest.mark.slow
 def test_table_reruns_are_byte_identical_whatever_the_spans_and_workers(tmp_path, monkeypatch):
     from queue_pipeline._convert import tables
 

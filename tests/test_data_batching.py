@@ -401,6 +401,7 @@ def _blocks():
 
 
 @pytest.mark.parametrize("rank", ["vector", "scalar"])
+@pytest.mark.slow
 def test_keep_input_with_enqueue_many_matches_legacy(rank):
     def legacy_fn(m):
         i = m.range_input_producer(3, num_epochs=1, shuffle=False).dequeue()
@@ -749,6 +750,7 @@ ERROR_CASES = {  # name: (call, error type, match)
 
 
 @pytest.mark.parametrize("case", list(ERROR_CASES))
+@pytest.mark.slow
 def test_errors_are_clear(case):
     call, error, match = ERROR_CASES[case]
     with pytest.raises(error, match=match):

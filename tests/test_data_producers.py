@@ -286,6 +286,7 @@ def test_match_filenames_once_no_match_names_pattern(files):
 
 
 @pytest.mark.parametrize("num_epochs", [1, 3])
+@pytest.mark.slow
 def test_string_input_producer_over_match_filenames_once(files, num_epochs):
     pattern = str(files / "*.txt")
     want = legacy(

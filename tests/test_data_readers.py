@@ -276,6 +276,7 @@ OPTIONS = {
 
 @pytest.mark.parametrize("up_to", [None, 2], ids=lambda n: f"up_to={n}")
 @pytest.mark.parametrize("case", list(OPTIONS))
+@pytest.mark.slow
 def test_tfrecord_reader_matches_legacy(tmp_path, case, up_to):
     options, compression = OPTIONS[case]
     work = [write_tfrecords(tmp_path, f"r{i}.tfr", p, compression) for i, p in enumerate(PAYLOADS)]
@@ -399,6 +400,7 @@ def test_iterator_checkpoint_replaces_serialize_state(text_work, tmp_path):
     assert first + rest == elements(ds)
 
 
+@pytest.mark.slow
 def test_saver_over_the_iterator_replaces_serialize_state(text_work, tmp_path):
     """The Session way of saving a reader's position: a Saver over the iterator."""
     g = tf.Graph()

@@ -23,6 +23,7 @@ def summary(tmp_path_factory):
     return demo.run_demo(epochs=3, seed=1, progress=False, html=page)
 
 
+@pytest.mark.slow
 def test_demo_json_summary(capsys):
     assert demo.main(["--epochs", "2", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)

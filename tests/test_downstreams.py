@@ -215,6 +215,7 @@ SLIM_CASES = {
 
 @pytest.mark.parametrize("driver", ["slim_queues", "supervisor"])
 @pytest.mark.parametrize("case", list(SLIM_CASES))
+@pytest.mark.slow
 def test_tf_slim_data_layer_delivers_what_native_tf_does(
     case, driver, example_files, tmp_path, caplog
 ):

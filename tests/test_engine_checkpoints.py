@@ -145,6 +145,7 @@ def _monitored(way, csv, ckpt_dir, steps=None):
 
 
 @pytest.mark.parametrize("writer", ["native", "queue"])
+@pytest.mark.slow
 def test_monitored_training_session_resumes_a_model_trained_elsewhere(writer, csv_file, tmp_path):
     ckpt = str(tmp_path / "mts")
     trained, _ = _monitored(writer, csv_file, ckpt, steps=2)
@@ -154,6 +155,7 @@ def test_monitored_training_session_resumes_a_model_trained_elsewhere(writer, cs
     assert restored == trained + sum(range(5))  # the variable came back
 
 
+@pytest.mark.slow
 def test_monitored_training_session_checkpoint_of_the_engine_restores_natively(csv_file, tmp_path):
     ckpt = str(tmp_path / "mts")
     trained, _ = _monitored("dataset", csv_file, ckpt, steps=2)

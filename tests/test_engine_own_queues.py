@@ -86,6 +86,7 @@ def _run(way, make):
 
 
 @pytest.mark.parametrize("train", [True, False], ids=["train", "eval"])
+@pytest.mark.slow
 def test_the_programs_own_queue_is_filled_from_tf_data(cifar_files, train, caplog):
     make = lambda: own_queue_inputs(cifar_files, train=train)  # noqa: E731
     want, _ = _run("native", make)
@@ -187,6 +188,7 @@ def test_a_queue_fed_from_the_training_loop_stays_on_its_runners(caplog):
     assert _bridged(graph) == []
 
 
+@pytest.mark.slow
 def test_a_decode_error_in_a_filled_queue_reaches_the_program(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_text("1,2\n3,4\nnot-a-number,5\n")

@@ -252,6 +252,7 @@ def test_classic_input_function_runs_on_tf_data_like_tfs_queues(case, request, c
 
 
 @pytest.mark.parametrize("saved_with", [True, False], ids=["saved-swapped", "saved-unswapped"])
+@pytest.mark.slow
 def test_input_position_restores_across_the_cast_first_swap(
     saved_with, cifar_files, tmp_path, monkeypatch
 ):
@@ -379,6 +380,7 @@ def _run_native_way(way, make, **drain_args):
 
 
 @pytest.mark.parametrize("is_training", [True, False])
+@pytest.mark.slow
 def test_im2txt_input_delivers_every_caption_on_every_engine(caption_files, is_training):
     make = lambda: engine_programs.im2txt_inputs(caption_files, is_training=is_training)  # noqa: E731
     want, _, _ = _run_native_way("native", make)
@@ -391,6 +393,7 @@ def test_im2txt_input_delivers_every_caption_on_every_engine(caption_files, is_t
 
 
 @pytest.mark.parametrize("way", WAYS)
+@pytest.mark.slow
 def test_im2txt_under_supervisor_keeps_its_own_queue_filled(caption_files, way, tmp_path):
     """The summary of one preprocessing thread reads the program's own queue: it is filled.
 
@@ -441,6 +444,7 @@ def test_im2txt_under_supervisor_keeps_its_own_queue_filled(caption_files, way, 
 
 
 @pytest.mark.parametrize("num_dequeues", [1, 2])
+@pytest.mark.slow
 def test_own_queue_read_by_several_dequeues_delivers_each_row_once(num_dequeues, caplog):
     """Rows split between the dequeues by their slice producer: served, every row once."""
     make = lambda: engine_programs.own_queue_over_slices(num_dequeues)  # noqa: E731
@@ -460,6 +464,7 @@ def test_own_queue_read_by_several_dequeues_delivers_each_row_once(num_dequeues,
             assert not falls_back, falls_back
 
 
+@pytest.mark.slow
 def test_contrib_read_up_to_and_batch_join_on_every_engine(tfrecord_files):
     make = lambda: engine_programs.read_batch_examples_inputs(tfrecord_files)  # noqa: E731
     want, _, _ = _run_native_way("native", make)
@@ -521,6 +526,7 @@ def _pix2pix(way, image_dirs, checkpoint):
     return restored, delivered
 
 
+@pytest.mark.slow
 def test_pix2pix_train_then_test_with_a_default_saver(image_dirs, tmp_path, caplog):
     """The test pipeline differs from the training one under the same names: it restores."""
     want_value, want = _pix2pix("native", image_dirs, tmp_path / "native")

@@ -255,6 +255,7 @@ def test_queue_engine_steps_are_not_cached(csv_files):
         assert not step_cache.entries(sess)
 
 
+@pytest.mark.slow
 def test_a_cached_step_raises_the_error_session_run_raises(tmp_path):
     bad = tmp_path / "bad.csv"
     bad.write_text("1,2\n3,x\n5,6\n7,8\n9,0\n1,1\n")  # line 2 does not decode

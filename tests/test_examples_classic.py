@@ -106,6 +106,7 @@ def test_cifar10_twin_matches_legacy():
     assert "ordered" in str(report)
 
 
+@pytest.mark.slow
 def test_cifar10_shuffled_threaded_input_matches_as_multiset(cifar_dir):
     # 1,498 training records = 107 batches of 14: no tail is dropped, so the
     # multisets match whatever order the threads and the shuffle give.
@@ -122,6 +123,7 @@ def _accuracies(text: str) -> list[float]:
     return [float(a) for a in re.findall(r"t10k accuracy ([0-9.]+)", text)]
 
 
+@pytest.mark.slow
 def test_mnist_smoke_both_sides_learn(capsys):
     assert mnist_tfrecords.main(["--smoke"]) == 0  # 2 epochs, seed 0
     out = capsys.readouterr().out

@@ -61,6 +61,7 @@ def test_csv_reading_twin_matches_legacy():
 
 
 @pytest.mark.one_suite("a fresh interpreter under TF 2.x defaults in either suite")
+@pytest.mark.slow
 def test_compare_entry_points_remove_their_bundled_data_at_exit():
     # The entry points write bundled data to a scratch directory once per
     # process; nothing of it may stay in the temporary directory afterwards.

@@ -162,6 +162,7 @@ def _distorted_cifar(tmp_path):
     return cifar, f"{str(tmp_path)!r}, 8, verbose=False"
 
 
+@pytest.mark.slow
 def test_distorted_cifar_input_verifies_with_bounded_repeats_and_pinned_draws(tmp_path):
     """Random augmentation on an input that repeats forever: proven for one epoch, draws pinned.
 
@@ -202,6 +203,7 @@ def _edited_proof(module, function, call, source, old, new):
     return _verify.verify(traced, edited, function + "_dataset", args, kwargs)
 
 
+@pytest.mark.slow
 def test_pinned_draws_still_see_a_lost_flip(tmp_path):
     """The proof is not blind to the augmentation: without the flip the images DIFFER.
 
@@ -493,6 +495,7 @@ def test_a_preloaded_variable_caller_loads_then_initializes_its_iterator(tmp_pat
 # --- reports -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_names_each_call_its_replacement_and_argument_fates(tmp_path):
     result = migrate(
         os.path.join(EXAMPLES, "mnist_tfrecords.py"),
@@ -633,6 +636,7 @@ def test_a_loader_written_as_a_lambda_is_kept_in_the_return(tmp_path):
     assert expected in result.source
 
 
+@pytest.mark.slow
 def test_the_preloaded_variable_proof_runs_the_loader_and_sees_what_it_feeds(tmp_path):
     """The variable program returns ``(dataset, load)``; its proof runs each side's
     ``load`` in that side's session. A migrated load that feeds other labels DIFFERs."""
@@ -837,6 +841,7 @@ def _run_script(tmp_path, *argv: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_scripts_module_level_pipeline_migrates_in_place_of_itself(tmp_path):
     """NOTE [ Migrating an inline pipeline ]: no FUNCTION. The script is never
     imported (its session code would run); the migrated script prints what TF's
@@ -948,6 +953,7 @@ def _trace_module(path):
     return module
 
 
+@pytest.mark.slow
 def test_arrays_held_as_large_graph_constants_get_a_note_with_the_measured_cost(tmp_path):
     """benchmarks/preloaded_forms.py: read in a Session, a Dataset over 180 MiB of
     graph constants reads an epoch at 0.64x TF's queue API; from variables, 36x.
@@ -1007,6 +1013,7 @@ def two_inputs(first, second):
 
 
 @pytest.mark.parametrize("large_at", [7, 8])
+@pytest.mark.slow
 def test_the_large_constants_note_names_only_the_producer_that_holds_them(tmp_path, large_at):
     path = _write(tmp_path / "two_producers.py", TWO_PRODUCERS)
     large, small = "np.zeros((23000, 784), np.float32)", "np.zeros((20, 3), np.float32)"
@@ -1058,6 +1065,7 @@ def test_a_training_program_with_global_flags_migrates_with_them_at_their_defaul
 
 
 @pytest.mark.one_suite("the programs run as `python FILE.py`: TF 2.x defaults in either suite")
+@pytest.mark.slow
 def test_the_migrated_flags_program_trains_like_the_original(tmp_path):
     """The original and its checked-in migration (the test above proves migrate writes
     it, in both modes), each run as a program: the same output, step by step."""

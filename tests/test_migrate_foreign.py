@@ -102,6 +102,7 @@ def test_a_function_imported_by_name(program):
         assert sum(int(labels.shape[0]) for _, _, labels in dataset) == 20
 
 
+@pytest.mark.slow
 def test_a_gan_build_model_reading_through_another_module(program):
     """text2image's shape: the input of build_model migrates; the placeholder branch
     raises; the model after the batches stays in build_model."""
@@ -137,6 +138,7 @@ def test_a_gan_build_model_reading_through_another_module(program):
             gan.build_model_dataset()
 
 
+@pytest.mark.slow
 def test_a_queue_handed_to_a_method_of_the_programs_object(tmp_path):
     """youtube-8m's ``[reader.prepare_reader(filename_queue) for _ in range(n)]`` with
     ``reader`` a ``readers.YT8MAggregatedFeatureReader``: the method (found on the

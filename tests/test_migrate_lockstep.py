@@ -44,6 +44,7 @@ def _pairs(directory, count: int) -> None:
                 (directory / "masks" / f"{i:02d}.png").write_bytes(png)
 
 
+@pytest.mark.slow
 def test_a_helper_reading_two_queues_becomes_a_zip_and_matches(tmp_path):
     """``read_pair(image_queue, mask_queue)``: one WholeFileReader reads a file of
     each queue per record; the record function takes both values and the
@@ -62,6 +63,7 @@ def test_a_helper_reading_two_queues_becomes_a_zip_and_matches(tmp_path):
     assert "WholeFileReader.read (in read_pair)" in result.report()
 
 
+@pytest.mark.slow
 def test_two_readers_inline_are_zipped_and_match_in_order(tmp_path):
     """Two readers, one per queue, in the function itself: the second read zips
     its Dataset with the first; ``batch`` keeps the order, proven exactly."""
@@ -113,6 +115,7 @@ def test_one_record_reader_handed_two_queues_is_refused(tmp_path):
     assert "Fix: give each queue a reader of its own" in message
 
 
+@pytest.mark.slow
 def test_a_function_returning_two_pipelines_migrates_each_and_a_wrapper(tmp_path):
     """``return train_batch, val_batch`` from two producers (NOTE [ Several
     pipelines a function returns ]): each pipeline is cut out (the other's lines and
@@ -179,6 +182,7 @@ def _shards(directory, names: dict) -> None:
                         writer.write(example.SerializeToString())
 
 
+@pytest.mark.slow
 def test_a_helper_making_its_own_records_called_twice_is_zipped(tmp_path):
     """``image = read_and_decode_single_example(f)`` makes its own producer and
     reader (NOTE [ A helper that makes its own records ]): its version returns
@@ -260,6 +264,7 @@ def _speech(path, count: int, first: int = 0) -> None:
 
 
 @pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.slow
 def test_a_count_among_the_batches_and_batch_mates_under_a_shuffle(tmp_path, shuffle):
     """``return frames, label, num_examples, length`` (NOTE [ Plain values among the
     batches ]): the version returns the Dataset, its elements the batches in order,
@@ -298,6 +303,7 @@ def test_a_count_among_the_batches_and_batch_mates_under_a_shuffle(tmp_path, shu
         migrate(str(path), "get_split", call=repr(options), callers=True)
 
 
+@pytest.mark.slow
 def test_read_up_to_reads_each_files_records_in_chunks(tmp_path):
     """``read_up_to(queue, n)`` (NOTE [ read_up_to as per-file chunks ]): each file's
     records batched by n, the last chunk of a file partial, then the chunk's parse
@@ -333,6 +339,7 @@ def test_read_up_to_reads_each_files_records_in_chunks(tmp_path):
     assert "lambda f: tf.data.TextLineDataset(f).skip(1).batch(4)" in result.source
 
 
+@pytest.mark.slow
 def test_a_batch_size_the_session_feeds_is_refused_at_the_batching_call(tmp_path):
     """ShuffleNet's shape: the batch size is a variable set from a placeholder when
     the program runs its initializer; a Dataset's batch size is fixed when it is

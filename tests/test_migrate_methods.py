@@ -48,6 +48,7 @@ def reader_dir(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_gan_readers_feed_method_migrates_as_a_method(reader_dir):
     """CycleGAN's shape: Reader(...).feed(), a reader made in __init__, a preprocessing method."""
     path = str(reader_dir / "class_reader.py")
@@ -159,6 +160,7 @@ def test_a_class_that_keeps_no_batch_is_refused(tmp_path):
         migrate(str(path), "Settings", call="3")
 
 
+@pytest.mark.slow
 def test_a_method_batching_what_its_constructor_read_migrates_with_it(tmp_path):
     """DeepLab-ResNet's ``ImageReader(...).dequeue(n)``: NOTE [ A method reading what its
     constructor built ]; ``--call`` names the instance and the method's argument."""
@@ -229,6 +231,7 @@ class Reader(object):
 """
 
 
+@pytest.mark.slow
 def test_a_method_that_keeps_its_batches_on_self_migrates(tmp_path):
     """A model's ``build_model(self)`` keeps ``self.values`` and returns nothing: NOTE
     [ Migrating a constructor ], for a method."""
@@ -242,6 +245,7 @@ def test_a_method_that_keeps_its_batches_on_self_migrates(tmp_path):
     assert "{'values': values}" in result.source
 
 
+@pytest.mark.slow
 def test_a_method_missing_its_own_argument_is_told_the_call_form(tmp_path):
     (tmp_path / "d.txt").write_text("a\nb\n")
     path = tmp_path / "model.py"
@@ -253,6 +257,7 @@ def test_a_method_missing_its_own_argument_is_told_the_call_form(tmp_path):
     assert result.verdict.status == "MATCH", result.report()
 
 
+@pytest.mark.slow
 def test_a_reading_method_is_followed_and_another_objects_reader_refused(tmp_path, monkeypatch):
     """Dense-pixel models read in ``self._file_reader(queue)`` (was an internal error naming
     a temporary file): NOTE [ Reading methods of a migrated class ]. A function of another

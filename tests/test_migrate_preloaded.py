@@ -143,6 +143,7 @@ def test_the_load_of_a_helper_that_slices_is_returned_by_the_function_that_retur
     assert got_labels.dtype == np.int32
 
 
+@pytest.mark.slow
 def test_small_arrays_and_tf2_defaults_keep_the_plain_form(tmp_path):
     """Under the size (either mode), and under TF 2.x defaults at any size, the
     function returns just its Dataset over the arrays."""
@@ -223,6 +224,7 @@ def test_the_threshold_counts_only_fully_known_constants():
         assert preloaded.constant_bytes([big, fed]) == 4 * 2**20
 
 
+@pytest.mark.slow
 def test_the_public_preloaded_constant_program_migrates_where_it_stands(tmp_path):
     """tests/scripts/real_preloaded_constant.py, TF's fully_connected_preloaded.py
     shape: ``input_images = tf.constant(data_sets.train.images)`` then a shuffled

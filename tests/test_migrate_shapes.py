@@ -41,6 +41,7 @@ def jpegs(tmp_path):
 
 
 @pytest.mark.parametrize("grayscale", [True, False])
+@pytest.mark.slow
 def test_a_per_record_if_keeps_its_test(jpegs, grayscale):
     shutil.copy(os.path.join(SCRIPTS, "began_loader.py"), jpegs / "data_loader.py")
     call = f"{str(jpegs / 'images')!r}, 4, 8, 'NCHW', seed=3, is_grayscale={grayscale}"
@@ -52,6 +53,7 @@ def test_a_per_record_if_keeps_its_test(jpegs, grayscale):
     )
 
 
+@pytest.mark.slow
 def test_a_function_starting_its_runners_migrates_whole(jpegs):
     """srez: the region runs through `if crop_size != image_size:` to the batch."""
     shutil.copy(os.path.join(SCRIPTS, "srez_inputs.py"), jpegs / "srez_input.py")
@@ -64,6 +66,7 @@ def test_a_function_starting_its_runners_migrates_whole(jpegs):
     assert "Coordinator kept" not in result.report()
 
 
+@pytest.mark.slow
 def test_a_method_returning_the_model_on_its_batches_is_refused(tmp_path):
     shutil.copy(os.path.join(SCRIPTS, "segan_model.py"), tmp_path / "model.py")
     with tf.io.TFRecordWriter(str(tmp_path / "wavs.tfrecords")) as writer:
@@ -82,6 +85,7 @@ def test_a_method_returning_the_model_on_its_batches_is_refused(tmp_path):
         migrate(str(tmp_path / "model.py"), "SEGAN.build_model_single_gpu", call=call)
 
 
+@pytest.mark.slow
 def test_a_helper_shuffling_the_records_through_its_own_queue(tmp_path):
     """NOTE [ A helper that shuffles the records ]: magenta's ``_shuffle_inputs``. Run
     with ``shuffle=False``, the branch that calls it was not seen: refused with its line."""
@@ -127,6 +131,7 @@ def test_a_helper_shuffling_the_records_through_its_own_queue(tmp_path):
 
 
 @pytest.mark.parametrize("use_state", [True, False])
+@pytest.mark.slow
 def test_per_step_lists_of_one_record_stay_in_the_record(tmp_path, use_state):
     """The empty lists a time-step loop appends to are made per record (was: once,
     outside the map: a concat of empty lists)."""
@@ -151,6 +156,7 @@ def test_per_step_lists_of_one_record_stay_in_the_record(tmp_path, use_state):
     assert "image_seq, state_seq, action_seq = [], [], []" in per_record
 
 
+@pytest.mark.slow
 def test_a_scripts_session_statements_before_its_input_are_not_run(tmp_path, monkeypatch):
     """``tf.global_variables_initializer().run()`` before ``X, Y = inputs()`` in the
     session block needs a session: the copy the migration runs leaves it out (was:
@@ -187,6 +193,7 @@ def stepped_producer(files, step=STEP):
 """
 
 
+@pytest.mark.slow
 def test_a_constant_default_made_in_the_import_graph_is_passed_as_its_value(tmp_path):
     """cinc2017's ``FLAGS.batch_size = tf.constant(16)`` as a parameter's default
     (NOTE [ A default made at import ]): both sides of the proof get its value, the
@@ -229,6 +236,7 @@ class AudioReader(object):
 """
 
 
+@pytest.mark.slow
 def test_a_queue_fed_from_python_is_refused_with_its_line(tmp_path):
     """NOTE [ A queue the program feeds from Python ]: WaveNet's AudioReader."""
     (tmp_path / "audio_reader.py").write_text(_PYTHON_FED)
@@ -259,6 +267,7 @@ def segmentation_pngs(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_a_training_and_a_validation_pipeline_in_one_function_migrate_each(
     segmentation_pngs, monkeypatch
 ):

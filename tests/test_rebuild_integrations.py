@@ -49,6 +49,7 @@ def _legacy_csv_batches(files, num_epochs=1):
 )
 @pytest.mark.filterwarnings("ignore:Your input ran out of data")
 @pytest.mark.filterwarnings("ignore:`shuffle=True` was passed")
+@pytest.mark.slow
 def test_keras_fit_trains_one_epoch_on_a_rebuilt_pipeline(csv_files):
     keras = pytest.importorskip("keras")
     assert int(keras.__version__.split(".")[0]) >= 3

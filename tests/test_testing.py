@@ -51,6 +51,7 @@ def test_run_pipeline_stops_at_end_of_input(graph):
     assert [len(b[0]) for b in batches] == [4, 4, 2]
 
 
+@pytest.mark.slow
 def test_never_started_runners_name_the_starved_queue(graph):
     with qp.tf_faithful():  # the unstarted guard would fail the fetch at once
         fetch = _range_batches()
@@ -64,6 +65,7 @@ def test_never_started_runners_name_the_starved_queue(graph):
     assert isinstance(info.value, TimeoutError)
 
 
+@pytest.mark.slow
 def test_queue_without_runner_is_named(graph):
     orphan = tf.queue.FIFOQueue(4, tf.int32, shapes=[[]], name="orphan")
     with pytest.raises(PipelineStalledError, match="no QueueRunner") as info:

@@ -168,6 +168,7 @@ def _over_variable():
     return qp.batch([row, tf.reduce_sum(row)], 3)
 
 
+@pytest.mark.slow
 def test_slice_input_producer_over_a_variable_read_once_through_the_session():
     report = compare(_over_variable, timeout=TIMEOUT)  # twin: rebuilt_twin(legacy)
     assert report.matched, report.render()
@@ -226,6 +227,7 @@ def test_input_producer_dequeue():
     assert assert_rebuild_matches(build).twin.examples == 6
 
 
+@pytest.mark.slow
 def test_match_filenames_once_globs_when_iterated(files):
     pattern = os.path.join(os.path.dirname(files["csv"][0]), "data*.csv")
 
@@ -241,6 +243,7 @@ def test_match_filenames_once_globs_when_iterated(files):
     assert report.matched, report.render()
 
 
+@pytest.mark.slow
 def test_limit_epochs_and_two_stages_zipped(files):
     def build():
         counted = qp.limit_epochs(tf.constant([1, 2]), num_epochs=5)
@@ -442,6 +445,7 @@ def test_maybe_shuffle_batch_with_a_constant_keep_input(files):
     )
 
 
+@pytest.mark.slow
 def test_batch_join_lifts_each_list_separately(files):
     def build():
         lists = []
@@ -459,6 +463,7 @@ def test_batch_join_lifts_each_list_separately(files):
 
 
 @pytest.mark.parametrize("readers", [2, 4])
+@pytest.mark.slow
 def test_readers_sharing_one_filename_queue_read_each_file_once(files, readers):
     def build():
         queue = qp.string_input_producer(files["csv"], num_epochs=2, shuffle=True, seed=4)
@@ -740,6 +745,7 @@ EXAMPLES = [
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.slow
 def test_every_legacy_example_rebuilt_and_compared(name):
     import importlib
 
@@ -747,6 +753,7 @@ def test_every_legacy_example_rebuilt_and_compared(name):
     assert_rebuild_matches(module.legacy)
 
 
+@pytest.mark.slow
 def test_mnist_training_input_shuffle_batch_num_epochs(tmp_path):
     from legacy_examples import mnist_tfrecords
 
