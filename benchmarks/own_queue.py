@@ -1,4 +1,4 @@
-"""Benchmark of two legacy programs beyond the producer-batcher shape: an own queue, a py_func.
+"""Benchmark of legacy programs beyond W1-W4: an own queue, a py_func, per-record augmentation.
 
 W5 (CIFAR-like, an own queue): K binary files of records of 1 label byte +
 32*32*3 image bytes; the program is TF 1.x model code on TF's own API:
@@ -15,6 +15,14 @@ W6 (W2-shaped with a py_func): TFRecords (784-byte ``image_raw``, int64
 ``tf.compat.v1.py_func`` normalizing the image in numpy (``stateful=False``)
 -> ``train.batch(batch_size=128, num_threads=4,
 allow_smaller_final_batch=True)``: one epoch is every example.
+
+W7 and W8 (augmentation, the most common training shape; see NOTE [ Stateless
+randomness keyed by the record ]): K TFRecord files of raw 64x64x3 uint8 images
+-> ``decode_raw`` -> ``random_crop`` to 56x56 -> ``random_flip_left_right`` ->
+``random_brightness`` -> ``random_contrast`` -> ``shuffle_batch(64,
+num_threads=4)``: one epoch is floor(N / 64) * 64 examples. W7 has no seed; W8
+is the same program after ``set_random_seed(1234)`` (its hand-written tf.data
+twin sets the same graph seed).
 
 Variants, each measured in a fresh process:
 
@@ -70,7 +78,9 @@ from workloads import FEATURES  # noqa: E402
 
 BATCH = 128
 RECORD_BYTES = 1 + 32 * 32 * 3
-WORKLOADS = ["W5", "W6"]
+WORKLOADS = ["W5", "W6", "W7", "W8"]
+AUGMENT_BATCH = 64
+AUGMENT_SIDE, AUGMENT_CROP = 64, 56
 VARIANTS = ["tf_queue", "qp_queue", "qp_dataset", "tfdata"]
 # (name, numerator, denominator), each inside one run
 RATIOS = [
@@ -90,21 +100,27 @@ class Sizes:
     cifar_files: int = 4
     cifar_records: int = 2_500  # per file
     tfrecords: int = 10_000
+    augment_files: int = 4
+    augment_records: int = 1_000  # per file
 
 
 FULL = Sizes()
-QUICK = Sizes(cifar_files=2, cifar_records=300, tfrecords=500)
+QUICK = Sizes(cifar_files=2, cifar_records=300, tfrecords=500, augment_files=2, augment_records=100)
 
 
 def expected_examples(workload: str, sizes: Sizes) -> int:
     """One epoch's examples: W5 drops the last partial batch (dequeue_many), W6 keeps it."""
     if workload == "W5":
         return sizes.cifar_files * sizes.cifar_records // BATCH * BATCH
+    if workload in ("W7", "W8"):
+        records = sizes.augment_files * sizes.augment_records
+        return records // AUGMENT_BATCH * AUGMENT_BATCH
     return sizes.tfrecords
 
 
 def write_data(directory: str, sizes: Sizes) -> None:
-    """W5's binary files (``w5_*.bin``) and W6's TFRecord file (``w6.tfrecord``)."""
+    """W5's binary files (``w5_*.bin``), W6's TFRecord file (``w6.tfrecord``) and
+    W7/W8's TFRecord files of raw images (``aug_*.tfrecord``)."""
     rng = np.random.default_rng(0)
     for i in range(sizes.cifar_files):
         records = rng.integers(0, 256, size=(sizes.cifar_records, RECORD_BYTES), dtype=np.uint8)
@@ -122,10 +138,15 @@ def write_data(directory: str, sizes: Sizes) -> None:
             }
             example = tf.train.Example(features=tf.train.Features(feature=feature))
             writer.write(example.SerializeToString())
+    shape = (sizes.augment_records, AUGMENT_SIDE * AUGMENT_SIDE * 3)
+    for i in range(sizes.augment_files):
+        with tf.io.TFRecordWriter(os.path.join(directory, f"aug_{i}.tfrecord")) as writer:
+            for image in rng.integers(0, 256, size=shape, dtype=np.uint8):
+                writer.write(image.tobytes())
 
 
 def data_files(directory: str, workload: str) -> list[str]:
-    prefix = "w5_" if workload == "W5" else "w6."
+    prefix = {"W5": "w5_", "W6": "w6.", "W7": "aug_", "W8": "aug_"}[workload]
     return sorted(os.path.join(directory, f) for f in os.listdir(directory) if f.startswith(prefix))
 
 
@@ -195,7 +216,37 @@ def w6_program(filenames):
     )
 
 
-PROGRAMS = {"W5": w5_program, "W6": w6_program}
+def _augment(record):
+    """A raw 64x64x3 record -> a randomly cropped, flipped and coloured 56x56x3 float32 image."""
+    image = tf.reshape(tf.io.decode_raw(record, tf.uint8), [AUGMENT_SIDE, AUGMENT_SIDE, 3])
+    image = tf.image.random_crop(image, [AUGMENT_CROP, AUGMENT_CROP, 3])
+    image = tf.image.random_flip_left_right(image)
+    image = tf.image.random_brightness(tf.cast(image, tf.float32), max_delta=63)
+    return tf.image.random_contrast(image, lower=0.2, upper=1.8)
+
+
+def augment_program(filenames, seed=None):
+    """W7 (no seed) / W8 (graph seed): raw records -> augment -> shuffle_batch(64, 4 threads)."""
+    if seed is not None:
+        tf.compat.v1.set_random_seed(seed)
+    filename_queue = tf.compat.v1.train.string_input_producer(filenames, num_epochs=1)
+    reader = tf.compat.v1.TFRecordReader()
+    _, value = reader.read(filename_queue)
+    return tf.compat.v1.train.shuffle_batch(
+        [_augment(value)],
+        batch_size=AUGMENT_BATCH,
+        num_threads=4,
+        capacity=1000 + 3 * AUGMENT_BATCH,
+        min_after_dequeue=1000,
+    )
+
+
+PROGRAMS = {
+    "W5": w5_program,
+    "W6": w6_program,
+    "W7": augment_program,
+    "W8": lambda filenames: augment_program(filenames, seed=1234),
+}
 
 
 # --- hand-written tf.data of the same shape -------------------------------------------
@@ -229,7 +280,27 @@ def w6_dataset(filenames) -> tf.data.Dataset:
     )
 
 
-DATASETS = {"W5": w5_dataset, "W6": w6_dataset}
+def augment_dataset(filenames, seed=None) -> tf.data.Dataset:
+    if seed is not None:
+        tf.compat.v1.set_random_seed(seed)
+    autotune = tf.data.AUTOTUNE
+    return (
+        tf.data.Dataset.from_tensor_slices(filenames)
+        .shuffle(len(filenames))
+        .flat_map(tf.data.TFRecordDataset)
+        .map(_augment, num_parallel_calls=autotune)
+        .shuffle(1000)
+        .batch(AUGMENT_BATCH, drop_remainder=True)
+        .prefetch(autotune)
+    )
+
+
+DATASETS = {
+    "W5": w5_dataset,
+    "W6": w6_dataset,
+    "W7": augment_dataset,
+    "W8": lambda filenames: augment_dataset(filenames, seed=1234),
+}
 
 
 # --- one measurement (in a fresh child process) ---------------------------------------
@@ -465,7 +536,7 @@ def main(argv=None) -> int:
         "--workloads",
         type=lambda text: text.split(","),
         default=WORKLOADS,
-        help="comma-separated, from W5,W6",
+        help="comma-separated, from W5,W6,W7,W8",
     )
     parser.add_argument(
         "--tf1",

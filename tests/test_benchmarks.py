@@ -220,6 +220,7 @@ def test_committed_results_still_render(name):
     assert report.format_table(result) == path.with_suffix(".txt").read_text().rstrip("\n")
 
 
+@pytest.mark.slow
 def test_session_variants_read_tf_data_as_the_legacy_program_does(tmp_path, capsys):
     """``session_*`` (not in the default run): hand-written tf.data through Session.run, and
     the engine's line against it."""
@@ -244,6 +245,7 @@ def test_session_variants_read_tf_data_as_the_legacy_program_does(tmp_path, caps
     )
 
 
+@pytest.mark.slow
 def test_the_clock_starts_on_a_collected_heap_and_counts_full_collections():
     """``clock_start`` collects the set-up's garbage before the clock; a full
     collection that still runs inside the clock is counted in the sample."""
@@ -279,25 +281,28 @@ def test_the_clock_starts_on_a_collected_heap_and_counts_full_collections():
 
 @pytest.mark.one_suite("the run is a subprocess whose children set their own TF mode")
 @pytest.mark.slow
-@pytest.mark.timeout(300)  # eight fresh processes, each importing TensorFlow
+@pytest.mark.timeout(600)  # sixteen fresh processes, each importing TensorFlow
 def test_own_queue_quick_run_every_variant_reads_the_same_epoch(tmp_path):
     """``benchmarks/own_queue.py --quick``: W5 (an own RandomShuffleQueue, drop-remainder
-    dequeue_many) and W6 (a py_func stage) run in every variant, each reading one whole
-    epoch; the dataset engine's ``served`` is recorded, whatever it is."""
+    dequeue_many), W6 (a py_func stage) and W7/W8 (augmentation, unseeded and seeded)
+    run in every variant, each reading one whole epoch; the dataset engine's ``served``
+    is recorded, whatever it is."""
     out = tmp_path / "own_queue.json"
     done = subprocess.run(
         [sys.executable, str(BENCHMARKS / "own_queue.py"), "--quick", "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=280,
+        timeout=580,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["mode"] == "quick" and result["repeats"] == 1 and result["tf_mode"] == "tf2"
     sizes = result["sizes"]
     records = sizes["cifar_files"] * sizes["cifar_records"]
+    augmented = sizes["augment_files"] * sizes["augment_records"]
     expected = {"W5": records // 128 * 128, "W6": sizes["tfrecords"]}
-    assert records % 128 and sizes["tfrecords"] % 128  # a partial last batch in both
+    expected["W7"] = expected["W8"] = augmented // 64 * 64
+    assert records % 128 and sizes["tfrecords"] % 128 and augmented % 64  # partial last batches
     assert result["expected_examples"] == expected
     for workload, table in result["workloads"].items():
         assert set(table) == {"tf_queue", "qp_queue", "qp_dataset", "tfdata"}
@@ -311,4 +316,7 @@ def test_own_queue_quick_run_every_variant_reads_the_same_epoch(tmp_path):
             "qp_queue/tf_queue",
         }
         assert f"\n{workload}  ({expected[workload]:,} examples per epoch expected)" in done.stdout
-    assert set(result["workloads"]) == {"W5", "W6"}
+    assert set(result["workloads"]) == {"W5", "W6", "W7", "W8"}
+    assert "parallel, random ops stateless" in " ".join(
+        result["workloads"]["W8"]["qp_dataset"]["engine_log"]
+    )

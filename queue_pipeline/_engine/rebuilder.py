@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from queue_pipeline import plan
 from queue_pipeline._core import graph as graph_facts
-from queue_pipeline._engine import runners
+from queue_pipeline._engine import runners, stateless
 from queue_pipeline._rebuild.rebuilder import Rebuilder
 from queue_pipeline._rebuild.stream import Stream
 from queue_pipeline.data import batching as data_batching
@@ -171,7 +171,12 @@ class EngineRebuilder(Rebuilder):
         *,
         role: str = "output",
         parallel=tf.data.AUTOTUNE,
+        keyed: bool = False,
     ) -> Stream:
+        if keyed:  # already made stateless by the caller
+            return super().apply_region(
+                base, region, leaves, pack, role=role, parallel=parallel, keyed=True
+            )
         node = self._batching[-1] if self._batching else None
         path = "per-record map"
         if node is not None and role.startswith(f"{node.kind} list "):
@@ -185,9 +190,23 @@ class EngineRebuilder(Rebuilder):
                     self.paths.append(f"{role}: vectorized, decoded once per batch")
                     return Stream(base.dataset, list(base.leaves), base.form, base.parts)
             path += f" ({why_not})"
-        stateful = sorted({op.type for op in region.ops if op.op_def.is_stateful})
-        if self.deterministic and stateful:
-            self.paths.append(f"{role}: {path}, sequential for determinism ({', '.join(stateful)})")
+        unkeyable = stateless.unkeyable_ops(region)
+        keyable = self.deterministic and not unkeyable
+        stateless_region = stateless.keyed_region(region) if keyable else None
+        if stateless_region is not None:
+            # NOTE [ Stateless randomness keyed by the record ]
+            made = sorted({op.type for op in region.ops if op.type in stateless.FORMS})
+            self.paths.append(
+                f"{role}: {path}, parallel, random ops stateless keyed by the record "
+                f"({', '.join(made)})"
+            )
+            return super().apply_region(
+                base, stateless_region, leaves, pack, role=role, parallel=parallel, keyed=True
+            )
+        if self.deterministic and unkeyable:
+            self.paths.append(
+                f"{role}: {path}, sequential for determinism ({', '.join(unkeyable)})"
+            )
             return super().apply_region(base, region, leaves, pack, role=role, parallel=None)
         self.paths.append(f"{role}: {path}")
         return super().apply_region(base, region, leaves, pack, role=role, parallel=parallel)

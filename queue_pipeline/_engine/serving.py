@@ -49,9 +49,12 @@ What a legacy program sees, and why:
   queue's 0.0 would read as a starved input.
 * **Determinism.** When the pipeline is seeded (a graph-level seed, or a
   ``seed`` on a producer or batcher upstream) the Dataset runs with
-  ``tf.data.Options().deterministic = True`` and every per-record region
-  with stateful ops (random distortions) runs in a sequential ``map``, so the
-  order and the random values are the same on every run. Without a seed,
+  ``tf.data.Options().deterministic = True`` and the per-record random ops
+  become stateless, keyed by the record's position, in a parallel ``map``
+  (NOTE [ Stateless randomness keyed by the record ] in
+  ``_engine/stateless.py``); a region with another stateful op runs in a
+  sequential ``map``. Either way the order and the random values are the
+  same on every run. Without a seed,
   ``num_threads > 1`` leaves the order free, as TF 1.x's threads did.
 * **Checkpoints.** The iterator's state is a saveable object in the
   ``SAVEABLE_OBJECTS`` collection
@@ -62,8 +65,9 @@ What a legacy program sees, and why:
   queues) still restores, from the start of the input (NOTE [ Checkpoints
   without an input position ] in ``_engine/input_position.py``). The state of
   per-record random ops is not saved (external state is ignored): after a
-  restore the same records come, in the same order, but their random
-  distortions start a fresh stream.
+  restore the same records come, in the same order; in a seeded pipeline
+  their distortions are keyed by the position and come back as they were,
+  otherwise they start a fresh stream.
 * **Vectorized decoding.** When :mod:`queue_pipeline._engine.vectorize` is present
   and the per-record region feeding a batching call has a batch form, the
   raw records are shuffled and batched first and the region runs once per

@@ -35,7 +35,12 @@ from queue_pipeline._core.graph_def import import_graph, tensor_ref, uses_functi
 from queue_pipeline._rebuild.walk import VariableRead, Walker
 from queue_pipeline.errors import NotRebuildableError
 
-__all__ = ["LiftedRegion", "lift"]
+__all__ = ["POSITION", "LiftedRegion", "lift"]
+
+# The external input a region made stateless reads: the record's position
+# since the input started (see NOTE [ Stateless randomness keyed by the
+# record ] in _engine/stateless.py). No legacy tensor has this name.
+POSITION = "qp_record_position:0"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,11 +118,13 @@ class LiftedRegion:
         values.update(self.captured)
         return values
 
-    def __call__(self, *args) -> list[tf.Tensor]:
+    def __call__(self, *args, position: tf.Tensor | None = None) -> list[tf.Tensor]:
         """Imports the region with `args` as its sources; returns its sinks.
 
         Args:
           *args: one tensor per source, in the order of :attr:`sources`.
+          position: the record's position (int64 scalar), for a region that
+            reads :data:`POSITION` (one made stateless).
 
         Returns:
           A list with one tensor per sink, each with at least the legacy
@@ -135,6 +142,8 @@ class LiftedRegion:
             )
         by_name = {s.name: tf.convert_to_tensor(a) for s, a in zip(self.sources, args)}
         by_name.update(self.variable_values())
+        if position is not None:
+            by_name[POSITION] = position
         imported: dict[str, tf.Tensor] = {}
         if self.graph_def.node:
             wanted = [s.name for s in self.sinks if s.name not in by_name]

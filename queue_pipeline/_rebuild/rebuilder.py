@@ -246,6 +246,7 @@ class Rebuilder(Sources):
         *,
         role: str = "output",
         parallel: int | None = tf.data.AUTOTUNE,
+        keyed: bool = False,
     ) -> Stream:
         """Maps `region` over `base`; returns the stream of `leaves`.
 
@@ -260,11 +261,14 @@ class Rebuilder(Sources):
             in :attr:`regions`).
           parallel: ``num_parallel_calls`` of the map (None: sequential,
             which keeps per-record random ops reproducible).
+          keyed: `region` reads the record's position (:data:`lift.POSITION`,
+            a region made stateless): the map numbers the records first.
         """
         sparse = [isinstance(leaf, tf.SparseTensor) for leaf in leaves]
 
-        def per_record(*args):
-            outputs = region(*graph_facts.dense_components(base.flatten(args)))
+        def per_record(*args, position=None):
+            sources = graph_facts.dense_components(base.flatten(args))
+            outputs = region(*sources, position=position)
             values, i = [], 0
             for leaf, is_sparse in zip(leaves, sparse):
                 if is_sparse:
@@ -279,10 +283,19 @@ class Rebuilder(Sources):
                 return pack(values)
             return values[0] if len(values) == 1 else tuple(values)
 
+        def numbered(position, element):
+            args = element if isinstance(element, tuple) and base.form != "bare" else (element,)
+            return per_record(*args, position=position)
+
         # No AutoGraph: the function is plain graph building (imports a GraphDef).
-        dataset = base.dataset.map(
-            tf.autograph.experimental.do_not_convert(per_record), num_parallel_calls=parallel
-        )
+        if keyed:
+            dataset = base.dataset.enumerate().map(
+                tf.autograph.experimental.do_not_convert(numbered), num_parallel_calls=parallel
+            )
+        else:
+            dataset = base.dataset.map(
+                tf.autograph.experimental.do_not_convert(per_record), num_parallel_calls=parallel
+            )
         if pack is not None:
             return Stream(dataset, leaves, "packed")
         return Stream(dataset, leaves, "bare" if len(leaves) == 1 else "tuple")
