@@ -253,3 +253,43 @@ def test_flips_crops_boxes_and_shuffles_have_tfs_distributions():
     native = _native(_image_ops, n=1000)
     native_area = native[3][:, 0] * native[3][:, 1] / (100 * 200)
     assert _ks2(area[:1000], native_area) < 1.95 * math.sqrt(2 / 1000)
+
+
+def _shuffled(path, seed):
+    """A shuffle_batch of distorted images with each record's key: one epoch."""
+    if seed is not None:
+        v1.set_random_seed(seed)
+    files = v1.train.string_input_producer([path], num_epochs=1, shuffle=False)
+    key, value = v1.TFRecordReader().read(files)
+    image = tf.reshape(tf.io.decode_raw(value, tf.uint8), [8, 8, 3])
+    image = tf.image.random_flip_left_right(tf.image.random_crop(image, [6, 6, 3]))
+    return v1.train.shuffle_batch([image, key], 8, capacity=20, min_after_dequeue=10, num_threads=2)
+
+
+@pytest.mark.parametrize("seed", [None, 5])
+def test_a_shuffle_batch_shuffles_the_raw_records_then_maps_them(records, seed, caplog):
+    """NOTE [ Records shuffled before their map ]: every record once, seeded runs repeat."""
+    runs = []
+    for _ in range(2):
+        with caplog.at_level(logging.INFO, logger="queue_pipeline"):
+            with running("dataset"), tf.Graph().as_default() as graph:
+                batch = _shuffled(records, seed)
+                with new_session(graph) as sess:
+                    sess.run(v1.local_variables_initializer())
+                    coord = v1.train.Coordinator()
+                    threads = v1.train.start_queue_runners(sess, coord)
+                    out = []
+                    try:
+                        while True:
+                            out.append(sess.run(batch))
+                    except tf.errors.OutOfRangeError:
+                        pass
+                    coord.request_stop()
+                    coord.join(threads, stop_grace_period_secs=5)
+        runs.append(out)
+    for out in runs:
+        keys = [key for _, batch_keys in out for key in batch_keys]  # "file:offset"
+        assert len(keys) == len(set(keys)) == RECORDS
+    assert _equal(runs[0], runs[1]) == (seed is not None)
+    line = next(r.getMessage() for r in caplog.records if "runs on tf.data" in r.getMessage())
+    assert "mapped after the shuffle" in line

@@ -362,7 +362,7 @@ class Rebuilder(Sources):
             lists.append(leaves)
         roles = [f"{node.kind} list {i}" for i in range(num_lists)]
         datasets = [s.dataset for s in self.rebuild_each(lists, roles)]
-        twin = getattr(data_batching, node.kind)
+        twin = self.batching_twin(node)
         params = inspect.signature(twin).parameters
         kwargs = {name: args[name] for name in _BATCH_ARGS if name in params and name in args}
         kwargs["batch_size"] = self._value(args["batch_size"], "batch_size")
@@ -378,6 +378,14 @@ class Rebuilder(Sources):
         dataset = twin(first, **kwargs)
         outputs = list(node.outputs)
         return Stream(dataset, outputs, "bare" if len(outputs) == 1 else "tuple")
+
+    def batching_twin(self, node: plan.PlanNode) -> Callable:
+        """The tf.data twin that batches `node`'s rebuilt inputs (its own, by default).
+
+        Called after the inputs are rebuilt; an extension point (the engine
+        batches inputs it already shuffled with ``batch``).
+        """
+        return getattr(data_batching, node.kind)
 
     def rebuild_each(
         self, leaf_lists: list[list], roles: list[str], *, exact: bool = False
