@@ -23,6 +23,13 @@ Conversion variants, each a fresh process, interleaved ``--repeats`` times:
 * ``beam_2t`` / ``beam_2p``: 2 workers as threads (``multi_threading``, the
   default on a 2-core machine) / as processes (``multi_processing``).
   All 8 shards, ``verify`` on (the default).
+* with ``--runner DaskRunner``: ``dask_2p``, ``convert`` on a LocalCluster of
+  2 worker processes; with ``--runner PortableRunner``: ``portable_1w``, on
+  Beam's embedded job server and an external SDK worker pool (one SDK worker
+  process a job). The benchmark starts the cluster before the clock
+  (``convert_clusters.py``) and warms it with one tiny conversion, as a
+  cluster already running is; ``verify`` on, as for the DirectRunner variants
+  (it is off by default on other runners).
 
 Reported: examples/s (median) and the CPU seconds of the process and its
 children per 1,000 examples; ratios against ``hand_loop`` of the same run;
@@ -51,6 +58,7 @@ Usage (the whole run, ~9 minutes on 2 shared cores):
   python benchmarks/convert.py --quick              # a smoke run, ~3 minutes
   python benchmarks/convert.py --workloads table --variants hand_loop,beam_2t --no-read
   python benchmarks/convert.py --render OUT.json    # print a result
+  python benchmarks/convert.py --images 2000 --workloads images --no-read --runner DaskRunner
 
 Results kept in ``results/convert/`` (this report's own format).
 """
@@ -58,6 +66,7 @@ Results kept in ``results/convert/`` (this report's own format).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -86,6 +95,7 @@ BATCH = 64
 SIZE = 96
 SIDES = (256, 500)  # ImageNet-sized photos
 TINY = 20
+CLUSTER_ENV = "CONVERT_BENCH_CLUSTER"
 LEGACY = f"""
 import tensorflow.compat.v1 as tf
 
@@ -216,7 +226,10 @@ def _hand_table(path: str, out: str) -> int:
 
 
 def child_convert(variant: str, workload: str, data: str, out: str) -> dict:
-    """One conversion in this (fresh) process; returns its numbers (imports not timed)."""
+    """One conversion in this (fresh) process; returns its numbers (imports not timed).
+
+    A cluster variant's Beam options come from ``$CONVERT_BENCH_CLUSTER`` (JSON).
+    """
     import tensorflow as tf  # noqa: F401 - imported before the clock starts, as for every variant
 
     if variant != "hand_loop":
@@ -229,7 +242,8 @@ def child_convert(variant: str, workload: str, data: str, out: str) -> dict:
         count = (_hand_images if workload == "images" else _hand_table)(data, out)
     else:
         source = f"images:{data}" if workload == "images" else f"csv-table:{data}"
-        result = qp.convert(source, out, shards=SHARDS, beam_options=BEAM_OPTIONS[variant])
+        options = BEAM_OPTIONS.get(variant) or json.loads(os.environ[CLUSTER_ENV])
+        result = qp.convert(source, out, shards=SHARDS, beam_options=options, verify=True)
         count = result.written
     seconds = time.perf_counter() - start
     return {"examples": count, "seconds": seconds, "cpu": _cpu() - start_cpu}
@@ -417,6 +431,10 @@ def measure(
         for workload in workloads:
             runs: dict = {v: [] for v in variants}
             starts: dict = {v: [] for v in variants}
+            if CLUSTER_ENV in os.environ:  # a running cluster: its workers have started
+                _progress(f"warming the cluster on the {workload} tiny input")
+                warm = os.path.join(tmp, f"warm-{workload}")
+                _run_child("convert", variants[-1], workload, tiny[workload], warm)
             for r in range(repeats):
                 for variant in variants:
                     _progress(f"{workload} {variant} repeat {r + 1}/{repeats}")
@@ -508,6 +526,8 @@ def _marginal(rate: float | None, hand: float | None) -> str:
 
 
 def main(argv=None) -> int:
+    from convert_clusters import RUNNERS, cluster  # beside this script (on its sys.path)
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=4000)
     parser.add_argument("--rows", type=int, default=200_000)
@@ -526,6 +546,13 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--no-read", action="store_true", help="skip the legacy conversion and the read-back"
     )
+    parser.add_argument(
+        "--runner",
+        default="DirectRunner",
+        choices=["DirectRunner", *RUNNERS],
+        help="another runner: its variant (dask_2p, portable_1w) on a cluster the benchmark "
+        "starts; the default variants are then hand_loop and that one",
+    )
     parser.add_argument("--json", default=None, metavar="OUT.json")
     parser.add_argument("--render", default=None, metavar="RESULT.json", help="print a result")
     parser.add_argument("--child", nargs=5, default=None, help=argparse.SUPPRESS)
@@ -543,13 +570,22 @@ def main(argv=None) -> int:
         args.images, args.rows, args.repeats = 200, 5000, 1
     workloads = tuple(w for w in args.workloads.split(",") if w)
     variants = tuple(v for v in args.variants.split(",") if v)
-    unknown = sorted(set(workloads) - {"images", "table"}) + sorted(
-        set(variants) - set(CONVERT_VARIANTS)
-    )
+    known = set(CONVERT_VARIANTS)
+    if args.runner != "DirectRunner":
+        known.add(RUNNERS[args.runner])
+        if args.variants == parser.get_default("variants"):
+            variants = ("hand_loop", RUNNERS[args.runner])
+    unknown = sorted(set(workloads) - {"images", "table"}) + sorted(set(variants) - known)
     if unknown or "hand_loop" not in variants:
         parser.error(f"unknown workloads or variants {unknown}, or no hand_loop in --variants")
     read = not args.no_read and set(workloads) == {"images", "table"}
-    results = measure(args.images, args.rows, args.repeats, workloads, variants, read)
+    with contextlib.ExitStack() as stack:
+        if args.runner != "DirectRunner":
+            _progress(f"starting the {args.runner} cluster")
+            options = stack.enter_context(cluster(args.runner, REPO))
+            os.environ[CLUSTER_ENV] = json.dumps(options)
+        results = measure(args.images, args.rows, args.repeats, workloads, variants, read)
+    results["runner"] = args.runner
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

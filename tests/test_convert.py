@@ -317,9 +317,14 @@ def test_beam_options_default_to_every_local_core_and_pass_the_rest_through():
     ]
     assert beam_options(None, ["--direct_num_workers=1"])[0] == "--direct_num_workers=1"
     dataflow = ["--project", "p", "--temp_location=gs://b/t"]
-    assert beam_options("DataflowRunner", dataflow) == [*dataflow, "--runner=DataflowRunner"]
+    # the runner by its class's full path (NOTE [ Runners by name ] in runners.py)
+    path = "--runner=apache_beam.runners.dataflow.dataflow_runner.DataflowRunner"
+    assert beam_options("DataflowRunner", dataflow) == [*dataflow, path]
     flink = ["--runner", "FlinkRunner", "--flink_master=h:8081"]
-    assert beam_options(None, flink) == flink  # no DirectRunner defaults for another runner
+    assert beam_options(None, flink) == [  # no DirectRunner defaults for another runner
+        "--flink_master=h:8081",
+        "--runner=apache_beam.runners.portability.flink_runner.FlinkRunner",
+    ]
 
 
 def test_cli_passes_everything_after_the_double_dash_to_beam():

@@ -2,9 +2,9 @@
 
 A ``LocalCluster`` of 2 worker processes (bounded start, stopped after the
 module); the shards it writes equal the DirectRunner's byte for byte, for
-images (bad files included) and a table (NOTE [ One output per step ] and
-NOTE [ Runners by name ] in queue_pipeline/_convert/pipeline.py), and when a
-worker process is killed mid-job (a cluster of its own).
+images (bad files included) and a table (NOTE [ One output per step ] in
+queue_pipeline/_convert/pipeline.py; NOTE [ Runners by name ] in runners.py),
+and when a worker process is killed mid-job (a cluster of its own).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def test_dask_runner_is_taken_by_name():
     path = "--runner=apache_beam.runners.dask.dask_runner.DaskRunner"
     assert beam_options(None, ["--runner", "DaskRunner", "--x=1"]) == ["--x=1", path]
     assert beam_options("DaskRunner", ["--runner=DirectRunner"]) == [path]
-    assert beam_options(None, ["--runner=FlinkRunner"]) == ["--runner=FlinkRunner"]
+    flink = "--runner=apache_beam.runners.portability.flink_runner.FlinkRunner"
+    assert beam_options(None, ["--runner=FlinkRunner"]) == [flink]
 
 
 def test_images_on_a_dask_cluster_equal_the_direct_runners_shards(cluster, tmp_path):

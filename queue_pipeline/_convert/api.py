@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import output as _output
+from queue_pipeline._convert import runners as _runners
 from queue_pipeline._convert.reader import reader_source
 from queue_pipeline._convert.listing import Listing
 from queue_pipeline._convert.sources import list_source
@@ -90,13 +91,6 @@ class ConvertResult:
         return "\n".join(lines) + "\n"
 
 
-def _runner_name(options: Sequence[str]) -> str:
-    from queue_pipeline._convert.pipeline import RUNNER_PATHS, _runner_of  # noqa: PLC0415
-
-    given = _runner_of(options) or "DirectRunner"
-    return next((name for name, path in RUNNER_PATHS.items() if path == given), given)
-
-
 def convert(
     source: str,
     out: str,
@@ -150,7 +144,9 @@ def convert(
         itself (``import tensorflow as tf`` meaning ``tf.compat.v1``): it is
         loaded and read as under ``queue-pipeline run --tf1``, which disables
         v2 behaviour for the rest of the process (``migrate``'s `tf1`).
-      runner: the Beam runner (default DirectRunner on every local core).
+      runner: the Beam runner by name (``DirectRunner``, the default, on every
+        local core; ``DaskRunner``, ``PortableRunner``, ``FlinkRunner``,
+        ``SparkRunner``, ``DataflowRunner``) or a runner class's full path.
       beam_options: further Beam pipeline options, as on a command line
         (``["--project=p", "--temp_location=gs://b/t"]``).
       verify: read the shards back and check counts and contents against the
@@ -189,10 +185,10 @@ def convert(
             "'queue_pipeline[beam]' (or apache-beam)."
         ) from e
 
-    options = _pipeline.beam_options(runner, beam_options)
-    runner_name = _runner_name(options)
+    options = _runners.beam_options(runner, beam_options)
+    runner_name = _runners.runner_name(options)
     if verify is None:
-        verify = runner_name in ("DirectRunner", "direct")
+        verify = _runners.is_direct(options)
     _output.check_out(out, overwrite)
     listing = _listing(source, labels=labels, schema=schema, call=call, argv=argv, tf1=tf1)
     if on_error == "fail" and listing.errors:

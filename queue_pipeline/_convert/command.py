@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Any
 
@@ -63,7 +64,13 @@ def add_parser(commands: Any) -> None:
         help="FILE.py is written for TensorFlow 1.x (`import tensorflow as tf`): load and "
         "read it in TF1 mode, as `run --tf1` does (default: $QUEUE_PIPELINE_TF1)",
     )
-    p.add_argument("--runner", default=None, help="the Beam runner (default: DirectRunner)")
+    p.add_argument(
+        "--runner",
+        default=None,
+        metavar="NAME",
+        help="the Beam runner: DirectRunner (default), DaskRunner, PortableRunner, FlinkRunner, "
+        "SparkRunner, DataflowRunner, or a runner class's full path",
+    )
     p.add_argument(
         "--on-error",
         choices=["continue", "fail"],
@@ -106,6 +113,14 @@ def _no_bigquery_notice(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("apitools not found")
 
 
+def _no_job_traceback(record: logging.LogRecord) -> bool:
+    """False for a failed job's traceback that Beam's portable runner logs (on the root
+    logger) as it ends: the command reports the job's error once (NOTE [ A failed job in
+    one line ] in pipeline.py)."""
+    from_beam = f"{os.sep}apache_beam{os.sep}" in record.pathname
+    return not (from_beam and record.getMessage().startswith("Traceback (most recent call"))
+
+
 def run(args: argparse.Namespace) -> int:
     """Runs ``convert``; returns the exit status (0, 1 with bad records, 2 on an error)."""
     from queue_pipeline._cli_support import report_error  # noqa: PLC0415
@@ -113,8 +128,10 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(args, "tf_logs", False):
         # Beam logs each worker error with its whole traceback; the command reports it once.
         logging.getLogger("apache_beam").setLevel(logging.CRITICAL)
-        # and, on its root logger, that its BigQuery clients are missing (not used here)
+        # and, on its root logger, that its BigQuery clients are missing (not used
+        # here), and a failed portable job's traceback
         logging.getLogger().addFilter(_no_bigquery_notice)
+        logging.getLogger().addFilter(_no_job_traceback)
     try:
         from queue_pipeline._convert.api import convert  # noqa: PLC0415
         from queue_pipeline._scripts import tf1 as _tf1_script  # noqa: PLC0415

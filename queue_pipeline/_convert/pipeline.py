@@ -32,7 +32,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from queue_pipeline._convert import assign as _assign
 from queue_pipeline._convert import features as _features
 from queue_pipeline._convert import rows as _rows
+from queue_pipeline._convert import runners as _runners
 from queue_pipeline._convert.images import RecordError, image_example
+from queue_pipeline._convert.runners import beam_options
 from queue_pipeline._convert.tfrecords import (
     PIECES_MODULUS,
     piece_value,
@@ -54,66 +56,6 @@ class JobFailed(Exception):
         self.record_error = record_error
 
 
-def beam_options(runner: str | None, args: Sequence[str]) -> list[str]:
-    """The Beam arguments: `args` as given, plus the local defaults of the DirectRunner.
-
-    The DirectRunner (the default) runs ``os.cpu_count()`` workers as
-    threads of the launching process (``--direct_running_mode=
-    multi_threading``) unless `args` already set ``--direct_num_workers`` or
-    ``--direct_running_mode``: the image work (file reads, Pillow's decode,
-    hashing, CRCs) runs outside Python's lock, and threads start in a
-    fraction of a second where each worker process costs more than one
-    (``benchmarks/convert_profile.md``). ``multi_processing`` pays off for
-    Python-bound sources (tables, legacy records) on many free cores.
-    """
-    out = list(args)
-    if runner is not None:  # it replaces a --runner among `args`
-        out = [*_without_runner(out), f"--runner={runner}"]
-    given = _runner_of(out)
-    if given in RUNNER_PATHS:  # NOTE [ Runners by name ]
-        out = [*_without_runner(out), f"--runner={RUNNER_PATHS[given]}"]
-    if given in (None, "DirectRunner", "direct"):
-        cores = os.cpu_count() or 1
-        in_memory = any(a == "--direct_running_mode=in_memory" for a in out)
-        if not in_memory and not any(a.startswith("--direct_num_workers") for a in out):
-            out.append(f"--direct_num_workers={cores}")
-        if not any(a.startswith("--direct_running_mode") for a in out):
-            out.append("--direct_running_mode=" + ("multi_threading" if cores > 1 else "in_memory"))
-    return out
-
-
-# NOTE [ Runners by name ]
-# Beam takes a runner by the name of its class for the runners it registers
-# (DirectRunner, DataflowRunner, FlinkRunner, SparkRunner, PortableRunner,
-# PrismRunner), and only by its full path for the others: convert takes
-# ``--runner DaskRunner`` as users type it (as in Beam's own docs), and hands
-# Beam the path.
-RUNNER_PATHS = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner"}
-
-
-def _without_runner(args: Sequence[str]) -> list[str]:
-    """`args` without their ``--runner X`` / ``--runner=X``."""
-    kept: list[str] = []
-    skip = False
-    for a in args:
-        if skip:
-            skip = False
-        elif a == "--runner":
-            skip = True
-        elif not a.startswith("--runner="):
-            kept.append(a)
-    return kept
-
-
-def _runner_of(args: Sequence[str]) -> str | None:
-    for i, a in enumerate(args):
-        if a.startswith("--runner="):
-            return a.partition("=")[2]
-        if a == "--runner" and i + 1 < len(args):
-            return args[i + 1]
-    return None
-
-
 # NOTE [ The DirectRunner without Prism ]
 # Beam's DirectRunner (2.6x on) first tries to run a batch job on Prism, a
 # Go binary it downloads from the project's release page on first use; it
@@ -126,7 +68,7 @@ def _runner_of(args: Sequence[str]) -> str | None:
 # benchmark here measures. ``--runner PrismRunner`` still picks Prism.
 def _local_runner(args: Sequence[str], options: PipelineOptions):
     """The FnApiRunner for the DirectRunner (NOTE [ The DirectRunner without Prism ]), else None."""
-    if _runner_of(args) not in (None, "DirectRunner", "direct"):
+    if not _runners.is_direct(args):
         return None
     try:
         from apache_beam.runners.portability.fn_api_runner import fn_runner  # noqa: PLC0415
@@ -473,4 +415,30 @@ def run(
                 client.close()
     except Exception as e:  # noqa: BLE001 - every runner wraps worker errors its own way
         found = re.search(r"RecordError: ([^\n]*)", f"{type(e).__name__}: {e}")
-        raise JobFailed(f"{type(e).__name__}: {e}", found.group(1) if found else None) from e
+        raise JobFailed(_job_error(e), found.group(1) if found else None) from e
+
+
+# NOTE [ A failed job in one line ]
+# Runners report a worker's failure with its whole traceback inside the
+# exception's message (the portable runner: "Pipeline job-... failed in state
+# FAILED: Traceback ..."). The message keeps the runner's words before the
+# traceback and its last line, the error itself; the exception, traceback
+# and all, is chained (``raise ... from``). A connection to the workers lost
+# mid-job (a worker process or the worker pool killed: the FnApiRunner behind
+# the portable runner does not retry a bundle) is said as such.
+_LOST = ("Channel closed prematurely", "Socket closed", "StatusCode.UNAVAILABLE")
+
+
+def _job_error(error: BaseException) -> str:
+    """`error`, a failed job's, in one line (NOTE [ A failed job in one line ])."""
+    text = f"{type(error).__name__}: {error}"
+    head, traceback, tail = text.partition("Traceback (most recent call last):")
+    if traceback:
+        last = [line.strip() for line in tail.splitlines() if line.strip()][-1:]
+        text = " ".join([head.strip(), *last])
+    if any(lost in text for lost in _LOST):
+        text += (
+            " (the job lost its connection to a worker: a worker process or the worker pool"
+            " stopped mid-job; nothing was written, rerun when the workers are back)"
+        )
+    return text
