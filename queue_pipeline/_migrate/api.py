@@ -28,6 +28,7 @@ from queue_pipeline._migrate import classes as _classes
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import function_pipelines as _fp
+from queue_pipeline._migrate import object_returns as _objret
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import arguments as _arguments
@@ -38,6 +39,9 @@ from queue_pipeline._migrate.loading import own_argv, split_argv
 from queue_pipeline._migrate.trace import MigrateError
 from queue_pipeline._migrate.class_targets import migrate_constructor, migrate_method
 from queue_pipeline._migrate.inline import migrate_inline
+from queue_pipeline._migrate.interleaved_stages import draws_at_random, stage_names
+from queue_pipeline._migrate.input_fn_factories import migrate_factory
+from queue_pipeline._migrate.returned_builders import ReturnedBuilder
 from queue_pipeline._migrate.line_maps import (
     at_lines,
     at_lines_of,
@@ -167,10 +171,14 @@ def migrate(
                 path, function or None, call, args, kwargs, target, in_place, verify, epochs,
                 max_batches, batch_decode, program_argv,
             )  # fmt: skip
-        return _plain(
-            path, function, (call, args, kwargs), (verify, epochs, max_batches, batch_decode),
-            program_argv, target, in_place, callers,
-        )  # fmt: skip
+        given, options = (call, args, kwargs), (verify, epochs, max_batches, batch_decode)
+        try:
+            return _plain(path, function, given, options, program_argv, target, in_place, callers)
+        except ReturnedBuilder as e:  # NOTE [ Migrating an input_fn factory ]
+            return migrate_factory(
+                e, path, function, given, options, program_argv, target, in_place, callers,
+                plain=_plain,
+            )  # fmt: skip
 
 
 def _plain(
@@ -199,9 +207,20 @@ def _plain(
                     f"--callers, then read each Dataset {function}_dataset returns "
                     "through an iterator of its own in the callers."
                 )
-            return _several(
-                path, function, groups, given, options, program_argv, target, in_place,
-                traced.module,
+            # pipelines split from data drawn at random come from one run of the function:
+            # NOTE [ Several pipelines in one returned object ] builds them in place
+            if foreign is not None or not draws_at_random(
+                traced.module, function, args, kwargs, program_argv, graph_call
+            ):
+                return _several(
+                    path, function, groups, given, options, program_argv, target, in_place,
+                    traced.module, stage_names(traced, function),
+                )  # fmt: skip
+        if split and foreign is None and _objret.applies(traced, function):
+            # NOTE [ Several pipelines in one returned object ]
+            return _objret.migrate_returned_object(
+                path, function, traced, given, (args, kwargs, graph_call), options,
+                program_argv, target, in_place, _plain, callers=callers,
             )  # fmt: skip
         objects = _foreign.objects_called(traced, original) if foreign is None else {}
         if objects:  # methods of the program's objects handed a queue: traced again
@@ -216,7 +235,7 @@ def _plain(
             kwargs, epochs, max_batches, program_argv, graph_call,
         )  # fmt: skip
     except MigrateError as e:
-        if foreign is None:
+        if foreign is None or isinstance(e, ReturnedBuilder):
             raise
         raise MigrateError(foreign_lines(foreign, str(e), traced_path, real)) from e
     finally:
@@ -258,10 +277,11 @@ def _plain(
 
 
 def _several(
-    path, function, groups, given, options, argv, target, in_place, module
+    path, function, groups, given, options, argv, target, in_place, module, stages=None
 ) -> MigrationResult:  # fmt: skip
     """NOTE [ Several pipelines a function returns ]: each pipeline of `function` migrated
-    and proven on its own, then ``<function>_dataset`` returning their Datasets."""
+    and proven on its own, then ``<function>_dataset`` returning their Datasets; `stages`:
+    the names holding pipeline stages (the other pipelines' plain values stay in a cut)."""
     real, original = _trace.read_source(path)
     split = _fp.returned(original, function)
     assert split is not None  # checked by the caller
@@ -283,7 +303,7 @@ def _several(
         for group, version in reversed(list(zip(groups, versions))):
             current = _fp.returned(source, function)
             assert current is not None
-            cut = _fp.only(source, function, current, group)
+            cut = _fp.only(source, function, current, group, stages)
             with open(copy, "w", encoding="utf-8") as f:
                 f.write(cut)
             lines = unchanged_lines(original, cut)

@@ -25,7 +25,11 @@ own, as NOTE [ Several pipelines in a constructor ] does for attributes:
   version is named ``<function>_<prefix>_dataset`` after what its values'
   names share (``train_images``, ``train_labels``: ``train``; else
   ``pipeline<n>``), and ``<function>_dataset`` returns their Datasets in the
-  order of their first value, with the function's own parameters.
+  order of their first value, with the function's own parameters. A function
+  whose pipelines start from data it draws at random (a shuffled list split
+  between them) is built in one run instead: NOTE [ Several pipelines in one
+  returned object ]; a cut blanks the other pipelines' stages, not the plain
+  values they start from (:mod:`queue_pipeline._migrate.interleaved_stages`).
 """
 
 from __future__ import annotations
@@ -151,10 +155,14 @@ def prefixes(names: list[list[str]]) -> list[str]:
     return found
 
 
-def only(source: str, function: str, split: Split, keep: list[int]) -> str:
+def only(
+    source: str, function: str, split: Split, keep: list[int], stages: set[str] | None = None
+) -> str:
     """`source` with `function` cut down to the pipeline of the returned positions
     `keep`: the other pipelines' statements blank, the return returning `keep`'s
-    values (the same lines)."""
+    values (the same lines). `stages`: the names holding pipeline stages; when given,
+    only the other pipelines' statements assigning one are blanked (the plain values
+    they start from stay: :mod:`queue_pipeline._migrate.interleaved_stages`)."""
     wrapper = MetadataWrapper(cst.parse_module(source))
     positions = wrapper.resolve(PositionProvider)
     fn = next(
@@ -181,6 +189,8 @@ def only(source: str, function: str, split: Split, keep: list[int]) -> str:
     )
     kept = closure(kept_names)
     theirs = closure(other_names) - kept
+    if stages is not None:
+        theirs = {i for i in theirs if set(_locals_assigned(body[i])) & stages}
     built_by_them = {n for i in theirs for n in _locals_assigned(body[i])}
     for i, stmt in enumerate(body):  # statements no returned value needs
         if i in kept or i in theirs:

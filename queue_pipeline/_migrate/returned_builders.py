@@ -4,16 +4,16 @@ NOTE [ A factory of input functions ]
 Estimator programs write ``def get_input_fn(filenames, batch_size,
 num_epochs): def _input_fn(): ...queue pipeline...; return features,
 labels`` and return ``_input_fn``. Calling the factory builds nothing: the
-pipeline is built when the returned function is called. Migrate rewrites a
-function that returns the pipeline's tensors, and a nested function can be
-neither named (``FILE:get_input_fn._input_fn``) nor rewritten in place. So
-when the traced function returns a callable and built no pipeline, the
-callable is called once (with no arguments, in a graph of its own); if that
-builds a producer, reader or batching call, the refusal says so, names the
-nested function's line and the fix: its body as a module-level function that
-returns the tensors, which ``_input_fn`` calls and migrate rewrites. A
-callable that needs arguments (``params``, ``mode``) is not called; the
-refusal names them.
+pipeline is built when the returned function is called. So when the traced
+function returns a Python function and built no pipeline, that function is
+called once (with no arguments, in a graph of its own); if that builds a
+producer, reader or batching call, the trace ends in a
+:class:`ReturnedBuilder`, and migrate migrates the factory
+(:mod:`queue_pipeline._migrate.input_fn_factories`): the nested function's
+body is rewritten as tf.data and ``get_input_fn_dataset`` returns an
+``_input_fn`` returning the Dataset. A returned function that needs
+arguments (``params``, ``mode``: what Estimator passes, which migrate cannot
+know) is not called; the refusal names its line, its parameters and the fix.
 """
 
 from __future__ import annotations
@@ -24,14 +24,33 @@ import os
 import tensorflow as tf
 
 from queue_pipeline import plan
+from queue_pipeline._migrate.loading import MigrateError
 
-__all__ = ["returned_builder"]
+__all__ = ["ReturnedBuilder", "returned_builder"]
 
 _API = "queue-pipeline migrate"
 
 
-def returned_builder(function: str, returned: object, real: str, spelled: str) -> str:
-    """The refusal for `function` returning `returned`, a callable that builds the pipeline, or "".
+class ReturnedBuilder(MigrateError):
+    """The traced function returned `returned`, a function that builds the pipeline when
+    called with no arguments: NOTE [ A factory of input functions ].
+
+    Its message is the refusal where that function cannot be migrated in its place.
+    """
+
+    def __init__(self, message: str, returned: object) -> None:
+        super().__init__(message)
+        self.returned = returned
+
+
+def returned_builder(
+    function: str, returned: object, real: str, spelled: str
+) -> MigrateError | None:
+    """What the trace of `function`, which returned `returned` and built no pipeline, ends in.
+
+    A :class:`ReturnedBuilder` when `returned` builds the pipeline; a refusal
+    when it would need arguments to be called; None otherwise (the usual
+    "builds no queue pipeline" refusal stands).
 
     Args:
       function: the traced function's name.
@@ -42,7 +61,7 @@ def returned_builder(function: str, returned: object, real: str, spelled: str) -
     from queue_pipeline._scripts.install import install  # noqa: PLC0415 - no cycle at import
 
     if not callable(returned) or isinstance(returned, type) or not hasattr(returned, "__code__"):
-        return ""
+        return None
     code = returned.__code__
     name = getattr(returned, "__name__", "the returned function")
     where = (
@@ -65,7 +84,7 @@ def returned_builder(function: str, returned: object, real: str, spelled: str) -
     try:
         signature = inspect.signature(returned)
     except (TypeError, ValueError):
-        return ""
+        return None
     required = [
         p.name
         for p in signature.parameters.values()
@@ -73,9 +92,10 @@ def returned_builder(function: str, returned: object, real: str, spelled: str) -
         and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
     ]
     if required:
-        return (
+        return MigrateError(
             head.replace("which builds it when called", "which may build it when called")
-            + f"`{name}` takes {', '.join(required)} (Estimator-style), so it was not called. "
+            + f"`{name}` takes {', '.join(required)} (Estimator-style: what Estimator passes "
+            "cannot be known here), so it was not called. "
             + fix.replace(".)", f", passing {', '.join(required)} in --call).")
         )
     graph = tf.Graph()
@@ -83,10 +103,10 @@ def returned_builder(function: str, returned: object, real: str, spelled: str) -
         with graph.as_default(), install():
             returned()
     except Exception:  # noqa: BLE001 - the user's function failed: the usual refusal stands
-        return ""
+        return None
     if not plan.plan_nodes(graph):
-        return ""
-    return head + fix
+        return None
+    return ReturnedBuilder(head + fix, returned)
 
 
 def _same_file(a: str, b: str) -> bool:

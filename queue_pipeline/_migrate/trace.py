@@ -340,8 +340,8 @@ def trace(
             raise MigrateError(filled)
         # NOTE [ A factory of input functions ]
         factory = returned_builder(function, outputs, real, f"{function}({spell(args, kwargs)})")
-        if factory:
-            raise MigrateError(factory)
+        if factory is not None:
+            raise factory
         raise NoPipelineError(
             f"{_API}: {function}() in {real} builds no queue pipeline (nothing it returns "
             "comes from a producer, reader or batching call). Fix: name the function that "

@@ -20,6 +20,7 @@ from queue_pipeline._migrate.proof_conditions import (
     random_op_types,
 )
 from queue_pipeline._migrate.constructor_pipelines import _dequeues
+from queue_pipeline._migrate import object_returns_places as _places
 from queue_pipeline._migrate.held_random import HeldRandomState, unreproducible_constant
 from queue_pipeline._migrate.loading import load_beside
 from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of, loader_count
@@ -90,13 +91,14 @@ def verify(
     """
     from queue_pipeline.compare import compare  # noqa: PLC0415
 
-    kind, _ = plan.epochs_of(trace.outputs)
+    fetches = _places.leaf_tensors(trace.outputs)  # NOTE [ Pipelines returned in objects ]
+    kind, _ = plan.epochs_of(fetches)
     if kind == "unknown":  # behind the program's own queue: every producer of its graph
         kind, _ = plan.epochs_of(*_producers(graph_of(trace.outputs)))
     # endless repeats end after `epochs` epochs on both sides, with `max_batches` or not:
     # a part of a shuffled endless stream proves nothing (NOTE [ A proof cut short ])
     bound = kind == "infinite"
-    pinned, unpinned = random_op_types(graph_of(trace.outputs))
+    pinned, unpinned = random_op_types(graph_of(fetches))
     conditions = []
     if bound:
         conditions.append(f"repeats bounded to {epochs} epoch(s) on both sides")
@@ -154,9 +156,28 @@ def verify(
             max_batches=_BOUNDED_MAX_BATCHES if bound and max_batches is None else max_batches,
             timeout=timeout,
         )
-        # NOTE [ Pipelines returned in lists ]
-        shape = _returned_datasets(trace.outputs, lambda: side("probe", twin))
-        if shape is None:
+        # NOTE [ Pipelines returned in objects ]
+        shape: object | None = _places.places(trace.outputs, lambda: side("probe", twin))
+        if shape is None:  # NOTE [ Pipelines returned in lists ]
+            shape = _returned_datasets(trace.outputs, lambda: side("probe", twin))
+        if isinstance(shape, _places.Places):
+            reports = [
+                run(
+                    functools.partial(lambda i: shape.legacy(side("legacy", legacy), i), i),
+                    functools.partial(lambda i: shape.twin(side("twin", twin), i), i),
+                )
+                for i in range(shape.count)
+            ]
+            # a difference no dropped tail explains comes first
+            report = next(
+                (r for r in reports if not r.matched and _dropped_tail(trace, r) is None),
+                next((r for r in reports if not r.matched), reports[-1]),
+            )
+            conditions.append(
+                f"each of the {shape.count} Datasets it returns compared on its own with the "
+                f"legacy batches at its places ({shape.described(reports)})"
+            )
+        elif shape is None:
             report = run(lambda: side("legacy", legacy), lambda: side("twin", twin))
         else:
             count = len(tf.nest.flatten(shape))
@@ -337,6 +358,8 @@ def _split_plain(outputs) -> tuple[object, list]:
     instead. Outputs that are not a tuple or list, or hold no plain value,
     come back as they are.
     """
+    if _places.holds_objects(outputs):  # NOTE [ Pipelines returned in objects ]
+        return outputs, _places.plain_leaves(outputs)
     fields = _fields(outputs)
     if fields is not None:
         # NOTE [ A namedtuple with plain values beside the batches ]
