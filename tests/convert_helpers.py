@@ -11,6 +11,7 @@ from PIL import Image
 
 __all__ = [
     "IN_MEMORY",
+    "blocked_opening_a_fifo",
     "image_bytes",
     "make_image_tree",
     "parse_image_records",
@@ -69,3 +70,22 @@ def parse_image_records(records) -> list[dict]:
             values[key] = list(getattr(value, kind).value)[0]
         out.append(values)
     return out
+
+
+def blocked_opening_a_fifo(pids) -> list[int]:
+    """The pids with a thread blocked opening a FIFO for reading (no writer yet).
+
+    A worker that opens an image which is a FIFO blocks there, mid-job: the
+    fault tests wait for that, then kill it (Linux: reads ``/proc``).
+    """
+    found = []
+    for pid in pids:
+        try:
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/wchan") as f:
+                    if f.read() == "wait_for_partner":
+                        found.append(pid)
+                        break
+        except OSError:
+            continue
+    return found

@@ -15,7 +15,13 @@ import threading
 import time
 
 import pytest
-from convert_helpers import IN_MEMORY, image_bytes, make_image_tree, records_of
+from convert_helpers import (
+    IN_MEMORY,
+    blocked_opening_a_fifo,
+    image_bytes,
+    make_image_tree,
+    records_of,
+)
 
 import queue_pipeline as qp
 from queue_pipeline._convert.pipeline import beam_options
@@ -75,21 +81,6 @@ def test_a_table_on_a_dask_cluster_equals_the_direct_runners_shards(cluster, tmp
         assert (tmp_path / "dask" / name).read_bytes() == (tmp_path / "direct" / name).read_bytes()
 
 
-def _blocked_opening_a_fifo(pids) -> list[int]:
-    """The pids with a thread blocked opening a FIFO for reading (no writer yet)."""
-    found = []
-    for pid in pids:
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/wchan") as f:
-                    if f.read() == "wait_for_partner":
-                        found.append(pid)
-                        break
-        except OSError:
-            continue
-    return found
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
 def test_a_worker_killed_mid_job_is_retried_and_the_shards_are_an_undisturbed_runs(tmp_path):
     """One image is a FIFO: the worker that opens it blocks there, mid-job, and is
@@ -121,7 +112,7 @@ def test_a_worker_killed_mid_job_is_retried_and_the_shards_are_an_undisturbed_ru
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and thread.is_alive():
-            blocked = _blocked_opening_a_fifo(client.run(os.getpid).values())
+            blocked = blocked_opening_a_fifo(client.run(os.getpid).values())
             if blocked and killed is None:
                 killed = blocked[0]
                 os.kill(killed, signal.SIGKILL)

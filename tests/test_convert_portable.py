@@ -26,7 +26,13 @@ import time
 from typing import Iterator
 
 import pytest
-from convert_helpers import IN_MEMORY, image_bytes, make_image_tree, records_of
+from convert_helpers import (
+    IN_MEMORY,
+    blocked_opening_a_fifo,
+    image_bytes,
+    make_image_tree,
+    records_of,
+)
 
 import queue_pipeline as qp
 
@@ -150,21 +156,6 @@ def test_a_table_on_the_portable_runner_equals_the_direct_runners_shards(pool, t
     _same_shards(tmp_path / "portable", tmp_path / "direct")
 
 
-def _blocked_opening_a_fifo(pids) -> list[int]:
-    """The pids with a thread blocked opening a FIFO for reading (no writer yet)."""
-    found = []
-    for pid in pids:
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/wchan") as f:
-                    if f.read() == "wait_for_partner":
-                        found.append(pid)
-                        break
-        except OSError:
-            continue
-    return found
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads /proc (Linux)")
 def test_the_worker_pool_killed_mid_job_is_a_clear_error_and_a_rerun_is_undisturbed(pool, tmp_path):
     """One image is a FIFO: the SDK worker that opens it blocks there, mid-job, and
@@ -187,7 +178,7 @@ def test_the_worker_pool_killed_mid_job_is_a_clear_error_and_a_rerun_is_undistur
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and job.poll() is None:
-                if _blocked_opening_a_fifo(doomed.processes()):
+                if blocked_opening_a_fifo(doomed.processes()):
                     break
                 time.sleep(0.2)
             assert job.poll() is None, job.communicate()
