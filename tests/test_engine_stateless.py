@@ -293,3 +293,22 @@ def test_a_shuffle_batch_shuffles_the_raw_records_then_maps_them(records, seed, 
     assert _equal(runs[0], runs[1]) == (seed is not None)
     line = next(r.getMessage() for r in caplog.records if "runs on tf.data" in r.getMessage())
     assert "mapped after the shuffle" in line
+
+
+def test_random_ops_inside_a_tf1_while_loop_keep_the_sequential_map():
+    """The loop's frames would need the position passed in: ``Enter`` is named."""
+    was_v2 = v1.control_flow_v2_enabled()  # False in the --tf1 suite
+    with tf.Graph().as_default():
+        v1.disable_control_flow_v2()
+        try:
+            v1.set_random_seed(3)
+            record = v1.placeholder(tf.float32, [4])
+            _, out = tf.while_loop(
+                lambda i, a: i < 3, lambda i, a: (i + 1, a + v1.random_uniform([4])), [0, record]
+            )
+            region = lift.lift([out], [record])
+        finally:
+            if was_v2:
+                v1.enable_control_flow_v2()
+    assert "Enter" in stateless.unkeyable_ops(region)
+    assert stateless.keyed_region(region) is None

@@ -940,3 +940,21 @@ def test_static_batch_size_is_kept():
 def test_describe_lists_each_op_and_its_rule():
     text = vectorize(region_of(_mnist, STR)).describe()
     assert "ParseExampleV2" in text and "DecodeRaw" in text and "reshape to [B]" in text
+
+
+def test_a_tf1_while_loop_in_the_region_is_refused_not_walked_forever():
+    """``tf.map_fn`` in TF1 mode builds a v1 while loop, whose back edge
+    (NextIteration -> Merge) is a cycle of the GraphDef: the vectorizer's walk
+    terminates and refuses the loop's ops (it used to loop forever)."""
+    was_v2 = tf.compat.v1.control_flow_v2_enabled()  # False in the --tf1 suite
+    with tf.Graph().as_default():
+        tf.compat.v1.disable_control_flow_v2()
+        try:
+            record = tf.compat.v1.placeholder(tf.float32, [4], name="source0")
+            doubled = tf.map_fn(lambda e: e * 2.0, record)
+            region = _lift.lift([doubled], [record])
+        finally:
+            if was_v2:
+                tf.compat.v1.enable_control_flow_v2()
+    assert any(node.op == "NextIteration" for node in region.graph_def.node)
+    assert isinstance(vectorize(region), NotVectorizable)

@@ -69,16 +69,20 @@ _PHILOX = 1  # tf.random.Algorithm.PHILOX
 
 
 def unkeyable_ops(region: lift.LiftedRegion) -> list[str]:
-    """Types of the stateful ops of `region` that have no stateless form (sorted)."""
-    return sorted(
-        {
-            op.type
-            for op in region.ops
-            if op.op_def.is_stateful
-            and op.type not in FORMS
-            and op.type not in STATEFUL_BUT_REPEATABLE
-        }
-    )
+    """Types of the stateful ops of `region` that have no stateless form (sorted).
+
+    A TF1 while loop (``Enter``) counts when the region has random ops: its
+    frames would need the record's position passed into them.
+    """
+    kinds = {op.type for op in region.ops}
+    unkeyable = {
+        op.type
+        for op in region.ops
+        if op.op_def.is_stateful and op.type not in FORMS and op.type not in STATEFUL_BUT_REPEATABLE
+    }
+    if kinds & set(FORMS):
+        unkeyable |= kinds & {"Enter", "RefEnter"}
+    return sorted(unkeyable)
 
 
 def keyed_region(region: lift.LiftedRegion) -> lift.LiftedRegion | None:

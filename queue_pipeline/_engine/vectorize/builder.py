@@ -364,9 +364,13 @@ def _topological(graph_def) -> list:
 
     The lifted GraphDef lists data inputs first, but a control input kept
     from the legacy graph (an ``Assert``) may come after the ops that wait on it.
+    A TF1 while loop's back edge (``NextIteration`` -> ``Merge``) closes a
+    cycle: an input already being expanded is not expanded again (the order
+    is then the loop's, and the vectorizer refuses its ops).
     """
     nodes = {node.name: node for node in graph_def.node}
     done: set[str] = set()
+    expanding: set[str] = set()
     order = []
     for root in graph_def.node:
         stack = [(root, False)]
@@ -378,10 +382,13 @@ def _topological(graph_def) -> list:
                 done.add(node.name)
                 order.append(node)
                 continue
+            if node.name in expanding:  # reached again through a cycle
+                continue
+            expanding.add(node.name)
             stack.append((node, True))
             for inp in reversed(node.input):
                 name = inp.lstrip("^").partition(":")[0]
-                if name in nodes and name not in done:
+                if name in nodes and name not in done and name not in expanding:
                     stack.append((nodes[name], False))
     return order
 
