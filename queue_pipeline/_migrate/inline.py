@@ -23,6 +23,7 @@ from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 
 from queue_pipeline._migrate.line_maps import at_lines, at_lines_of, foreign_step, unchanged_lines
 from queue_pipeline._migrate.proven import MigrationResult, finish, merged, rewrite_and_prove
+from queue_pipeline._migrate.static_check import check_rewritten_scope
 
 __all__ = ["migrate_inline"]
 
@@ -124,6 +125,8 @@ def _inline_pass(
             wrapped, original, rewritten, rewrite.function,
             initializable=_reads_variables(traced),
         )  # fmt: skip
+        if wrapped.scope:
+            check_rewritten_scope(original, source, wrapped.scope, real)
     except NoPipelineError as e:
         first, last = wrapped.region
         first += wrapped.lead.count("\n")  # the first statement, not the lines above it

@@ -476,9 +476,20 @@ def wrap(
     last = positions[region[-1]].end.line
     indent = unit * (len(path_blocks) + (1 if fn is not None else 0))
     kept = []
+    region_bound = {n for s in region for n in assigned_names(s)}
+    read_after = {n for s in after for n in names_in(s)}
     for st in region:
         bound = set(assigned_names(st))
-        if bound and bound <= set(readers):
+        # A reader the code after reads again; or a plain value of the region
+        # the code after reads that the pipeline's values do not make (`steps =
+        # 2` between the producer and the batch): the rewrite replaces the
+        # region's lines, so these stay in the file, before their first use.
+        plain = (
+            bound & read_after
+            and not bound & set(names)
+            and not (names_in(st) - bound) & region_bound
+        )
+        if bound and (bound <= set(readers) or plain):
             use = next((s for s in after if names_in(s) & bound), None)
             if use is not None:
                 kept.append((st, positions[use].start.line))

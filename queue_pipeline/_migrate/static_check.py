@@ -20,7 +20,7 @@ import symtable
 
 from queue_pipeline._migrate.loading import MigrateError
 
-__all__ = ["check_names"]
+__all__ = ["check_names", "check_rewritten_scope"]
 
 _API = "queue-pipeline migrate"
 
@@ -57,6 +57,51 @@ def check_names(source: str, functions: list[str], where: str) -> None:
                     f"migrated module), which is defined nowhere it can see; this is a bug in "
                     f"migrate: please report it with {where}. Nothing was written."
                 )
+
+
+def check_rewritten_scope(original: str, source: str, function: str, where: str) -> None:
+    """Raises MigrateError when the rewrite left a name `function` reads unbound.
+
+    For a pipeline migrated where it stands, inside the user's own function
+    (its session code around it): every name that function reads must still
+    be bound after the rewrite as it was before (a statement of the region
+    that defined one must not be dropped). Names the original already read
+    unbound, and files with a star import, are not judged.
+    """
+    before, after = _unbound_reads(original, function), _unbound_reads(source, function)
+    if before is None or after is None:
+        return
+    lost = sorted(after - before)
+    if lost:
+        tree = ast.parse(source)
+        line = _first_read(tree, function, lost[0], 0)
+        raise MigrateError(
+            f"{_API}: the migrated {function}() reads `{lost[0]}` (line {line} of the migrated "
+            "file), which the rewrite left unbound (a statement of the pipeline's lines that "
+            f"defined it was not kept); this is a bug in migrate: please report it with {where}. "
+            "Nothing was written."
+        )
+
+
+def _unbound_reads(source: str, function: str) -> set[str] | None:
+    """Names top-level `function` of `source` reads as globals that nothing binds, or None."""
+    try:
+        tree = ast.parse(source)
+        table = symtable.symtable(source, "<migrated>", "exec")
+    except SyntaxError:
+        return None
+    star = any(
+        isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
+        for n in ast.walk(tree)
+    )
+    scopes = [c for c in table.get_children() if c.get_name() == function]
+    if star or len(scopes) != 1:
+        return None
+    bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__"}
+    for symbol in table.get_symbols():
+        if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace():
+            bound.add(symbol.get_name())
+    return {name for name, _ in _global_reads(scopes[0]) if name not in bound}
 
 
 def _global_reads(table: symtable.SymbolTable) -> list[tuple[str, str]]:
