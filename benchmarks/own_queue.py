@@ -497,21 +497,25 @@ def format_table(result: dict) -> str:
         f"# {result['machine']}, Python {result['python']}, TF {result['tensorflow']} in "
         f"{MODE_NAMES[result['tf_mode']]}, {result['date']}, {result['mode']} mode, "
         f"batch {result['batch_size']}, {result['repeats']} repeats (examples/s: median "
-        "[min-max] of one epoch per fresh process)"
+        "[min-max] of one epoch per fresh process; CPU us/ex: the process's CPU time, all "
+        "threads, per example, median)"
     ]
     for workload, table in result["workloads"].items():
         expected = result["expected_examples"][workload]
         lines.append(f"\n{workload}  ({expected:,} examples per epoch expected)")
         lines.append(
             f"  {'variant':12s} {'median/s':>11s} {'min':>10s} {'max':>10s} "
-            f"{'examples':>9s} {'peak MB':>8s} {'served':>7s}"
+            f"{'examples':>9s} {'peak MB':>8s} {'CPU us/ex':>9s} {'served':>7s}"
         )
         for variant, row in table.items():
             examples = ",".join(f"{n:,}" for n in row["examples_per_epoch"])
             served = "-" if variant != "qp_dataset" else str(row["served"])
+            cpu = row.get("cpu_us_per_example")
+            cpu_cell = "-" if cpu is None else f"{cpu:.1f}"
             lines.append(
                 f"  {variant:12s} {row['median']:11,.0f} {row['min']:10,.0f} "
-                f"{row['max']:10,.0f} {examples:>9s} {row['peak_rss_mb']:8.0f} {served:>7s}"
+                f"{row['max']:10,.0f} {examples:>9s} {row['peak_rss_mb']:8.0f} "
+                f"{cpu_cell:>9s} {served:>7s}"
             )
         ratios = result["ratios"][workload]
         lines.append(

@@ -170,6 +170,7 @@ def measure(variant: str, workload: str, data) -> dict:
 
 # Python's full (generation 2) collections inside the clock: how many, and their ms.
 _FULL_COLLECTIONS = {"count": 0, "ms": 0.0, "began": 0.0}
+_CPU_AT_START = {"seconds": 0.0}  # the process's CPU time when the clock started
 
 
 def _watch_collections(phase: str, info: dict) -> None:
@@ -196,6 +197,7 @@ def clock_start() -> float:
     if _watch_collections not in gc.callbacks:
         gc.callbacks.append(_watch_collections)
     _FULL_COLLECTIONS.update(count=0, ms=0.0)
+    _CPU_AT_START["seconds"] = time.process_time()
     return time.perf_counter()
 
 
@@ -210,10 +212,11 @@ def timed_epoch(step: Callable[[], object], end: type, start: float) -> dict:
         step, such as starting runners, is inside the clock).
 
     Returns:
-      ``{"examples", "seconds", "first_examples", "first_seconds", "gc_full",
-      "gc_ms"}``: the whole epoch, and its first step (from `start`: set-up,
-      the iterator's start, the first batch), and the full collections
-      inside the clock. The steady rate after the first step is
+      ``{"examples", "seconds", "cpu_seconds", "first_examples",
+      "first_seconds", "gc_full", "gc_ms"}``: the whole epoch, the CPU time
+      the whole process (every thread) spent in it, its first step (from
+      `start`: set-up, the iterator's start, the first batch), and the full
+      collections inside the clock. The steady rate after the first step is
       ``(examples - first_examples) / (seconds - first_seconds)``.
     """
     examples = first_examples = 0
@@ -227,9 +230,11 @@ def timed_epoch(step: Callable[[], object], end: type, start: float) -> dict:
     except end:
         pass
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - _CPU_AT_START["seconds"]
     return {
         "examples": examples,
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "first_examples": first_examples,
         "first_seconds": seconds if first_seconds is None else first_seconds,
         "gc_full": _FULL_COLLECTIONS["count"],
@@ -430,6 +435,7 @@ def _summarize(samples):
     peaks = [s["peak_rss_mb"] for s in samples if s.get("peak_rss_mb") is not None]
     steady = [r for r in map(_steady_rate, samples) if r is not None]
     firsts = [s["first_seconds"] for s in samples if "first_seconds" in s]
+    cpu = [1e6 * s["cpu_seconds"] / s["examples"] for s in samples if s.get("cpu_seconds")]
     return {
         "examples": samples[0]["examples"],
         "median": statistics.median(rates),
@@ -438,6 +444,9 @@ def _summarize(samples):
         # the epoch apart from its first step (set-up, iterator start, first batch)
         "steady_median": statistics.median(steady) if steady else None,
         "first_step_ms": statistics.median(firsts) * 1e3 if firsts else None,
+        # the process's CPU time (all its threads) per example: what the work costs,
+        # steadier than the rate when other processes share the machine
+        "cpu_us_per_example": statistics.median(cpu) if cpu else None,
         "peak_rss_mb": max(peaks) if peaks else None,
         # Python's full collections inside the clock, over all the samples
         "gc_full": sum(s.get("gc_full", 0) for s in samples),

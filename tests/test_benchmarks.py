@@ -13,6 +13,7 @@ import json
 import pathlib
 import re
 import subprocess
+import time
 import sys
 
 import pytest
@@ -279,6 +280,39 @@ def test_the_clock_starts_on_a_collected_heap_and_counts_full_collections():
     assert summary["gc_full"] == 6
 
 
+def test_the_epochs_cpu_time_counts_every_thread_of_the_process():
+    """``cpu_seconds`` is the whole process's CPU time inside the clock, its
+    other threads' included (where tf.data's and the queues' work runs)."""
+    import threading
+
+    import numpy as np
+    import run  # benchmarks/run.py
+
+    spent = []
+
+    def burn():
+        began = time.thread_time()
+        while time.thread_time() - began < 0.05:
+            pass
+        spent.append(time.thread_time() - began)
+
+    steps = iter([[np.zeros(2)], [np.zeros(2)]])
+
+    def step():
+        batch = next(steps)
+        worker = threading.Thread(target=burn)
+        worker.start()
+        worker.join()
+        return batch
+
+    start = run.clock_start()
+    sample = run.timed_epoch(step, StopIteration, start)
+    assert len(spent) == 2
+    assert sample["cpu_seconds"] >= sum(spent)
+    summary = run._summarize([dict(sample, peak_rss_mb=1.0)])
+    assert summary["cpu_us_per_example"] == pytest.approx(1e6 * sample["cpu_seconds"] / 4)
+
+
 @pytest.mark.one_suite("the run is a subprocess whose children set their own TF mode")
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # sixteen fresh processes, each importing TensorFlow
@@ -309,6 +343,7 @@ def test_own_queue_quick_run_every_variant_reads_the_same_epoch(tmp_path):
         for variant, row in table.items():
             assert row["examples_per_epoch"] == [expected[workload]], (workload, variant)
             assert row["median"] > 0
+            assert row["cpu_us_per_example"] > 0, (workload, variant)  # the process's CPU time
         assert isinstance(table["qp_dataset"]["served"], bool)
         assert set(result["ratios"][workload]) == {
             "qp_dataset/tf_queue",
