@@ -26,6 +26,7 @@ from queue_pipeline._migrate.syntax import (
     names_in,
     string_lines,
 )
+from queue_pipeline._migrate.record_draws import draw_kind
 from queue_pipeline._migrate.trace import MigrateError, Trace
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
@@ -152,11 +153,18 @@ class Function:
                     )
                     for n in reads
                 )
-            if builds:
+            # NOTE [ A draw that reads no record ]: `do_flip = tf.random_uniform([])`
+            if builds or self.draw(stmt)[0] == "record":
                 for t in targets:
                     if self.kind(t) != "plain":
                         made.setdefault(t, at)
         return made
+
+    def draw(self, stmt) -> tuple[str, str]:
+        """(``record`` / ``batch`` / ``""``, op type): NOTE [ A draw that reads no record ]."""
+        values = self.call.local_values if self.call is not None else {}
+        trace = self.rw.trace
+        return draw_kind(values, assigned_names(stmt), trace.record, trace.batch)
 
     @property
     def role(self) -> str:

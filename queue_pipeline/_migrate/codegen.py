@@ -360,6 +360,13 @@ class _Rewriter(HelperCalls):
         kinds = {self._kind_used(fn, stmt, n, line) for n in names}
         if names & state.batch_names:  # computed from the batches after the batching call
             kinds.add("batch")
+        draw, drawn = fn.draw(stmt)  # NOTE [ A draw that reads no record ]
+        if draw == "batch" and not state.batch_element:
+            raise self.fail(
+                fn, stmt, f"it draws at random ({drawn}) for the code on the batches, which "
+                "the legacy graph runs at every step; move it after the batching call"
+            )  # fmt: skip
+        kinds.update({draw} - {""})
         pending_names = {n for st, _ in state.pending for n in assigned_names(st)}
         if (
             "record" in kinds
