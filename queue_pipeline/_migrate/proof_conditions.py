@@ -24,6 +24,32 @@ sides under the same two conditions, and says so in its verdict:
   (``tf.random.shuffle`` of the file names, gamma, multinomial) keep their
   randomness; the multiset comparison does not depend on them.
 
+A draw pinned to one value takes one way of every test on it: at 0.25,
+``tf.cond(do_flip > 0.5, flip, keep)`` only ever keeps, and the flipped
+branch (monodepth's, with its augmentation) is never compared. So where a
+pinned draw reaches a comparison (:func:`tested_draws`), the proof runs
+again with the draws pinned to 0.75 (:data:`SECOND_FRACTION`): every test of
+a draw against a threshold then runs both ways, each time on both sides.
+Why not a value that changes from call to call, the same sequence on both
+sides? Which record gets the k-th draw depends on the legacy side's enqueue
+threads and on the order the map's parallel calls start in, so such a
+sequence pairs other records with other draws on the two sides and a
+faithful migration would differ.
+
+NOTE [ A draw captured by the map ]
+A constant pin cannot tell a draw per record from one draw per Dataset: a
+draw moved out of the mapped function (NOTE [ A draw that reads no record ]
+in :mod:`queue_pipeline._migrate.record_draws`) returns the same pinned
+value to every record. That mistake is seen on the migrated side's graph
+instead: every legacy draw of a queue pipeline runs once per record (or
+per batch), so the migrated side must make each one inside a Dataset
+function. :func:`captured_draw` builds it once more in a graph of its own and
+names any draw (a pinned one, or another stateful random op) made outside
+the functions and captured by a Dataset op that runs a function (a map,
+filter, interleave): the verdict is then DIFFER, naming the op. A random
+op feeding ``from_tensor_slices`` (file names shuffled once) is not such a
+capture and does not count.
+
 Both conditions patch TensorFlow's Python layer for the proof's build only
 (the graph and the Dataset functions are built inside them; the run uses
 what was built) and are undone on exit.
@@ -32,16 +58,26 @@ what was built) and are undone on exit.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import tensorflow as tf
 
 from queue_pipeline import producers
 from queue_pipeline._core import graph as graph_facts
 
-__all__ = ["PINNED_FRACTION", "bounded_repeats", "pinned_random_draws", "random_op_types"]
+__all__ = [
+    "PINNED_FRACTION",
+    "SECOND_FRACTION",
+    "bounded_repeats",
+    "captured_draw",
+    "captured_in_build",
+    "pinned_random_draws",
+    "random_op_types",
+    "tested_draws",
+]
 
 PINNED_FRACTION = 0.25
+SECOND_FRACTION = 0.75
 _PINNED_OPS = frozenset(
     {"RandomUniform", "RandomUniformInt", "RandomStandardNormal", "TruncatedNormal"}
 )
@@ -86,29 +122,113 @@ def bounded_repeats(epochs: int) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def pinned_random_draws() -> Iterator[None]:
-    """Stateful uniform / normal draws return one value, `PINNED_FRACTION` into their range."""
+def pinned_random_draws(fraction: float = PINNED_FRACTION) -> Iterator[list[tf.Operation]]:
+    """Stateful uniform / normal draws return one value, `fraction` into their range.
+
+    Yields the list of the graph ops the pins make (NOTE [ A draw captured by the map ]).
+    """
     from tensorflow.python.ops import gen_random_ops  # noqa: PLC0415
 
-    def fraction(shape, dtype, seed=0, seed2=0, name=None):
-        return tf.fill(shape, tf.constant(PINNED_FRACTION, dtype), name=name)
+    made: list[tf.Operation] = []
+    quarters = round(fraction * 4)
+
+    def kept(tensor):
+        if not tf.executing_eagerly():
+            made.append(tensor.op)
+        return tensor
+
+    def real(shape, dtype, seed=0, seed2=0, name=None):
+        return kept(tf.fill(shape, tf.constant(fraction, dtype), name=name))
 
     def integer(shape, minval, maxval, seed=0, seed2=0, name=None):
         minval = tf.convert_to_tensor(minval)
         span = tf.convert_to_tensor(maxval, minval.dtype) - minval
-        return tf.fill(shape, minval + span // int(1 / PINNED_FRACTION), name=name)
+        return kept(tf.fill(shape, minval + span * quarters // 4, name=name))
 
     pins = {
-        "random_uniform": fraction,
+        "random_uniform": real,
         "random_uniform_int": integer,
-        "random_standard_normal": fraction,
-        "truncated_normal": fraction,
+        "random_standard_normal": real,
+        "truncated_normal": real,
     }
     originals = {name: getattr(gen_random_ops, name) for name in pins}
     for name, pin in pins.items():
         setattr(gen_random_ops, name, pin)
     try:
-        yield
+        yield made
     finally:
         for name, original in originals.items():
             setattr(gen_random_ops, name, original)
+
+
+_COMPARISONS = frozenset({"Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"})
+
+
+def tested_draws(graph: tf.Graph) -> bool:
+    """Whether a pinnable draw of `graph` (the traced legacy graph) reaches a comparison."""
+    stack = [t for op in graph.get_operations() if op.type in _PINNED_OPS for t in op.outputs]
+    seen: set[str] = set()
+    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
+        t = stack.pop()
+        if t.name in seen:
+            continue
+        seen.add(t.name)
+        for consumer in t.consumers():
+            if consumer.type in _COMPARISONS:
+                return True
+            stack.extend(consumer.outputs)
+    return False
+
+
+def captured_draw(graph: tf.Graph, pinned: list[tf.Operation]) -> str:
+    """The draw made outside `graph`'s Dataset functions that one of them captures, or "".
+
+    NOTE [ A draw captured by the map ]. `pinned`: the ops the pins made.
+    """
+    pins = {op.name for op in pinned if op.graph is graph}
+    for op in graph.get_operations():
+        if "Dataset" not in op.type or not any(a in op.node_def.attr for a in _FUNCTION_ATTRS):
+            continue
+        stack = [t for t in op.inputs if t.dtype != tf.variant]
+        seen: set[str] = set()
+        while stack and len(seen) < graph_facts.MAX_WALK_OPS:
+            inner = stack.pop().op
+            if inner.name in seen:
+                continue
+            seen.add(inner.name)
+            if inner.name in pins or _is_random(inner):
+                kind = "a pinned draw" if inner.name in pins else f"{inner.type}"
+                return (
+                    f"the migrated Dataset's {op.type} captures a random draw ({kind}, op "
+                    f"{inner.name!r}) made once where the Dataset is built, where the legacy "
+                    "code draws it for every record: every record then gets the same value "
+                    "(and a one-shot iterator cannot be made); the draw belongs inside the "
+                    "mapped function"
+                )
+            stack.extend(t for t in inner.inputs if t.dtype != tf.variant)
+    return ""
+
+
+_FUNCTION_ATTRS = ("f", "predicate", "key_func", "reduce_func", "init_func", "finalize_func")
+
+
+def _is_random(op: tf.Operation) -> bool:
+    if op.type.startswith("Stateless") or "Queue" in op.type or not op.op_def.is_stateful:
+        return False
+    return "Random" in op.type or op.type in _PINNED_OPS | _UNPINNED_OPS | _OTHER_RANDOM_OPS
+
+
+_OTHER_RANDOM_OPS = frozenset(
+    {"SampleDistortedBoundingBox", "SampleDistortedBoundingBoxV2", "RandomCrop"}
+)
+
+
+def captured_in_build(build: Callable[[], object], pinned: list[tf.Operation]) -> str:
+    """:func:`captured_draw` of `build` run in a graph of its own ("" if it fails there)."""
+    graph = tf.Graph()
+    try:
+        with graph.as_default():
+            build()
+    except Exception:  # noqa: BLE001 - the proof's own builds report their errors
+        return ""
+    return captured_draw(graph, pinned)

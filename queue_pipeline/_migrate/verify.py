@@ -15,9 +15,12 @@ import tensorflow as tf
 from queue_pipeline._compare.harness import add_session_setup, exact_arithmetic
 from queue_pipeline._migrate.proof_conditions import (
     PINNED_FRACTION,
+    SECOND_FRACTION,
     bounded_repeats,
+    captured_in_build,
     pinned_random_draws,
     random_op_types,
+    tested_draws,
 )
 from queue_pipeline._migrate.constructor_pipelines import _dequeues
 from queue_pipeline._migrate import object_returns_places as _places
@@ -84,11 +87,31 @@ def verify(
 
     A legacy input that repeats forever is read for `epochs` epochs on both
     sides (`max_batches` may end it sooner), and random draws are pinned:
-    NOTE [ Proving a random, endless input pipeline ]. The verdict's reason
-    names each condition the proof held. `graph_call` (a
+    NOTE [ Proving a random, endless input pipeline ] (a second run pins them
+    to the other side of one half where a draw is tested). The verdict's
+    reason names each condition the proof held. `graph_call` (a
     :class:`~queue_pipeline._migrate.trace.GraphCall`) makes the arguments
     anew in each side's graph instead of `args`, `kwargs`.
     """
+    given = (trace, migrated, function, args, kwargs, epochs, max_batches, timeout, graph_call)
+    verdict = _verify(*given, PINNED_FRACTION)
+    pinned = f"pinned to {PINNED_FRACTION} of their range on both sides"
+    if verdict.status != "MATCH" or pinned not in verdict.reason:
+        return verdict
+    if not tested_draws(graph_of(_places.leaf_tensors(trace.outputs))):
+        return verdict
+    second = _verify(*given, SECOND_FRACTION)
+    both = f"{pinned}, then to {SECOND_FRACTION} (a test on a draw taken both ways)"
+    if second.status != "MATCH":
+        note = f" (at {PINNED_FRACTION} of their range the two sides matched)"
+        return dataclasses.replace(second, reason=second.reason + note)
+    return dataclasses.replace(verdict, reason=verdict.reason.replace(pinned, both))
+
+
+def _verify(
+    trace, migrated, function, args, kwargs, epochs, max_batches, timeout, graph_call, fraction
+) -> Verdict:
+    """One proof, the draws pinned to `fraction` of their range: see :func:`verify`."""
     from queue_pipeline.compare import compare  # noqa: PLC0415
 
     fetches = _places.leaf_tensors(trace.outputs)  # NOTE [ Pipelines returned in objects ]
@@ -104,7 +127,7 @@ def verify(
         conditions.append(f"repeats bounded to {epochs} epoch(s) on both sides")
     if pinned:
         conditions.append(
-            f"random draws ({', '.join(sorted(pinned))}) pinned to {PINNED_FRACTION} of "
+            f"random draws ({', '.join(sorted(pinned))}) pinned to {fraction} of "
             "their range on both sides"
         )
     if unpinned:
@@ -120,8 +143,7 @@ def verify(
         stack.enter_context(exact_arithmetic())
         if bound:
             stack.enter_context(bounded_repeats(epochs))
-        if pinned:
-            stack.enter_context(pinned_random_draws())
+        made = stack.enter_context(pinned_random_draws(fraction)) if pinned else []
         if loaders:
             # A loader runs in a session: the twin is read in one as well, even
             # under TF 2.x defaults (such a function builds placeholders anyway).
@@ -149,6 +171,13 @@ def verify(
 
         def twin(a, k):
             return new(*a, **k)
+
+        # NOTE [ A draw captured by the map ]
+        captured = (
+            captured_in_build(lambda: side("probe", twin), made) if pinned or unpinned else ""
+        )
+        if captured:
+            return Verdict("DIFFER", captured + "".join(f"; {c}" for c in conditions))
 
         run = functools.partial(
             compare,
