@@ -51,7 +51,7 @@ import libcst.matchers as m
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._migrate import chains, legacy_aliases, preloaded
+from queue_pipeline._migrate import chains, legacy_aliases, preloaded, untaken_branches
 from queue_pipeline._migrate.syntax import (
     registers_runner,
     all_params,
@@ -157,6 +157,7 @@ class _Rewriter(HelperCalls):
             params = [p for p in params if p == "dataset" or re.search(rf"\b{p}\b", used)]
         header = self._header(fn, name, params)
         text = header + "".join(lines)
+        untaken_branches.check_branches(self, fn, text)  # NOTE [ A branch that makes no Dataset ]
         if state.loaders:
             self.loaders[name] = list(state.loaders)
         self.generated.setdefault(fn.name, "")
