@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import libcst as cst
 import libcst.matchers as m
 
 from queue_pipeline._migrate.loading import MigrateError
@@ -102,8 +103,8 @@ def _assigned(stmts: list) -> set[str]:
 def check_branches(rw, fn, text: str) -> None:
     """Raises MigrateError for a branch of `fn`'s written version `text` that leaves a
     name the migration made unbound: NOTE [ A branch that makes no Dataset ]."""
-    user = ast.parse(textwrap.dedent(rw.code(fn.node)))
-    assigned = _assigned(user.body[0].body) if user.body else set()
+    user = ast.parse(textwrap.dedent(rw.code(fn.node))).body
+    assigned = _assigned(user[0].body) if isinstance(user[0], ast.FunctionDef) else set()
     found = branch_without(textwrap.dedent(text), assigned, set(fn.params))
     if found is None:
         return
@@ -113,7 +114,7 @@ def check_branches(rw, fn, text: str) -> None:
         (
             rw.positions[node].start.line
             for node in m.findall(fn.node, m.If())
-            if test is not None and _same(rw.code(node.test), test)
+            if isinstance(node, cst.If) and test is not None and _same(rw.code(node.test), test)
         ),
         fn.first,
     )
