@@ -400,13 +400,13 @@ def test_plain_values_beside_the_batches_are_returned_and_proven(tmp_path):
 
 
 def test_the_proof_splits_plain_values_from_the_pipeline():
-    from queue_pipeline._migrate import verify as proof  # noqa: PLC0415
+    from queue_pipeline._migrate.plain_values import split_plain  # noqa: PLC0415
 
     t = tf.constant([1])
-    assert proof._split_plain((t, 3, "train")) == (t, [3, "train"])
-    assert proof._split_plain([t, t, np.int64(2)])[1] == [np.int64(2)]
-    assert proof._split_plain((t, t)) == ((t, t), [])
-    assert proof._split_plain(t) == (t, [])
+    assert split_plain((t, 3, "train")) == (t, [3, "train"])
+    assert split_plain([t, t, np.int64(2)])[1] == [np.int64(2)]
+    assert split_plain((t, t)) == ((t, t), [])
+    assert split_plain(t) == (t, [])
 
 
 _PASSED_READER = (

@@ -29,11 +29,11 @@ from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import function_pipelines as _fp
 from queue_pipeline._migrate import object_returns as _objret
+from queue_pipeline._migrate import plain_values as _plain_values
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import arguments as _arguments
 from queue_pipeline._migrate import trace as _trace
-from queue_pipeline._migrate import verify as _verify
 
 from queue_pipeline._migrate.loading import own_argv, split_argv
 from queue_pipeline._migrate.trace import MigrateError
@@ -254,7 +254,9 @@ def _plain(
             differences=[fix(d) for d in rewrite.differences],
         )
         notes = [fix(n) for n in notes]
-    if callers and _verify.plain_among(traced.outputs):  # NOTE [ Plain values among the batches ]
+    if callers and _plain_values.plain_among(
+        traced.outputs
+    ):  # NOTE [ Plain values among the batches ]
         raise MigrateError(
             f"{_API}: {function} returns plain values among its batches, and --callers "
             f"rewrites callers of a function returning them last. Fix: migrate without "
@@ -266,7 +268,7 @@ def _plain(
         loaders = _trace.loader_count(traced.outputs)
         source, changed = rewrite_callers(
             source, function, rewrite.function, skip, loaders, len(rewrite.loaders),
-            _verify.plain_beside(traced.outputs),
+            _plain_values.plain_beside(traced.outputs),
         )  # fmt: skip
         steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
     return finish(

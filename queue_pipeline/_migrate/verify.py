@@ -9,7 +9,6 @@ import types
 from typing import Any
 
 from queue_pipeline import plan
-import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._compare.harness import add_session_setup, exact_arithmetic
@@ -26,6 +25,7 @@ from queue_pipeline._migrate.constructor_pipelines import _dequeues
 from queue_pipeline._migrate import object_returns_places as _places
 from queue_pipeline._migrate.held_random import HeldRandomState, unreproducible_constant
 from queue_pipeline._migrate.loading import load_beside
+from queue_pipeline._migrate.plain_values import shown, split_plain
 from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of, loader_count
 
 __all__ = ["Verdict", "load_migrated", "verify"]
@@ -163,7 +163,7 @@ def _verify(
                 with tf.Graph().as_default() if scratch else contextlib.nullcontext():
                     call = graph_call.arguments()
             with held.build():
-                pipeline, plain[name] = _split_plain(build(*call))
+                pipeline, plain[name] = split_plain(build(*call))
             return _with_loaders_run(pipeline)
 
         def legacy(a, k):
@@ -234,13 +234,13 @@ def _verify(
     if memory:  # NOTE [ Proving a random, endless input pipeline ]: memory is bounded too
         conditions.append("read up to the memory bound: " + memory[0].split(";")[0])
     if plain.get("legacy"):
-        conditions.append(f"the values beside the batches ({_shown(plain['legacy'])}) compared too")
+        conditions.append(f"the values beside the batches ({shown(plain['legacy'])}) compared too")
     suffix = "".join(f"; {c}" for c in conditions)
     if plain.get("legacy") != plain.get("twin"):
         return Verdict(
             "DIFFER",
-            f"the values returned beside the batches differ: {_shown(plain.get('legacy'))} "
-            f"(legacy) against {_shown(plain.get('twin'))} (migrated)" + suffix,
+            f"the values returned beside the batches differ: {shown(plain.get('legacy'))} "
+            f"(legacy) against {shown(plain.get('twin'))} (migrated)" + suffix,
             report,
         )
     unproven = unreproducible or _cut_short(report, bound)
@@ -325,10 +325,6 @@ def _cut_short(report, endless: bool = False) -> str:
     )
 
 
-# Values a pipeline function may return beside its batches (counts, steps per epoch, names).
-_PLAIN_TYPES = (bool, int, float, complex, str, bytes, type(None), np.generic)
-
-
 # NOTE [ Pipelines returned in lists ]
 # A function may return its pipelines in a structure it fills at run time
 # (``train_ds.append(read(f))`` in a loop, then ``return train_ds, test_ds``):
@@ -379,55 +375,6 @@ def _at_datasets(shape, outputs) -> list:
     )
 
 
-def _split_plain(outputs) -> tuple[object, list]:
-    """(the pipeline's part of `outputs`, the plain values returned beside it, in order).
-
-    A function may return ``x_batch, y_batch, num_batches``: the plain values
-    are not part of what compare reads; the proof checks them for equality
-    instead. Outputs that are not a tuple or list, or hold no plain value,
-    come back as they are.
-    """
-    if _places.holds_objects(outputs):  # NOTE [ Pipelines returned in objects ]
-        return outputs, _places.plain_leaves(outputs)
-    fields = _fields(outputs)
-    if fields is not None:
-        # NOTE [ A namedtuple with plain values beside the batches ]
-        values = {k: v for k, v in fields.items() if _is_plain(v)}
-        if not values:
-            return outputs, []
-        return {k: v for k, v in fields.items() if k not in values}, [values]
-    if not isinstance(outputs, (tuple, list)):
-        return outputs, []
-    plain = [v for v in outputs if _is_plain(v)]
-    if not plain:
-        return outputs, []
-    rest = [v for v in outputs if not _is_plain(v)]
-    if len(rest) == 1 and not loader_count(tuple(rest)):
-        return rest[0], plain
-    return (tuple(rest) if isinstance(outputs, tuple) else rest), plain
-
-
-def plain_beside(outputs) -> int | str:
-    """How a function returns plain values beside its batches, for its callers.
-
-    Returns:
-      0 for none; for a tuple, how many plain values follow the batches; for a
-      namedtuple or dict with plain fields, its type's name (``"dict"``).
-    """
-    pipeline, plain = _split_plain(outputs)
-    if not plain:
-        return 0
-    return type(outputs).__name__ if _fields(outputs) is not None else len(plain)
-
-
-def plain_among(outputs) -> bool:
-    """Whether a tuple or list of `outputs` has a plain value before one of its batches."""
-    if not isinstance(outputs, (tuple, list)) or _fields(outputs) is not None:
-        return False
-    flags = [_is_plain(v) for v in outputs]
-    return any(flags) and flags != sorted(flags)
-
-
 def _producers(graph: tf.Graph) -> list:
     """The outputs of every producer the plan recorded in `graph` (an own queue's input).
 
@@ -440,26 +387,6 @@ def _producers(graph: tf.Graph) -> list:
         for node in plan.plan_nodes(graph)
         if node.kind in plan.PRODUCER_KINDS | {"slice_input_producer"}
     ]
-
-
-def _fields(outputs) -> dict | None:
-    """A namedtuple's or dict's fields by name; None for anything else."""
-    if hasattr(outputs, "_asdict"):
-        return dict(outputs._asdict())
-    return dict(outputs) if isinstance(outputs, dict) else None
-
-
-def _is_plain(value) -> bool:
-    """A value returned beside the batches: a number or string, or a list or dict of them."""
-    if isinstance(value, dict):
-        return bool(value) and all(_is_plain(v) for v in value.values())
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return all(isinstance(v, _PLAIN_TYPES) for v in value)
-    return isinstance(value, _PLAIN_TYPES)
-
-
-def _shown(values) -> str:
-    return ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values or ())
 
 
 def _build_legacy(original, args, kwargs, *, installed: bool):

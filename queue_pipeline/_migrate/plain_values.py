@@ -1,0 +1,86 @@
+"""Plain values a pipeline function returns beside its batches (counts, steps, names).
+
+A function may return ``x_batch, y_batch, num_batches``, or a namedtuple or
+dict with plain fields beside its batch fields: the proof compares those
+values for equality, and the callers are rewritten to match
+(NOTE [ A namedtuple with plain values beside the batches ]).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from queue_pipeline._migrate import object_returns_places as _places
+from queue_pipeline._migrate.trace import loader_count
+
+# Values a pipeline function may return beside its batches (counts, steps per epoch, names).
+PLAIN_TYPES = (bool, int, float, complex, str, bytes, type(None), np.generic)
+
+
+def split_plain(outputs) -> tuple[object, list]:
+    """(the pipeline's part of `outputs`, the plain values returned beside it, in order).
+
+    A function may return ``x_batch, y_batch, num_batches``: the plain values
+    are not part of what compare reads; the proof checks them for equality
+    instead. Outputs that are not a tuple or list, or hold no plain value,
+    come back as they are.
+    """
+    if _places.holds_objects(outputs):  # NOTE [ Pipelines returned in objects ]
+        return outputs, _places.plain_leaves(outputs)
+    fields = _fields(outputs)
+    if fields is not None:
+        # NOTE [ A namedtuple with plain values beside the batches ]
+        values = {k: v for k, v in fields.items() if _is_plain(v)}
+        if not values:
+            return outputs, []
+        return {k: v for k, v in fields.items() if k not in values}, [values]
+    if not isinstance(outputs, (tuple, list)):
+        return outputs, []
+    plain = [v for v in outputs if _is_plain(v)]
+    if not plain:
+        return outputs, []
+    rest = [v for v in outputs if not _is_plain(v)]
+    if len(rest) == 1 and not loader_count(tuple(rest)):
+        return rest[0], plain
+    return (tuple(rest) if isinstance(outputs, tuple) else rest), plain
+
+
+def plain_beside(outputs) -> int | str:
+    """How a function returns plain values beside its batches, for its callers.
+
+    Returns:
+      0 for none; for a tuple, how many plain values follow the batches; for a
+      namedtuple or dict with plain fields, its type's name (``"dict"``).
+    """
+    pipeline, plain = split_plain(outputs)
+    if not plain:
+        return 0
+    return type(outputs).__name__ if _fields(outputs) is not None else len(plain)
+
+
+def plain_among(outputs) -> bool:
+    """Whether a tuple or list of `outputs` has a plain value before one of its batches."""
+    if not isinstance(outputs, (tuple, list)) or _fields(outputs) is not None:
+        return False
+    flags = [_is_plain(v) for v in outputs]
+    return any(flags) and flags != sorted(flags)
+
+
+def _fields(outputs) -> dict | None:
+    """A namedtuple's or dict's fields by name; None for anything else."""
+    if hasattr(outputs, "_asdict"):
+        return dict(outputs._asdict())
+    return dict(outputs) if isinstance(outputs, dict) else None
+
+
+def _is_plain(value) -> bool:
+    """A value returned beside the batches: a number or string, or a list or dict of them."""
+    if isinstance(value, dict):
+        return bool(value) and all(_is_plain(v) for v in value.values())
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return all(isinstance(v, PLAIN_TYPES) for v in value)
+    return isinstance(value, PLAIN_TYPES)
+
+
+def shown(values) -> str:
+    return ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values or ())
