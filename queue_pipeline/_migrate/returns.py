@@ -169,10 +169,7 @@ class Returns(OwnQueues):
         params = ", ".join(state.batch_element)
         element = ", ".join(f"{k!r}: {v}" for k, v in batch.items())
         values = ", ".join(f"{k!r}: {fields[k]}" for k in plain)
-        mapping = f"lambda {params}: {{{element}}}"
-        line = f"{pad}dataset = dataset.map({mapping})\n"
-        if len(line) > 100:
-            line = f"{pad}dataset = dataset.map(\n{pad}    {mapping}\n{pad})\n"
+        line = _map_line(params, f"{{{element}}}", pad)
         kind = type(returned).__name__
         self.steps.append(
             Step(
@@ -189,7 +186,7 @@ class Returns(OwnQueues):
         )
         return [line, f"{pad}return dataset.prefetch({chains.AUTOTUNE}), {{{values}}}\n"]
 
-    def _return_beside(self, fn, stmt, parts, element, extra, pad) -> list[str]:
+    def _return_beside(self, fn, stmt, parts, state, extra, pad) -> list[str]:
         """``return batches..., load`` as ``return dataset, load``.
 
         The batches must come first, in their order, and everything after them
@@ -197,13 +194,25 @@ class Returns(OwnQueues):
         program's ``load(sess)``, which feeds the arrays to the variables the
         pipeline reads).
         """
+        element = [e.lstrip("*") for e in state.batch_element]
+        params = ", ".join(state.batch_element)
         names = [self.code(p.value) for p in parts]
         returned = fn.call.returned if fn.call is not None else None
         loaders = isinstance(returned, (tuple, list)) and any(callable(v) for v in returned)
         last = names[: len(element)] == element and names[len(element) :] == extra
+        built = [n for n in names if n not in extra]
+        mapped: list[str] = []
+        if built != element and built and names[len(built) :] == extra and not loaders:
+            # NOTE [ Batches in a structure, plain values after it ]
+            # ``return {"image": images}, None`` (an Estimator input_fn whose model
+            # takes no labels): the Dataset's element is that structure of the
+            # batches, mapped from them, and the plain values follow the Dataset
+            value = built[0] if len(built) == 1 else f"({', '.join(built)})"
+            mapped = [_map_line(params, value, pad)]
+            built = element
         # plain values may come among the batches (NOTE [ Plain values among the
         # batches ]); a loader, which the caller runs before reading, comes last
-        if (loaders and not last) or [n for n in names if n not in extra] != element:
+        if (loaders and not last) or built != element:
             raise self.fail(
                 fn,
                 stmt,
@@ -229,7 +238,10 @@ class Returns(OwnQueues):
                 "initializer after that (a one-shot iterator cannot capture a variable)"
             )
         blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
-        return [f"{blank}{pad}return dataset.prefetch({chains.AUTOTUNE}), {', '.join(extra)}\n"]
+        ret = f"{pad}return dataset.prefetch({chains.AUTOTUNE}), {', '.join(extra)}\n"
+        if mapped:
+            return [blank + mapped[0], ret]
+        return [blank + ret]
 
     def _note_plain_among(self, fn, stmt, returned: list[str], plain: list[str]) -> None:
         """Says so when plain values come before some of the batches: the version
@@ -337,17 +349,12 @@ class Returns(OwnQueues):
             parts = ret.value.elements if isinstance(ret.value, (cst.Tuple, cst.List)) else []
             extra = self._plain_returns(fn, parts)
             if extra:
-                return self._return_beside(fn, stmt, parts, element, extra, pad)
+                return self._return_beside(fn, stmt, parts, state, extra, pad)
             returned, plain = self._plain_fields(fn)
             if plain:
                 return self._return_fields(fn, stmt, state, returned, plain, pad)
-            params = ", ".join(state.batch_element)
-            mapping = f"lambda {params}: ({value})"
-            line = f"{pad}dataset = dataset.map({mapping})\n"
-            if len(line) > 100:
-                line = f"{pad}dataset = dataset.map(\n{pad}    {mapping}\n{pad})\n"
             return [
-                line,
+                _map_line(", ".join(state.batch_element), f"({value})", pad),
                 f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n",
             ]
         if fn.role == "batch" or state.element:
@@ -357,3 +364,12 @@ class Returns(OwnQueues):
                 f"{pad}return records.prefetch({chains.AUTOTUNE})\n"
             ]
         return [self.text(stmt, depth)]
+
+
+def _map_line(params: str, value: str, pad: str) -> str:
+    """``dataset = dataset.map(lambda PARAMS: VALUE)``, wrapped past 100 characters."""
+    mapping = f"lambda {params}: {value}"
+    line = f"{pad}dataset = dataset.map({mapping})\n"
+    if len(line) > 100:
+        line = f"{pad}dataset = dataset.map(\n{pad}    {mapping}\n{pad})\n"
+    return line
