@@ -21,6 +21,7 @@ __all__ = [
     "Unsupported",
     "batching_lines",
     "chunks_dataset",
+    "compression_code",
     "fates",
     "keyed_records_of",
     "producer_lines",
@@ -151,8 +152,9 @@ def slice_lines(args: Mapping[str, str], var: str) -> Chain:
 def reader_dataset(kind: str, args: Mapping[str, str]) -> str:
     """The function of a file name giving the records a reader reads from it."""
     if kind == "TFRecordReader":
-        if "options" in args and args["options"].strip() != "None":
-            return f"lambda f: tf.data.TFRecordDataset(f, compression_type={args['options']})"
+        compression = compression_code(args.get("options", "None"))
+        if compression not in ('""', "''"):
+            return f"lambda f: tf.data.TFRecordDataset(f, compression_type={compression})"
         return "tf.data.TFRecordDataset"
     if kind == "TextLineReader":
         skip = args.get("skip_header_lines")
@@ -173,6 +175,55 @@ def reader_dataset(kind: str, args: Mapping[str, str]) -> str:
     if kind == "WholeFileReader":
         return "tf.io.read_file"
     raise Unsupported(f"the reader {kind} has no plain tf.data spelling")
+
+
+_COMPRESSIONS = {"NONE": "", "ZLIB": "ZLIB", "GZIP": "GZIP"}
+
+
+def compression_code(options: str) -> str:
+    """The ``compression_type`` string of a TFRecordReader's `options` source text.
+
+    NOTE [ A TFRecordReader's options as a compression string ]
+    TF 1.x's reader takes a ``TFRecordOptions``, a ``TFRecordCompressionType``
+    or a string; ``TFRecordDataset`` takes only the string (``"ZLIB"``,
+    ``"GZIP"``, ``""``). The spelled forms (``TFRecordOptions(ZLIB)``,
+    ``TFRecordOptions(compression_type="GZIP", compression_level=9)``,
+    ``TFRecordCompressionType.ZLIB``, ``"ZLIB"``) become the string; anything
+    else (``options`` made in a variable) is converted where the Dataset is
+    built, as the reader did: ``tf.io.TFRecordOptions.get_compression_type_string(options)``.
+    The other fields of the options tune writing only.
+    """
+    text = options.strip()
+    try:
+        node: cst.BaseExpression | None = cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        node = None
+    if isinstance(node, cst.Call) and _dotted(node.func).endswith("TFRecordOptions"):
+        given = [a for a in node.args if a.keyword is None or a.keyword.value == "compression_type"]
+        node = given[0].value if given and not given[0].star else None
+        if not given:
+            return '""'
+    if isinstance(node, cst.Name) and node.value == "None":
+        return '""'
+    literal = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+    if isinstance(literal, str) and literal in ("", "ZLIB", "GZIP"):
+        return f'"{literal}"'
+    if isinstance(node, cst.Attribute) and _dotted(node.value).endswith("TFRecordCompressionType"):
+        if node.attr.value in _COMPRESSIONS:
+            return f'"{_COMPRESSIONS[node.attr.value]}"'
+    if isinstance(node, cst.Integer) and node.value in ("0", "1", "2"):
+        return f'"{["", "ZLIB", "GZIP"][int(node.value)]}"'
+    return f"tf.io.TFRecordOptions.get_compression_type_string({text})"
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    """``a.b.c`` of an attribute chain (empty for anything else)."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        inner = _dotted(node.value)
+        return f"{inner}.{node.attr.value}" if inner else ""
+    return ""
 
 
 def chunks_dataset(reader_fn: str, count: str) -> str:

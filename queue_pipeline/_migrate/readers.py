@@ -13,6 +13,7 @@ import re
 
 import libcst as cst
 import libcst.matchers as m
+import tensorflow as tf
 
 from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline._migrate import chains
@@ -142,18 +143,14 @@ class Readers(RewriterBase):
     def _recorded_read(self, fn: Function, first: int, last: int) -> tuple[str, dict] | None:
         """(reader kind, its settings as literals) of a read the run recorded in `fn` on lines
         `first` to `last`; None if none, or its settings are not literals."""
-        for node in self.trace.nodes:
-            if not node.kind.endswith(tuple("." + m for m in READS)):
-                continue
-            if not any(
-                name == fn.name and first <= line <= last
-                for name, line in self.trace.sites.get(node.index, ())
-            ):
-                continue
+        node = self._recorded_node(fn, first, last)
+        if node is not None:
             args = {}
             for arg, value in node.args.items():
                 if arg in ("num_records", "name"):
                     continue
+                if arg == "options" and value is not None:
+                    value = _compression_string(value)
                 if value is not None and (
                     not isinstance(value, (int, float, str, bytes)) or isinstance(value, bool)
                 ):
@@ -161,6 +158,28 @@ class Readers(RewriterBase):
                 args[arg] = repr(value)
             return node.kind.rpartition(".")[0], args
         return None
+
+    def _recorded_node(self, fn: Function, first: int, last: int):
+        """The trace node of the read the run made in `fn` on lines `first` to `last`."""
+        for node in self.trace.nodes:
+            if node.kind.endswith(tuple("." + m for m in READS)) and any(
+                name == fn.name and first <= line <= last
+                for name, line in self.trace.sites.get(node.index, ())
+            ):
+                return node
+        return None
+
+    def _compression(self, fn: Function, stmt, args: dict) -> dict:
+        """`args` with a TFRecordReader's `options` as the string the run read with where the
+        source spells no literal (NOTE [ A TFRecordReader's options as a compression string ])."""
+        if not chains.compression_code(args.get("options", "None")).startswith("tf."):
+            return args
+        first, last = self.positions[stmt].start.line, self.positions[stmt].end.line
+        node = self._recorded_node(fn, first, last)
+        value = _compression_string(node.args.get("options")) if node is not None else None
+        if not isinstance(value, str):
+            return args  # not run here: converted where the Dataset is built
+        return {**args, "options": f'"{value}"'}
 
     def _read_key(self, stmt) -> str:
         """The name a read statement assigns its key to (``key`` of ``key, value = ...``)."""
@@ -170,6 +189,8 @@ class Readers(RewriterBase):
     def _read(self, fn, stmt, read_call, readers):
         """The reader kind, Dataset function and value variable of a read statement."""
         kind, args = self._reader_spec(fn, stmt, read_call, readers)
+        if kind == "TFRecordReader":
+            args = self._compression(fn, stmt, args)
         try:
             reader_fn = chains.reader_dataset(kind, args)
         except chains.Unsupported as e:
@@ -221,3 +242,12 @@ class Readers(RewriterBase):
         if found is None:
             raise self.fail(fn, stmt, "read_up_to without its number of records")
         return self.code(found.value)
+
+
+def _compression_string(options):
+    """The compression string of a TFRecordReader's `options` value, as TF 1.x's reader
+    computed it; `options` itself when it is no compression setting."""
+    try:
+        return tf.io.TFRecordOptions.get_compression_type_string(options)
+    except (ValueError, TypeError, KeyError):
+        return options
