@@ -15,9 +15,9 @@ import pytest
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains
-from queue_pipeline._migrate.api import migrate
+from queue_pipeline._migrate.api import MigrateError, migrate
 
-from helpers import copy_script, elements, tf1_mode
+from helpers import copy_script, elements, line_of, tf1_mode
 
 pytestmark = pytest.mark.slow
 
@@ -122,3 +122,43 @@ def test_compressed_tfrecords_read_with_reader_options_match(tmp_path):
     with tf.Graph().as_default():
         batches = elements(gzip.load().read_gzip_dataset(files[2:], 3))
     assert batches == [(0, 1, 2), (3, 4, 10), (11, 12, 13)]
+
+
+def _recommendation_records(path, count: int) -> None:
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for i in range(count):
+            writer.write(_example(label=[i % 2], user=[100 + i], item=[200 + i]))
+
+
+def test_limit_epochs_without_a_limit_on_an_endless_reader_is_its_tensor(tmp_path):
+    """``return tf.train.limit_epochs([l, user, item])`` (num_epochs None) on an
+    endless producer (was a false DIFFER: the proof bounded the limit to one
+    evaluation, so the legacy side gave one record): the tensor itself, as
+    TF 1.x's limit_epochs returns it (a list stays a list), listed among the
+    legacy calls; MATCH."""
+    path = copy_script("unseen_limit_epochs_reader.py", tmp_path, "reader.py")
+    records = tmp_path / "test_0.record"
+    _recommendation_records(records, 6)
+    result = migrate(str(path), "get_data", call=f"{str(records)!r}", tf1=tf1_mode())
+    assert result.verdict.status == "MATCH", result.report()
+    assert "limit_epochs" not in result.added
+    assert "return [_l, _user, _item]" in result.added
+    step = next(s for s in result.steps if s.legacy == "limit_epochs")
+    assert step.line == line_of(path, "return tf.compat.v1.train.limit_epochs(")
+    with tf.Graph().as_default():
+        dataset = result.load().get_data_dataset(str(records))
+        got = elements(dataset, limit=8)
+    assert got == [(i % 2, 100 + i, 200 + i) for i in (0, 1, 2, 3, 4, 5, 0, 1)]
+
+
+def test_limit_epochs_with_a_limit_is_refused_at_its_line_with_the_fix(tmp_path):
+    path = copy_script("unseen_limit_epochs_reader.py", tmp_path, "reader.py")
+    records = tmp_path / "test_0.record"
+    _recommendation_records(records, 6)
+    with pytest.raises(MigrateError) as caught:
+        migrate(str(path), "get_limited", call=f"{str(records)!r}", tf1=tf1_mode())
+    line = line_of(path, "limit_epochs(features")
+    assert f"reader.py:{line}: limit_epochs(..., num_epochs=2) counts evaluations" in str(
+        caught.value
+    )
+    assert "Fix: set num_epochs on the producer" in str(caught.value)

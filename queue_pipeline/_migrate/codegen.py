@@ -51,7 +51,13 @@ import libcst.matchers as m
 import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._migrate import chains, legacy_aliases, preloaded, untaken_branches
+from queue_pipeline._migrate import (
+    chains,
+    epoch_limits,
+    legacy_aliases,
+    preloaded,
+    untaken_branches,
+)
 from queue_pipeline._migrate.syntax import (
     registers_runner,
     all_params,
@@ -479,7 +485,10 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
     Raises:
       MigrateError: a statement cannot be migrated (its file:line and why).
     """
-    rw = _Rewriter(trace, (aliases := legacy_aliases.resolved(trace, source)).source, batch_decode)
+    aliases = legacy_aliases.resolved(trace, source)
+    # NOTE [ limit_epochs in a migrated function ]
+    limits = epoch_limits.unlimited(aliases.source, trace)
+    rw = _Rewriter(trace, limits.source, batch_decode)
     fn = rw.functions.get(trace.function)
     if fn is None:
         raise MigrateError(
@@ -492,6 +501,7 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
             f"{trace.function}), or the script that does (FILE.py without a FUNCTION)."
         )
     name = aliases.rewritten(rw, fn)
+    limits.report(rw)
     _drop_unused_record_helpers(rw)
     if rw.preloaded:  # NOTE [ Preloaded arrays in a migrated TF1-mode program ]
         alias = next((k for k, v in vars(trace.module).items() if v is np), "")

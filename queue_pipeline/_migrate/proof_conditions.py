@@ -15,6 +15,11 @@ sides under the same two conditions, and says so in its verdict:
   The legacy side is built under :func:`queue_pipeline.install` then, so that
   ``tf.compat.v1.train``'s producers are queue_pipeline's, where the bound is
   applied (TF's own input layer is never patched).
+  NOTE [ limit_epochs is no producer ]: a bare ``tf.train.limit_epochs(x)``
+  counts evaluations of `x`, not passes over the data: bounded to one, the
+  legacy side would end after one element while the data it reads is
+  endless. It is left as written (``None``: `x` itself), and so is the
+  Dataset, which the twin does not repeat for it.
 - *Pinned draws*: every stateful random op (uniform, uniform int, normal,
   truncated normal) returns one fixed value inside its range, a quarter of
   the way up, so ``random_flip_left_right`` flips (0.25 < 0.5), brightness
@@ -105,6 +110,8 @@ def bounded_repeats(epochs: int) -> Iterator[None]:
     repeat = tf.data.Dataset.repeat
 
     def bounded_limit(tensor, num_epochs, name, api="limit_epochs"):
+        if api == "limit_epochs":  # NOTE [ limit_epochs is no producer ]
+            return limit(tensor, num_epochs, name, api)
         return limit(tensor, epochs if num_epochs is None else num_epochs, name, api)
 
     def bounded_repeat(self, count=None, name=None):
