@@ -162,3 +162,29 @@ def test_limit_epochs_with_a_limit_is_refused_at_its_line_with_the_fix(tmp_path)
         caught.value
     )
     assert "Fix: set num_epochs on the producer" in str(caught.value)
+
+
+def test_a_sliced_helper_returning_a_record_object_is_refused_with_the_fix(tmp_path):
+    """``read_input = read_data(paths)`` where read_data slices, reads, decodes and
+    returns ``result.uint8image`` / ``result.label`` (was: "reads `read_input` ...
+    defined nowhere; bug in migrate"): refused at the call with the fix; the
+    helper returning its tensors MATCHes."""
+    path = copy_script("unseen_record_object_slice.py", tmp_path, "unet_input.py")
+    images, masks = [], []
+    for i, png in enumerate(_pngs(6)):
+        for kind, names in (("img", images), ("mask", masks)):
+            name = tmp_path / f"{kind}{i}.png"
+            name.write_bytes(png)
+            names.append(str(name))
+    call = f"{images!r}, {masks!r}, 2"
+    with pytest.raises(MigrateError) as caught:
+        migrate(str(path), "inputs", call=call, tf1=tf1_mode())
+    line = line_of(path, "read_input = read_data(")
+    assert f"unet_input.py:{line}: cannot migrate" in str(caught.value)
+    assert "(read_input.label, read_input.uint8image)" in str(caught.value)
+    assert "Fix: return the tensors from read_data (`return result.label, result.uint8image`)" in (
+        str(caught.value)
+    )
+    assert "bug in migrate" not in str(caught.value)
+    unpacked = migrate(str(path), "inputs_unpacked", call=call, tf1=tf1_mode())
+    assert unpacked.verdict.status == "MATCH", unpacked.report()

@@ -23,6 +23,7 @@ import re
 
 import dataclasses
 from collections.abc import Callable
+from typing import cast
 
 import libcst as cst
 import libcst.matchers as m
@@ -98,6 +99,7 @@ class HelperCalls(Branches):
                     "take that branch (--call)"
                 )  # fmt: skip
             self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
+            self._refuse_record_object(fn, stmt, helper, targets, values)
         new = self.pipeline(helper)
         kept = self.kept_params[new]
         queue = self._returned_queue(fn, stmt)
@@ -213,6 +215,31 @@ class HelperCalls(Branches):
             }
             return isinstance(stmt, cst.For) and bool(names_in(stmt.iter) & kept)
         return bool(names_in(stmt) & {p for p in fn.params if fn.kind(p) == "record"})
+
+    def _refuse_record_object(self, fn: Function, stmt, helper: Function, targets, values):
+        """Refuses ``read_input = read_data(files)`` where the helper builds its own
+        producer and returns its records as attributes of an object (cifar10's
+        ``read_cifar10`` shape, over ``slice_input_producer``): a Dataset's element
+        cannot be that object (was: a crash, the object's name unbound)."""
+        for target in targets:
+            value = values.get(target)
+            fields = getattr(value, "__dict__", None)
+            if not isinstance(fields, dict) or isinstance(value, (tf.Tensor, type)):
+                continue
+            held = sorted(k for k, v in fields.items() if isinstance(v, tf.Tensor))
+            if held and all(v.name not in self.trace.batch for v in (fields[k] for k in held)):
+                returns = m.findall(helper.node, m.Return(value=m.Name()))
+                own = (
+                    cast(cst.Name, cast(cst.Return, returns[0]).value).value if returns else target
+                )
+                shown = ", ".join(f"{target}.{k}" for k in held)
+                raise self.fail(
+                    fn, stmt, f"`{helper.name}` builds its own producer and returns its "
+                    f"per-record tensors as attributes of an object ({shown}), which a "
+                    f"Dataset's element cannot be (not migrated yet). Fix: return the tensors "
+                    f"from {helper.name} (`return {', '.join(f'{own}.{k}' for k in held)}`), "
+                    "unpack them where it is called, then migrate"
+                )  # fmt: skip
 
     def _records_out(self, fn: Function, assign: cst.Assign) -> bool:
         """Whether what a batching helper's call assigns holds records, not batches.
