@@ -188,3 +188,31 @@ def test_a_sliced_helper_returning_a_record_object_is_refused_with_the_fix(tmp_p
     assert "bug in migrate" not in str(caught.value)
     unpacked = migrate(str(path), "inputs_unpacked", call=call, tf1=tf1_mode())
     assert unpacked.verdict.status == "MATCH", unpacked.report()
+
+
+@pytest.mark.skipif(not tf1_mode(), reason="a --tf1 script: `import tensorflow` is tf.compat.v1")
+def test_a_tf0_name_in_a_script_is_refused_naming_its_replacement_not_migrates_wrapper(
+    tmp_path, monkeypatch
+):
+    """``tf.pack`` in a script (was: "Fix: _inline_pipeline() itself fails at ...", a name
+    of migrate's): the script's line, and TF 1.0's new name, tf.stack."""
+    path = copy_script("unseen_pack_ratings.py", tmp_path, "batches.py")
+    (tmp_path / "ratings.csv").write_text("".join(f"{i},{i + 1},{i / 2}\n" for i in range(6)))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MigrateError) as caught:
+        migrate(str(path), "", tf1=True)
+    text = str(caught.value)
+    assert "_inline_pipeline" not in text
+    assert f"batches.py:{line_of(path, 'tf.pack(')}" in text
+    assert "it was renamed `tf.stack` in TensorFlow 1.0" in text
+    assert "running the script's pipeline lines failed" in text
+
+
+def test_tf0_names_are_named_with_their_tf1_replacements():
+    from queue_pipeline._scripts.removed import removed_message  # noqa: PLC0415
+
+    assert "renamed `tf.unstack`" in removed_message("tf", ["unpack"])
+    assert "renamed `tf.multiply`" in removed_message("tf", ["mul"])
+    assert "renamed `tf.compat.v1.summary.FileWriter`" in removed_message(
+        "tf", ["train", "SummaryWriter"]
+    )

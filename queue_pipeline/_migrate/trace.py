@@ -40,7 +40,7 @@ from queue_pipeline._migrate.arguments import (
     parse_call,
     spell,
 )
-from queue_pipeline._migrate.failure_hints import failure_fix
+from queue_pipeline._migrate.failure_hints import called, failure_fix
 from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 from queue_pipeline._migrate.python_filled_queues import python_filled_queue
 from queue_pipeline._migrate.returned_builders import returned_builder
@@ -304,7 +304,7 @@ def trace(
         # NOTE [ A function that fails under its arguments ]
         usual = failure_fix(fn, args, kwargs, e, real)
         raise MigrateError(
-            f"{_API}: calling {function}({spell(args, kwargs)}) failed"
+            f"{_API}: {called(function, spell(args, kwargs))} failed"
             f"{loading.raised_at(e, real)}: {type(e).__name__}: {str(e).rstrip('.')}. Fix: "
             f"{loading.fix_for(e, usual)}."
         ) from e

@@ -50,7 +50,41 @@ _SLIM = "the `tf-slim` package (`import tf_slim as slim`)"
 
 # Path under `tf.` -> what to do instead, as the rest of the sentence after
 # "... was removed in TensorFlow 2.x; ". Checked against TF 2.21 and PyPI.
+# TF 0.x names TF 1.0 renamed (tf_upgrade_v2 does not know them): "... was removed
+# in TensorFlow 2.x; it was renamed ..." names the replacement
+_RENAMED_IN_1_0 = {
+    "pack": "tf.stack",
+    "unpack": "tf.unstack",
+    "mul": "tf.multiply",
+    "sub": "tf.subtract",
+    "neg": "tf.negative",
+    "select": "tf.where (tf.compat.v1.where keeps select's semantics)",
+    "batch_matmul": "tf.matmul",
+    "listdiff": "tf.compat.v1.setdiff1d",
+    "scalar_summary": "tf.compat.v1.summary.scalar",
+    "image_summary": "tf.compat.v1.summary.image",
+    "histogram_summary": "tf.compat.v1.summary.histogram",
+    "audio_summary": "tf.compat.v1.summary.audio",
+    "merge_summary": "tf.compat.v1.summary.merge",
+    "merge_all_summaries": "tf.compat.v1.summary.merge_all",
+    "initialize_all_variables": "tf.compat.v1.global_variables_initializer",
+    "initialize_local_variables": "tf.compat.v1.local_variables_initializer",
+    "train.SummaryWriter": "tf.compat.v1.summary.FileWriter",
+}
+_CONCAT = (
+    "; TensorFlow 1.0 also swapped tf.concat's arguments: `tf.concat(values, axis)`, "
+    "not `tf.concat(axis, values)`"
+)
+
+
+def _renamed_in_1_0(old: str, new: str) -> str:
+    name, _, note = new.partition(" ")
+    tail = _CONCAT if old in ("pack", "unpack") else ""
+    return f"it was renamed `{name}` in TensorFlow 1.0{' ' + note if note else ''}{tail}"
+
+
 REMOVED: dict[str, str] = {
+    **{old: _renamed_in_1_0(old, new) for old, new in _RENAMED_IN_1_0.items()},
     "contrib": (
         "its modules moved into TensorFlow (`tf.contrib.data` -> `tf.data`, "
         "`tf.contrib.lookup` -> `tf.lookup`), to other packages (`tf.contrib.slim` -> "
