@@ -20,9 +20,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "queue_pipeline"
 MAX_LINES = 520
 # Modules over MAX_LINES (their lines when last split), each with why it is one
 # idea: drop an entry once its file is split; no other module may pass MAX_LINES.
-OVER_MAX_LINES = {
-    "_migrate/codegen.py": 540,  # the rewriter's statement dispatch, one method
-}
+OVER_MAX_LINES: dict[str, int] = {}
 
 
 def module_files(package: pathlib.Path = PACKAGE) -> dict[str, tuple[pathlib.Path, bool]]:

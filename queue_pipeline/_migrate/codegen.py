@@ -54,13 +54,13 @@ import tensorflow as tf
 from queue_pipeline._migrate import (
     chains,
     epoch_limits,
+    headers,
     legacy_aliases,
     preloaded,
     untaken_branches,
 )
 from queue_pipeline._migrate.syntax import (
     registers_runner,
-    all_params,
     assigned_names,
     attributes_read,
     callee,
@@ -161,7 +161,7 @@ class _Rewriter(HelperCalls):
         used = "".join(lines)
         if fn.name != self.trace.function:  # a helper: keep only what its version uses
             params = [p for p in params if p == "dataset" or re.search(rf"\b{p}\b", used)]
-        header = self._header(fn, name, params)
+        header, self.kept_params[name] = headers.dataset_header(fn, name, params, self.code)
         text = header + "".join(lines)
         untaken_branches.check_branches(self, fn, text)  # NOTE [ A branch that makes no Dataset ]
         if state.loaders:
@@ -191,54 +191,6 @@ class _Rewriter(HelperCalls):
                 Step(fn.first + at, "match_filenames_once", "tf.io.matching_files (no variable)")
             )
         return out
-
-    def _header(self, fn: Function, name: str, keep: list[str]) -> str:
-        """``def name(...):`` with `fn`'s own spelling (annotations, defaults) of the `keep` params.
-
-        A ``dataset`` in `keep` that `fn` does not have is inserted there.
-        """
-        params = fn.node.params
-        replaced = next((p for p in all_params(params) if fn.kind(p.name.value) == "record"), None)
-        dataset = cst.Param(
-            cst.Name("dataset"),
-            comma=replaced.comma
-            if replaced is not None
-            else cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
-        )
-
-        def kept(group) -> list:
-            out = []
-            for p in group:
-                if p is replaced and "dataset" in keep:
-                    out.append(dataset)
-                elif p.name.value in keep:
-                    out.append(p)
-            if out and group and out[-1] is not group[-1]:
-                out[-1] = out[-1].with_changes(comma=group[-1].comma)
-            return out
-
-        groups = {"posonly_params": kept(params.posonly_params), "params": kept(params.params)}
-        kwonly = kept(params.kwonly_params)
-        star = params.star_arg
-        if isinstance(star, cst.ParamStar) and not kwonly:
-            star = cst.MaybeSentinel.DEFAULT
-            if groups["params"] and params.kwonly_params:
-                groups["params"][-1] = groups["params"][-1].with_changes(
-                    comma=params.kwonly_params[-1].comma
-                )
-        new = params.with_changes(**groups, kwonly_params=kwonly, star_arg=star)
-        definition = fn.node.with_changes(
-            name=cst.Name(name),
-            params=new,
-            returns=None,
-            decorators=[],
-            leading_lines=[],
-            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]),
-        )
-        text = self.code(definition)
-        header = text[: text.rindex("pass")].rstrip() + "\n"
-        self.kept_params[name] = [p.name.value for p in all_params(new) if isinstance(p, cst.Param)]
-        return header
 
     def _block(self, fn: Function, stmts, state: State, depth: int) -> list[str]:
         out: list[str] = []
