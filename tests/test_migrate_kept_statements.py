@@ -12,6 +12,9 @@ unbound is refused as a bug in migrate, nothing written. Run in both TF modes
 
 from __future__ import annotations
 
+import os
+import re
+
 import pytest
 from helpers import copy_script
 
@@ -40,7 +43,12 @@ def test_a_rewrite_leaving_a_name_unbound_is_refused_as_a_bug():
         check_rewritten_scope(original, rewritten, "run", "prog.py")
     message = str(caught.value)
     assert "the migrated run() reads `steps` (line 2 of the migrated file)" in message
-    assert "bug in migrate: please report it with prog.py. Nothing was written." in message
+    assert "bug in migrate: please report it with prog.py and the migrated module" in message
+    saved = re.search(r"saved as (\S+prog_migrated_\w+\.py)\. Nothing was written\.", message)
+    assert saved is not None, message
+    with open(saved.group(1)) as f:  # the file the report names exists
+        assert f.read() == rewritten
+    os.remove(saved.group(1))
     check_rewritten_scope(original, original, "run", "prog.py")  # unchanged: fine
     unbound = "def run(n):\n    return n * later\n"  # unbound in the original too: not judged
     check_rewritten_scope(unbound, unbound, "run", "prog.py")

@@ -125,8 +125,7 @@ def _inline_pass(
             wrapped, original, rewritten, rewrite.function,
             initializable=_reads_variables(traced),
         )  # fmt: skip
-        if wrapped.scope:
-            check_rewritten_scope(original, source, wrapped.scope, real)
+        check_rewritten_scope(original, source, wrapped.scope, real)
     except NoPipelineError as e:
         first, last = wrapped.region
         first += wrapped.lead.count("\n")  # the first statement, not the lines above it

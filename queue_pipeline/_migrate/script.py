@@ -59,44 +59,32 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import PositionProvider
 
-from queue_pipeline._migrate.base import API, BATCHING, PRODUCERS, READER_CLASSES
+from queue_pipeline._migrate.base import API
 from queue_pipeline._migrate.helper_module_advice import helper_elsewhere
+from queue_pipeline._migrate.script_globals import hand_globals
 from queue_pipeline._migrate.script_reads import (
     needed_before,
     read_before_assigned,
+    started_runners,
     tensor_statements,
 )
-from queue_pipeline._migrate.syntax import assigned_names, callee, names_in, string_lines
+from queue_pipeline._migrate.script_regions import (
+    calls,
+    find_region,
+    has_pipeline,
+    has_session_code,
+    is_definition,
+    pipeline_functions,
+    session_head,
+    split_definitions,
+)
+from queue_pipeline._migrate.syntax import assigned_names, names_in, string_lines
 from queue_pipeline._migrate.trace import MigrateError
 
-__all__ = ["LOADER", "WRAPPER", "Wrapped", "has_session_code", "wrap"]
+__all__ = ["LOADER", "WRAPPER", "Wrapped", "has_pipeline", "has_session_code", "wrap"]
 
 WRAPPER = "_inline_pipeline"
 LOADER = "_load_variables"  # the wrapper's loader: the session's variable loads
-
-_BUILDERS = frozenset(
-    PRODUCERS
-    + BATCHING
-    + READER_CLASSES
-    + ("slice_input_producer", "FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue")
-    # the producer's file list, a variable of the pipeline's graph
-    + ("match_filenames_once",)
-)
-_BATCHING = frozenset(BATCHING)
-# The calls that start a pipeline: its source.
-_STARTS = frozenset(PRODUCERS + ("slice_input_producer", "match_filenames_once"))
-_SESSION_CODE = frozenset(
-    {
-        "Session",
-        "InteractiveSession",
-        "MonitoredSession",
-        "MonitoredTrainingSession",
-        "SingularMonitoredSession",
-        "Supervisor",
-        "Coordinator",
-        "start_queue_runners",
-    }
-)
 
 
 @dataclasses.dataclass
@@ -120,6 +108,17 @@ class Wrapped:
       kept: the region's statements that stay in the file as written, each with
         the file's line it goes before: a reader the code after the region
         reads again (another pipeline's read), placed before that read.
+      definitions: how many definitions among the region's lines went above
+        the wrapper (NOTE [ Definitions among a script's pipeline ]).
+      pulled: the file's lines (first, last) of the statements heading the
+        session block that finish the pipeline (NOTE [ A pipeline finished in
+        the session block ]): they leave the block.
+      restore: (code in the copy, code as written) of each function of the
+        file the copy hands the region's names (NOTE [ A script's functions
+        reading the pipeline's globals ]).
+      made: the names the region binds that the code after it does not bind
+        again: the session code's uses of those the rewrite no longer makes
+        go (NOTE [ Lines that use the removed queue objects ]).
     """
 
     source: str
@@ -133,150 +132,16 @@ class Wrapped:
     prologue_lines: int = 0
     before: list = dataclasses.field(default_factory=list)
     kept: list = dataclasses.field(default_factory=list)
+    definitions: int = 0
+    made: frozenset = frozenset()
+    pulled: list = dataclasses.field(default_factory=list)
+    restore: list = dataclasses.field(default_factory=list)
 
     def script_line(self, line: int) -> int:
         """The file's line for `line` of the copy (itself where the copy has no such line)."""
         if 1 <= line <= len(self.lines) and self.lines[line - 1]:
             return self.lines[line - 1]
         return line
-
-
-def _calls(node: cst.CSTNode) -> set[str]:
-    return {callee(c) for c in m.findall(node, m.Call()) if isinstance(c, cst.Call)}
-
-
-def has_session_code(node: cst.CSTNode) -> bool:
-    """Whether `node` creates a Session or a Coordinator, or starts queue runners."""
-    return bool(_calls(node) & _SESSION_CODE)
-
-
-def _ends_region(stmt: cst.CSTNode) -> bool:
-    """Whether `stmt` ends a pipeline region: session code, a definition, a main guard
-    (an ``if`` or ``for`` on the way to the batching call, srez's ``if crop_size !=
-    image_size: image = tf.image.resize_area(...)``, does not)."""
-    if has_session_code(stmt) or _main_guard(stmt):
-        return True
-    return not isinstance(stmt, (cst.SimpleStatementLine, cst.With, cst.If, cst.For))
-
-
-def _find(
-    stmts: list, builders: frozenset = _BUILDERS, batchers: frozenset = _BATCHING
-) -> tuple[list, int, int, list] | None:
-    """(the statements holding the region, its start, its end, the blocks on the way) or None.
-
-    `builders` and `batchers`: the calls that build a stage and batch (the
-    file's functions that do count too, see :func:`_pipeline_functions`).
-    """
-    start = next(
-        (
-            i
-            for i, s in enumerate(stmts)
-            if _calls(s) & builders and not isinstance(s, (cst.FunctionDef, cst.ClassDef))
-        ),
-        None,
-    )
-    if start is None:
-        return None
-    first = stmts[start]
-    if (isinstance(first, cst.With) and has_session_code(first)) or _main_guard(first):
-        assert isinstance(first.body, cst.IndentedBlock)
-        inner = _find(list(first.body.body), builders, batchers)
-        if inner is None:
-            return None
-        block, s, e, path = inner
-        return block, s, e, [(stmts, start), *path]
-    end = next((i for i in range(start, len(stmts)) if _ends_region(stmts[i])), len(stmts))
-    batching = [i for i in range(start, end) if _calls(stmts[i]) & batchers]
-    if batching:
-        second = _second_pipeline(stmts, start, batching[0], end, builders)
-        if second is not None:  # NOTE [ Several pipelines in one function ]
-            batching = [i for i in batching if i < second]
-        end = batching[-1] + 1  # what follows the last batching call is the model
-    while end - 1 > start and not assigned_names(stmts[end - 1]):
-        end -= 1  # a statement that only uses the tensors (a print) comes after
-    return stmts, start, end, []
-
-
-def has_pipeline(source: str, path: str, function: str | None) -> bool:
-    """Whether the source of the file `path` still builds a queue pipeline before its
-    session code, in `function` (or at module level)."""
-    module = cst.parse_module(source)
-    scope: list = list(module.body)
-    if function is not None:
-        fn = next(
-            (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == function),
-            None,
-        )
-        if fn is None or not isinstance(fn.body, cst.IndentedBlock):
-            return False
-        scope = list(fn.body.body)
-    found = _find(scope, *_pipeline_functions(module))
-    return found is not None and found[1] < found[2]
-
-
-def _second_pipeline(
-    stmts: list, start: int, first_batch: int, end: int, builders: frozenset
-) -> int | None:
-    """The index of the statement after `first_batch` that starts another pipeline, or None.
-
-    NOTE [ Several pipelines in one function ]
-    A training function often builds its training input, the model on it, then
-    a validation input and the model again (ENet's ``run()``: two
-    ``slice_input_producer`` + ``batch`` pipelines with the model between). A
-    Dataset is one pipeline: the region ends with the first pipeline's last
-    batching call, before the statement that builds a stage reading nothing
-    the batches made (directly or through the statements after them). The
-    migration then runs again on its own result, where the first pipeline is
-    tf.data already, so the next region is the next pipeline; each is proven
-    on its own (:func:`queue_pipeline._migrate.inline.migrate_inline`).
-    """
-    made = {n for stmt in stmts[start : first_batch + 1] for n in assigned_names(stmt)}
-    for i in range(first_batch + 1, end):
-        stmt = stmts[i]
-        if _reads(stmt) & made:
-            made |= set(assigned_names(stmt))
-        elif _calls(stmt) & (builders | _STARTS):
-            return i
-    return None
-
-
-def _reads(stmt: cst.CSTNode) -> set[str]:
-    """The names `stmt` reads (an assignment's value; else every name in it)."""
-    line = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and stmt.body else None
-    if isinstance(line, (cst.Assign, cst.AnnAssign)) and line.value is not None:
-        return names_in(line.value)
-    return names_in(stmt)
-
-
-def _main_guard(stmt: cst.CSTNode) -> bool:
-    """Whether `stmt` is ``if __name__ == "__main__":`` (without an else)."""
-    return (
-        isinstance(stmt, cst.If)
-        and stmt.orelse is None
-        and "__name__"
-        in {n.value for n in m.findall(stmt.test, m.Name()) if isinstance(n, cst.Name)}
-    )
-
-
-def _pipeline_functions(module: cst.Module) -> tuple[frozenset, frozenset]:
-    """The calls that build a stage and that batch, with the file's functions that do.
-
-    A script's module level may build its pipeline through a function of the
-    file (``images, labels = read_and_decode(queue, 4)``, ``x, y =
-    input_pipeline(files)``): a call of such a function builds (or batches),
-    as the function does, directly or through another one.
-    """
-    bodies = {s.name.value: _calls(s) for s in module.body if isinstance(s, cst.FunctionDef)}
-    builders, batchers = set(_BUILDERS), set(_BATCHING)
-    changed = True
-    while changed:
-        changed = False
-        for name, calls in bodies.items():
-            for found in (builders, batchers):
-                if name not in found and calls & found:
-                    found.add(name)
-                    changed = True
-    return frozenset(builders), frozenset(batchers)
 
 
 def _flag_setup(module: cst.Module, function: str | None) -> list:
@@ -302,7 +167,7 @@ def _flag_setup(module: cst.Module, function: str | None) -> list:
     if block is None or not isinstance(block.body, cst.IndentedBlock):
         return []
     runs = {"run", "main"} | ({function} if function else set())
-    return [st for st in block.body.body if not (_calls(st) & runs) and not has_session_code(st)]
+    return [st for st in block.body.body if not (calls(st) & runs) and not has_session_code(st)]
 
 
 def _variable_loads(after: list, region_names: set[str]) -> tuple[str, list] | None:
@@ -339,14 +204,20 @@ def _variable_loads(after: list, region_names: set[str]) -> tuple[str, list] | N
     return (receiver, loads) if receiver is not None else None
 
 
-def _render(stmts: list, unit: str, positions, depth: int = 1) -> tuple[str, list[int]]:
-    """`stmts` as code indented `depth` units, and the file's line of each line."""
+def _render(
+    stmts: list, unit: str, positions, depth: int = 1, unspaced: Sequence = ()
+) -> tuple[str, list[int]]:
+    """`stmts` as code indented `depth` units, and the file's line of each line; those of
+    `unspaced` without the blank lines above them."""
     text: list[str] = []
     lines: list[int] = []
     module = cst.Module([], default_indent=unit)
     for st in stmts:
-        code = module.code_for_node(st)
-        first = positions[st].start.line - len(st.leading_lines)
+        node = st
+        if any(st is u for u in unspaced):
+            node = st.with_changes(leading_lines=[x for x in st.leading_lines if x.comment])
+        code = module.code_for_node(node)
+        first = positions[st].start.line - len(node.leading_lines)
         in_string = string_lines(code)
         for k, line in enumerate(code.splitlines(keepends=True)):
             keep = (k + 1) in in_string or not line.strip()
@@ -394,8 +265,8 @@ def wrap(
         where = f"{path}:{positions[fn].start.line}: {function}()"
         scope_stmts = list(fn.body.body)
         params = cst.Module([]).code_for_node(fn.params)
-    builders, batchers = _pipeline_functions(module)
-    found = _find(scope_stmts, builders, batchers)
+    builders, batchers = pipeline_functions(module)
+    found = find_region(scope_stmts, builders, batchers, script=fn is None)
     if found is not None and found[1] >= found[2]:
         found = None  # nothing before the session code builds a stage
     if found is None:
@@ -409,19 +280,39 @@ def wrap(
             "(FILE.py:FUNCTION)."
         )
     block, start, end, path_blocks = found
-    region = block[start:end]
+    # NOTE [ Definitions among a script's pipeline ]
+    region, definitions = split_definitions(block[start:end])
+    last = positions[region[-1]].end.line
     after: list = [*block[end:]]
+    head = session_head(block, start, end, builders, batchers) if fn is None else []
+    pulled = []
+    if head:  # NOTE [ A pipeline finished in the session block ]
+        k = next(
+            i
+            for i, s in enumerate(block)
+            if isinstance(s, cst.With) and any(h is head[0] for h in s.body.body)
+        )
+        after = [*block[end:k], *block[k].body.body[len(head) :], *block[k + 1 :]]
+        region += head
+        pulled = [
+            (positions[h].start.line - len(h.leading_lines), positions[h].end.line) for h in head
+        ]
     for stmts, index in reversed(path_blocks):
         after += stmts[index + 1 :]
     if fn is None:
-        after = [s for s in after if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+        after = [s for s in after if not is_definition(s)]
+    if fn is None:  # NOTE [ A script's functions reading the pipeline's globals ]
+        handed = hand_globals(module, region)
+        if handed is not None:
+            again = wrap(handed[0], path, function, names, readers)
+            return dataclasses.replace(again, restore=handed[1])
     assigned = {n for s in region for n in assigned_names(s)}
     loads = _variable_loads(after, assigned)
     if names is None:
         rest = [s for s in after if loads is None or not any(s is x for x in loads[1])]
         names = [n for n in read_before_assigned(rest) if n in assigned]
         if fn is None:  # a script's batches are its module's names (another module imports them)
-            made = [n for s in region if _calls(s) & batchers for n in assigned_names(s)]
+            made = [n for s in region if calls(s) & batchers for n in assigned_names(s)]
             names += [n for n in dict.fromkeys(made) if n not in names]
     first_line = positions[region[0]].start.line
     if not names:
@@ -440,6 +331,11 @@ def wrap(
         cst.Module([], default_indent=unit).code_for_node(s) for s in prologue_stmts
     )
     lines = list(range(1, prologue.count("\n") + 1))
+    prologue_lines = len(lines)
+    if definitions:  # defined above the wrapper, as the written script defines them
+        code, definition_lines = _render(definitions, unit, positions, depth=0)
+        prologue += code
+        lines += definition_lines
     # The statements before the region in its blocks, but the module's own (the
     # copy starts with them), and but session code.
     levels = [*path_blocks, (block, start)]
@@ -449,12 +345,17 @@ def wrap(
         s
         for stmts, index in levels
         for s in stmts[:index]
-        if not has_session_code(s) and not _calls(s) & {"run", "eval"}  # they need a session
+        if not has_session_code(s) and not calls(s) & {"run", "eval"}  # they need a session
     ]
     if fn is None:  # module-level tensors the region reads: made again in the traced graph
         before = tensor_statements(prologue_stmts, module) + before
     before = needed_before(before, region)
-    body, body_lines = _render(before + region, unit, positions)
+    # the blank lines below a definition that went above the wrapper go with it
+    below = [block[i + 1] for i in range(start, end - 1) if is_definition(block[i])]
+    body, body_lines = _render(before + region, unit, positions, unspaced=below)
+    for runner, stmt in started_runners(after, region):  # NOTE [ A runner the session code starts ]
+        body += f"    __import__('tensorflow').compat.v1.train.add_queue_runner({runner})\n"
+        body_lines.append(positions[stmt].start.line)
     returned = ", ".join(names)
     loader = ""
     loader_lines: list[int] = []
@@ -473,7 +374,6 @@ def wrap(
         lines += flag_lines
     lead = "".join(cst.Module([]).code_for_node(line) for line in region[0].leading_lines)
     first = first_line - len(region[0].leading_lines)
-    last = positions[region[-1]].end.line
     indent = unit * (len(path_blocks) + (1 if fn is not None else 0))
     kept = []
     region_bound = {n for s in region for n in assigned_names(s)}
@@ -488,6 +388,7 @@ def wrap(
             bound & read_after
             and not bound & set(names)
             and not (names_in(st) - bound) & region_bound
+            and not calls(st) & builders  # a queue is no plain value: its uses go
         )
         if bound and (bound <= set(readers) or plain):
             use = next((s for s in after if names_in(s) & bound), None)
@@ -495,15 +396,21 @@ def wrap(
                 kept.append((st, positions[use].start.line))
     return Wrapped(
         text, names, lines, (first, last), indent, unit, function, lead,
-        prologue.count("\n"), before, kept,
+        prologue_lines, before, kept, len(definitions),
+        frozenset(region_bound - {n for s in after for n in assigned_names(s)}), pulled,
     )  # fmt: skip
 
 
 def map_lines(text: str, wrapped: Wrapped, copy_path: str, script_path: str) -> str:
-    """`text` with each ``<copy>:<line>`` as ``<file>:<its line>``."""
-    pattern = re.escape(copy_path) + r":(\d+)"
+    """`text` with each ``<copy>:<line>`` as ``<file>:<its line>``, and the copy as the file
+    (the copy is removed after the run)."""
+    pattern = re.escape(copy_path) + r"(?::(\d+))?"
     return re.sub(
-        pattern, lambda mt: f"{script_path}:{wrapped.script_line(int(mt.group(1)))}", text
+        pattern,
+        lambda mt: (
+            script_path + (f":{wrapped.script_line(int(mt.group(1)))}" if mt.group(1) else "")
+        ),
+        text,
     )
 
 

@@ -4,6 +4,17 @@ The region :func:`~queue_pipeline._migrate.script.wrap` cuts out returns the
 names the code after it reads of it (:func:`read_before_assigned`), and runs
 after the statements before it that it needs (:func:`needed_before`), module
 level tensors included (:func:`tensor_statements`).
+
+NOTE [ A runner the session code starts ]
+A script may make its own QueueRunner and start it in its session code
+without registering it (``qr = tf.train.QueueRunner(queue, [enqueue_op] *
+4)``, then ``qr.create_threads(sess, coord=coord, start=True)``), before or
+after the dequeue: the runner fills the queue all the same. The region holds
+the runner's line but not the session code, so :func:`started_runners` finds
+those runners, and the wrapper registers each at its end
+(``add_queue_runner``), at the line of its ``create_threads``: the traced
+graph's queue has its runner, as when the program runs, and the rewrite drops
+that line with the other runner lines.
 """
 
 from __future__ import annotations
@@ -13,9 +24,9 @@ import collections
 import libcst as cst
 import libcst.matchers as m
 
-from queue_pipeline._migrate.syntax import assigned_names, names_in
+from queue_pipeline._migrate.syntax import assigned_names, callee, names_in
 
-__all__ = ["needed_before", "read_before_assigned", "tensor_statements"]
+__all__ = ["needed_before", "read_before_assigned", "started_runners", "tensor_statements"]
 
 
 def tensor_statements(statements: list, module: cst.Module) -> list:
@@ -113,3 +124,32 @@ def needed_before(before: list, region: list) -> list:
         else:
             dropped |= targets
     return kept
+
+
+def started_runners(after: list, region: list) -> list[tuple[str, cst.CSTNode]]:
+    """(name, statement) of each runner of `region` that `after` starts with
+    ``name.create_threads(...)`` and `region` does not register (NOTE [ A runner the
+    session code starts ])."""
+    bound = {n for s in region for n in assigned_names(s)}
+    registered = {
+        n.value
+        for s in region
+        for c in m.findall(s, m.Call())
+        if isinstance(c, cst.Call) and callee(c) in ("add_queue_runner", "add_to_collection")
+        for a in c.args
+        for n in [a.value]
+        if isinstance(n, cst.Name)
+    }
+    out: list[tuple[str, cst.CSTNode]] = []
+    for stmt in after:
+        for c in m.findall(stmt, m.Call()):
+            func = c.func if isinstance(c, cst.Call) else None
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "create_threads"
+                and isinstance(func.value, cst.Name)
+                and func.value.value in bound - registered
+                and func.value.value not in [n for n, _ in out]
+            ):
+                out.append((func.value.value, stmt))
+    return out

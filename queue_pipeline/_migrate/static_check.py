@@ -9,14 +9,19 @@ So the new functions are checked statically, with the standard library's
 :mod:`symtable` (Python's own scope rules): a name a new function reads as a
 global must be bound at the module's top level (an import, a definition, an
 assignment, also inside ``if`` / ``try``) or be a builtin. A failure is a bug in
-migrate: the error names the migrated line, and nothing is written.
+migrate: the error names the migrated line and a copy of the migrated code, kept
+in the temporary directory for the report (the copies migrate works on are
+removed after the run), and nothing is written.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import os
+import re
 import symtable
+import tempfile
 
 from queue_pipeline._migrate.loading import MigrateError
 
@@ -39,7 +44,8 @@ def check_names(source: str, functions: list[str], where: str) -> None:
     except SyntaxError as e:
         raise MigrateError(
             f"{_API}: the migrated code does not parse (line {e.lineno}: {e.msg}); this is a "
-            f"bug in migrate: please report it with {where}. Nothing was written."
+            f"bug in migrate: please report it with {_evidence(where, source)}. Nothing was "
+            "written."
         ) from e
     bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__"}
     for symbol in table.get_symbols():
@@ -55,18 +61,22 @@ def check_names(source: str, functions: list[str], where: str) -> None:
                 raise MigrateError(
                     f"{_API}: the migrated code reads `{name}` in {scope}() (line {line} of the "
                     f"migrated module), which is defined nowhere it can see; this is a bug in "
-                    f"migrate: please report it with {where}. Nothing was written."
+                    f"migrate: please report it with {_evidence(where, source)}. Nothing was "
+                    "written."
                 )
 
 
-def check_rewritten_scope(original: str, source: str, function: str, where: str) -> None:
+def check_rewritten_scope(original: str, source: str, function: str | None, where: str) -> None:
     """Raises MigrateError when the rewrite left a name `function` reads unbound.
 
     For a pipeline migrated where it stands, inside the user's own function
-    (its session code around it): every name that function reads must still
-    be bound after the rewrite as it was before (a statement of the region
-    that defined one must not be dropped). Names the original already read
-    unbound, and files with a star import, are not judged.
+    or at a script's module level (`function` None; the functions its
+    statements call are judged with it), its session code around it: every
+    name that scope reads must still be bound after the rewrite as it was
+    before (a statement of the region that defined one must not be dropped,
+    nor a line kept that uses a queue object the rewrite removed). Names the
+    original already read unbound, and files with a star import, are not
+    judged.
     """
     before, after = _unbound_reads(original, function), _unbound_reads(source, function)
     if before is None or after is None:
@@ -75,16 +85,28 @@ def check_rewritten_scope(original: str, source: str, function: str, where: str)
     if lost:
         tree = ast.parse(source)
         line = _first_read(tree, function, lost[0], 0)
+        what = f"{function}()" if function else "script"
         raise MigrateError(
-            f"{_API}: the migrated {function}() reads `{lost[0]}` (line {line} of the migrated "
+            f"{_API}: the migrated {what} reads `{lost[0]}` (line {line} of the migrated "
             "file), which the rewrite left unbound (a statement of the pipeline's lines that "
-            f"defined it was not kept); this is a bug in migrate: please report it with {where}. "
-            "Nothing was written."
+            "defined it was not kept); this is a bug in migrate: please report it with "
+            f"{_evidence(where, source)}. Nothing was written."
         )
 
 
-def _unbound_reads(source: str, function: str) -> set[str] | None:
-    """Names top-level `function` of `source` reads as globals that nothing binds, or None."""
+def _evidence(where: str, source: str) -> str:
+    """`where` and the migrated module `source`, saved in a file that outlives the run."""
+    stem = os.path.splitext(os.path.basename(where))[0]
+    stem = re.sub(r"^_(.+)__qp_[a-z]+_\d+$", r"\1", stem)  # a copy's: the file's name
+    fd, saved = tempfile.mkstemp(prefix=f"{stem}_migrated_", suffix=".py", text=True)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(source)
+    return f"{where} and the migrated module it refused, saved as {saved}"
+
+
+def _unbound_reads(source: str, function: str | None) -> set[str] | None:
+    """Names top-level `function` of `source` (None: the module's own statements and the
+    functions they call) reads as globals that nothing binds, or None."""
     try:
         tree = ast.parse(source)
         table = symtable.symtable(source, "<migrated>", "exec")
@@ -94,13 +116,20 @@ def _unbound_reads(source: str, function: str) -> set[str] | None:
         isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)
         for n in ast.walk(tree)
     )
-    scopes = [c for c in table.get_children() if c.get_name() == function]
-    if star or len(scopes) != 1:
-        return None
     bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__"}
     for symbol in table.get_symbols():
         if symbol.is_assigned() or symbol.is_imported() or symbol.is_namespace():
             bound.add(symbol.get_name())
+    if function is None:
+        read = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+        called = [
+            c for c in table.get_children() if c.get_type() == "function" and c.get_name() in read
+        ]
+        reads = read.union(*({n for n, _ in _global_reads(c)} for c in called))
+        return None if star else {name for name in reads if name not in bound}
+    scopes = [c for c in table.get_children() if c.get_name() == function]
+    if star or len(scopes) != 1:
+        return None
     return {name for name, _ in _global_reads(scopes[0]) if name not in bound}
 
 
@@ -115,7 +144,14 @@ def _global_reads(table: symtable.SymbolTable) -> list[tuple[str, str]]:
     return out
 
 
-def _first_read(tree: ast.Module, scope: str, name: str, fallback: int) -> int:
+def _first_read(tree: ast.Module, scope: str | None, name: str, fallback: int) -> int:
+    if scope is None:  # the module's own statements, then the functions they call
+        loads = [
+            n.lineno
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        ]
+        return min(loads, default=fallback)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == scope:
             for inner in ast.walk(node):

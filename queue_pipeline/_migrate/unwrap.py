@@ -12,6 +12,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from queue_pipeline._migrate.callers import drop_queue_runners
+from queue_pipeline._migrate.removed_objects import drop_uses
 from queue_pipeline._migrate.script import LOADER, WRAPPER, Wrapped
 from queue_pipeline._migrate.syntax import assigned_names, string_lines
 
@@ -73,6 +74,8 @@ def unwrap(
     # lines with the helpers' versions inserted; module helpers written with
     # the wrapper's version (the preloaded arrays' one) go with them.
     helpers = migrated_source[: migrated_source.index(f"def {WRAPPER}(")]
+    for in_copy, as_written in wrapped.restore:  # the user's functions as written
+        helpers = helpers.replace(in_copy, as_written)
     extra = "".join(
         cst.Module([]).code_for_node(st.with_changes(leading_lines=())) + "\n\n"
         for st in module.body
@@ -80,7 +83,7 @@ def unwrap(
         and st.name.value not in (WRAPPER, new_function)
         and f"def {st.name.value}(" not in helpers
     )
-    if extra and helpers.strip() and not helpers.endswith("\n\n\n"):
+    if (extra or wrapped.definitions) and helpers.strip() and not helpers.endswith("\n\n\n"):
         helpers = helpers.rstrip("\n") + "\n\n\n"  # two blank lines before a definition
     helpers += extra
     code = cst.Module([], default_indent=wrapped.unit).code_for_node
@@ -119,10 +122,14 @@ def unwrap(
         for k, line in enumerate(body.splitlines(keepends=True))
     )
     lines = original.splitlines(keepends=True)
-    for st, line in sorted(wrapped.kept, key=lambda kept: -kept[1]):
+    edits = [(line, st) for st, line in wrapped.kept] + [(a, b) for a, b in wrapped.pulled]
+    for line, what in sorted(edits, key=lambda edit: -edit[0]):
+        if isinstance(what, int):  # NOTE [ A pipeline finished in the session block ]
+            del lines[line - 1 : what]
+            continue
         # a reader the code after the region reads again: made just before that read
         indent = lines[line - 1][: len(lines[line - 1]) - len(lines[line - 1].lstrip())]
-        lines.insert(line - 1, indent + _bare(code(st)).strip() + "\n")
+        lines.insert(line - 1, indent + _bare(code(what)).strip() + "\n")
     first, last_line = wrapped.region
     new = (
         helpers
@@ -131,7 +138,15 @@ def unwrap(
         + "".join(lines[last_line:])
     )
     datasets = frozenset(n for st in kept for n in assigned_names(st)) | {var}
-    return drop_queue_runners(new, wrapped.scope, initializer, datasets, loads)
+    new, removed = drop_queue_runners(new, wrapped.scope, initializer, datasets, loads)
+    # NOTE [ Lines that use the removed queue objects ]
+    made_again = (
+        datasets | set(wrapped.names) | {n for st, _ in wrapped.kept for n in assigned_names(st)}
+    )
+    if initializer:
+        made_again |= {initializer.split(".")[0]}
+    new, uses = drop_uses(new, wrapped.scope, set(wrapped.made - made_again))
+    return new, removed + uses
 
 
 def _bare(code: str) -> str:
