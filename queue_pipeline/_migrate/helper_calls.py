@@ -226,8 +226,14 @@ class HelperCalls(Branches):
             fields = getattr(value, "__dict__", None)
             if not isinstance(fields, dict) or isinstance(value, (tf.Tensor, type)):
                 continue
-            held = sorted(k for k, v in fields.items() if isinstance(v, tf.Tensor))
-            if held and all(v.name not in self.trace.batch for v in (fields[k] for k in held)):
+            if self.trace.kind_of(value) in ("queue", "reader"):
+                continue  # a queue or reader object (prefetch_input_data's): followed elsewhere
+            held = sorted(
+                k
+                for k, v in fields.items()
+                if isinstance(v, tf.Tensor) and self.trace.kind_of(v) == "record"
+            )
+            if held:
                 returns = m.findall(helper.node, m.Return(value=m.Name()))
                 own = (
                     cast(cst.Name, cast(cst.Return, returns[0]).value).value if returns else target
