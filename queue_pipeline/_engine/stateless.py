@@ -46,6 +46,7 @@ import hashlib
 import tensorflow as tf
 
 from queue_pipeline._rebuild import lift
+from queue_pipeline._rebuild.dealing import DealtRegion
 
 __all__ = ["FORMS", "STATEFUL_BUT_REPEATABLE", "keyed_region", "unkeyable_ops"]
 
@@ -68,7 +69,7 @@ FORMS = {
 _PHILOX = 1  # tf.random.Algorithm.PHILOX
 
 
-def unkeyable_ops(region: lift.LiftedRegion) -> list[str]:
+def unkeyable_ops(region: lift.LiftedRegion | DealtRegion) -> list[str]:
     """Types of the stateful ops of `region` that have no stateless form (sorted).
 
     A TF1 while loop (``Enter``) counts when the region has random ops: its
@@ -85,7 +86,9 @@ def unkeyable_ops(region: lift.LiftedRegion) -> list[str]:
     return sorted(unkeyable)
 
 
-def keyed_region(region: lift.LiftedRegion) -> lift.LiftedRegion | None:
+def keyed_region(
+    region: lift.LiftedRegion | DealtRegion,
+) -> lift.LiftedRegion | DealtRegion | None:
     """`region` with its random ops stateless, seeded by the record's position.
 
     See NOTE [ Stateless randomness keyed by the record ]. The returned
@@ -100,6 +103,8 @@ def keyed_region(region: lift.LiftedRegion) -> lift.LiftedRegion | None:
     """
     if unkeyable_ops(region) or not any(op.type in FORMS for op in region.ops):
         return None
+    if isinstance(region, DealtRegion):  # each list's ops keyed by the same position
+        return region.with_parts(keyed_region(part) or part for part in region.parts)
     graph_def = tf.compat.v1.GraphDef()
     graph_def.CopyFrom(region.graph_def)
     for node in list(graph_def.node):

@@ -18,7 +18,9 @@ tensors into a stream in three steps:
    ``slice_input_producer`` or ``limit_epochs``, and dequeues;
 2. build one stream per stage, recursively: batching -> its twin over the
    rebuilt stream of each input list (the joins: one per list, interleaved
-   by the twin); a reader -> its twin's ``read``/``read_up_to`` over the
+   by the twin; lists computed from the same stages: one stream, its records
+   dealt to the lists in turn, NOTE [ Records dealt to lists sharing a
+   source ] in ``_rebuild/dealing.py``); a reader -> its twin's ``read``/``read_up_to`` over the
    rebuilt work queue; a dequeue from a producer's queue -> the producer's
    twin; a dequeue from a queue no builder recorded but that QueueRunners
    fill with plain enqueue ops (a prefetch queue, as the Object Detection
@@ -52,6 +54,7 @@ from queue_pipeline import plan
 from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline._rebuild import gathering, graph_model
 from queue_pipeline._rebuild import walk as _walk
+from queue_pipeline._rebuild.dealing import DealtRegion
 from queue_pipeline._rebuild.sources import READER_METHODS, Sources, shard_rows
 from queue_pipeline._rebuild.stream import (
     SourceSplit,
@@ -79,6 +82,11 @@ _BATCH_ARGS = (
     "dynamic_pad",
     "allow_smaller_final_batch",
 )
+
+
+def _sinks(leaves) -> list[tf.Tensor]:
+    """The dense components of `leaves` (a SparseTensor's three), in order."""
+    return [t for leaf in leaves for t in graph_facts.components(leaf)]
 
 
 def _static_bool(value):
@@ -207,23 +215,9 @@ class Rebuilder(Sources):
           NotRebuildableError: something upstream cannot be rebuilt.
         """
         leaves = list(leaves)
-        sinks = [t for leaf in leaves for t in graph_facts.components(leaf)]
-        sources = _walk.find_sources(
-            sinks, self.is_source, api=self.api, py_funcs=self.capture_variables
-        )
-        groups: dict[str, list[tf.Tensor]] = {}
-        for t in sources:
-            groups.setdefault(self._stream_key(t), []).append(t)
-        streams = [self._build(key, tensors) for key, tensors in groups.items()]
-        base = combine(streams)
-        region = _lift.lift(
-            sinks,
-            [t for leaf in base.leaves for t in graph_facts.components(leaf)],
-            session=self.session,
-            api=self.api,
-            values=self._values,
-            capture=self.capture_variables,
-        )
+        sinks = _sinks(leaves)
+        base = self._base_stream(sinks)
+        region = self._lift_over(sinks, base)
         form = "bare" if len(leaves) == 1 else "tuple"
         if (
             pack is None
@@ -237,10 +231,36 @@ class Rebuilder(Sources):
         self.regions.append((role, region))
         return self.apply_region(base, region, leaves, pack, role=role)
 
+    def _source_groups(self, sinks: list[tf.Tensor]) -> dict[str, list[tf.Tensor]]:
+        """The stage outputs `sinks` need, grouped by the stream each belongs to."""
+        sources = _walk.find_sources(
+            sinks, self.is_source, api=self.api, py_funcs=self.capture_variables
+        )
+        groups: dict[str, list[tf.Tensor]] = {}
+        for t in sources:
+            groups.setdefault(self._stream_key(t), []).append(t)
+        return groups
+
+    def _base_stream(self, sinks: list[tf.Tensor]) -> Stream:
+        """The stages `sinks` need, each rebuilt once and zipped."""
+        groups = self._source_groups(sinks)
+        return combine([self._build(key, tensors) for key, tensors in groups.items()])
+
+    def _lift_over(self, sinks: list[tf.Tensor], base: Stream) -> _lift.LiftedRegion:
+        """The per-record ops from the components of `base` to `sinks`."""
+        return _lift.lift(
+            sinks,
+            [t for leaf in base.leaves for t in graph_facts.components(leaf)],
+            session=self.session,
+            api=self.api,
+            values=self._values,
+            capture=self.capture_variables,
+        )
+
     def apply_region(
         self,
         base: Stream,
-        region: _lift.LiftedRegion,
+        region: _lift.LiftedRegion | DealtRegion,
         leaves: list,
         pack: Callable[[list], Any] | None,
         *,
@@ -262,8 +282,10 @@ class Rebuilder(Sources):
           parallel: ``num_parallel_calls`` of the map (None: sequential,
             which keeps per-record random ops reproducible).
           keyed: `region` reads the record's position (:data:`lift.POSITION`,
-            a region made stateless): the map numbers the records first.
+            a region made stateless): the map numbers the records first. A
+            :class:`~queue_pipeline._rebuild.dealing.DealtRegion` always does.
         """
+        keyed = keyed or isinstance(region, DealtRegion)
         sparse = [isinstance(leaf, tf.SparseTensor) for leaf in leaves]
 
         def per_record(*args, position=None):
@@ -390,42 +412,36 @@ class Rebuilder(Sources):
     def rebuild_each(
         self, leaf_lists: list[list], roles: list[str], *, exact: bool = False
     ) -> list[Stream]:
-        """One stream per list of leaves (a join's lists, a queue's enqueue ops).
+        """The streams of several lists of leaves (a join's lists, a queue's enqueue ops).
 
-        Lists that share a source (the four lists of a ``batch_join`` over
-        one ``slice_input_producer``'s row, two enqueue ops over one reader's
-        value) take turns at it in TF: each record goes to one of them. Their
-        streams are then built over shares of the rows, one share each (see
+        Lists that share a source (the four lists of inception's
+        ``batch_join`` over one reader's value, or over one
+        ``slice_input_producer``'s row; two enqueue ops over one dequeue)
+        take turns at it in TF: each record goes through one of them. When
+        every list reads the same stages, they are built once and their
+        records dealt to the lists in turn: the result is then ONE stream,
+        of all lists' records (NOTE [ Records dealt to lists sharing a
+        source ] in ``_rebuild/dealing.py``). When the lists share some
+        stages and read others of their own, each list's stream is built
+        over a share of the shared producers' rows (see
         :meth:`split_sources`), so that together they read every row once.
-        `exact` is :meth:`rebuild`'s.
+        Otherwise there is one stream per list. `exact` is :meth:`rebuild`'s.
 
         Raises:
-          NotRebuildableError: the lists share a source whose rows cannot be
-            split (it starts from no producer).
+          NotRebuildableError: the lists share some sources whose rows cannot
+            be split (they start from no producer).
         """
+        keys = []
         if len(leaf_lists) > 1:
-            sources = [
-                {
-                    t.op.name
-                    for t in _walk.find_sources(
-                        [c for leaf in leaves for c in graph_facts.components(leaf)],
-                        self.is_source,
-                        api=self.api,
-                        py_funcs=self.capture_variables,
-                    )
-                }
-                for leaves in leaf_lists
-            ]
-            shared = sorted(
-                {n for i, a in enumerate(sources) for b in sources[i + 1 :] for n in a & b}
-            )
-        else:
-            shared = []
+            keys = [set(self._source_groups(_sinks(leaves))) for leaves in leaf_lists]
+        shared = sorted({k for i, a in enumerate(keys) for b in keys[i + 1 :] for k in a & b})
         if not shared:
             return [
                 self.rebuild(leaves, role=role, exact=exact)
                 for leaves, role in zip(leaf_lists, roles)
             ]
+        if all(k == keys[0] for k in keys):
+            return [self._dealt_stream(leaf_lists, roles)]
         streams = []
         for i, (leaves, role) in enumerate(zip(leaf_lists, roles)):
             with self.split_sources(i, len(leaf_lists)) as split:
@@ -433,13 +449,42 @@ class Rebuilder(Sources):
             if not split.used:
                 raise _walk.not_rebuildable(
                     self.api,
-                    self.graph.get_operation_by_name(shared[0]),
-                    f"is read by {len(leaf_lists)} lists (or enqueue ops) in turn, and "
-                    "its rows come from no producer that can be split between them",
+                    self._key_op(shared[0]),
+                    f"is read by {len(leaf_lists)} lists (or enqueue ops) in turn, along "
+                    "with sources of their own, and its rows come from no producer that "
+                    "can be split between them",
                     "give each list its own reader, or read the rows from a "
                     "string_input_producer or slice_input_producer.",
                 )
         return streams
+
+    def _key_op(self, key: str) -> tf.Operation:
+        """An op of the stage a stream key names (for error messages)."""
+        kind, _, name = key.partition(":")
+        if kind == "node":
+            node = next(n for n in self._nodes if str(n.index) == name)
+            first = tf.nest.flatten(node.outputs, expand_composites=True)[0]
+            return first.op
+        return self.graph.get_operation_by_name(name)
+
+    def _dealt_stream(self, leaf_lists: list[list], roles: list[str]) -> Stream:
+        """Lists reading the same stages: one stream, record ``k`` through list ``k mod N``.
+
+        See NOTE [ Records dealt to lists sharing a source ] in
+        ``_rebuild/dealing.py``. The stream's leaves are the first list's.
+        """
+        sinks = [
+            [c for leaf in leaves for c in graph_facts.components(leaf)] for leaves in leaf_lists
+        ]
+        base = self._base_stream([t for s in sinks for t in s])
+        parts = []
+        for part_sinks, role in zip(sinks, roles):
+            region = self._lift_over(part_sinks, base)
+            self.regions.append((role, region))
+            parts.append(region)
+        role = f"{roles[0]} .. {roles[-1].rpartition(' ')[2]} (records dealt in turn)"
+        dealt = DealtRegion(tuple(parts))
+        return self.apply_region(base, dealt, list(leaf_lists[0]), None, role=role)
 
     def batch_decoder(self, node: plan.PlanNode) -> Callable | None:
         """A function the twin of `node` maps over each batch (its `decode`), or None.
