@@ -9,8 +9,9 @@ thread-dependent resize method and colour ordering):
 ``random_brightness`` / ``saturation`` / ``hue`` / ``contrast``, then
 ``batch_join``. Each record carries which thread distorted it. It writes its
 own data (``--data_dir``: JPEG Examples with a box) and prints ``DIGEST``
-(examples, labels, shapes, dtypes), ``STATS`` (per-channel means, examples
-per thread) and ``HASH`` (the batches' bytes; equal across runs with ``--seed``).
+(examples, labels, shapes, dtypes), ``STATS`` (per-channel means, their
+spread over the examples, examples per thread) and ``HASH`` (the batches'
+bytes; equal across runs with ``--seed``).
 
 Usage: unseen_aug_inception_join.py --data_dir DIR [--files N] [--seed N]
 """
@@ -168,7 +169,7 @@ def main():
             files = write_data(FLAGS.data_dir, FLAGS.files, FLAGS.per_file)
         images, labels, thread_ids = batch_inputs(files, batch_size=8)
 
-        got, sums, per_thread, digest = [], np.zeros(3), [0] * THREADS, hashlib.sha256()
+        got, per_example, per_thread, digest = [], [], [0] * THREADS, hashlib.sha256()
         shapes = set()
         with tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=60000)) as sess:
             sess.run(tf.local_variables_initializer())
@@ -187,7 +188,7 @@ def main():
                     )
                     digest.update(image_batch.tobytes() + label_batch.tobytes())
                     got += label_batch.ravel().tolist()
-                    sums += image_batch.reshape(-1, 3).astype(np.float64).mean(0) * len(image_batch)
+                    per_example += list(image_batch.reshape(len(image_batch), -1, 3).mean(1))
                     for t in thread_batch:
                         per_thread[t] += 1
             except tf.errors.OutOfRangeError:
@@ -199,9 +200,14 @@ def main():
             "DIGEST examples=%d labels=%s shapes=%s"
             % (len(got), sorted(got) == list(range(len(files) * FLAGS.per_file)), sorted(shapes))
         )
+        per_example = np.array(per_example, np.float64)
         print(
-            "STATS mean=%s per_thread=%s"
-            % (",".join("%.4f" % v for v in sums / len(got)), ",".join(map(str, per_thread)))
+            "STATS mean=%s sd=%s per_thread=%s"
+            % (
+                ",".join("%.4f" % v for v in per_example.mean(0)),
+                ",".join("%.4f" % v for v in per_example.std(0)),
+                ",".join(map(str, per_thread)),
+            )
         )
         print("HASH %s" % digest.hexdigest())
 

@@ -8,7 +8,8 @@ through ``tf.cond``, a random scale (``resize_nearest_neighbor`` of both),
 out as 255, then ``shuffle_batch`` with two threads. It writes its own data
 (``--data_dir``) and prints a ``DIGEST`` line (what must equal TF's own
 queues: examples, shapes, dtypes, whether every mask still matches its
-image), a ``STATS`` line (per-channel means, compared within a tolerance)
+image), a ``STATS`` line (per-channel means, compared within a tolerance from
+their spread over the examples)
 and a ``HASH`` line (the batches' bytes; equal across runs with ``--seed``).
 
 Usage: unseen_aug_paired_masks.py --data_dir DIR [--seed N] [--threads N]
@@ -119,7 +120,7 @@ def main():
             write_data(path, FLAGS.records)
         images, masks = inputs(path)
 
-        count, consistent, sums, digest = 0, 0, np.zeros(3), hashlib.sha256()
+        count, consistent, per_example, digest = 0, 0, [], hashlib.sha256()
         shapes = set()
         with tf.Session(config=tf.ConfigProto(operation_timeout_in_ms=60000)) as sess:
             sess.run(tf.local_variables_initializer())
@@ -138,7 +139,7 @@ def main():
                     )
                     digest.update(image_batch.tobytes() + mask_batch.tobytes())
                     count += len(image_batch)
-                    sums += image_batch.reshape(-1, 3).astype(np.float64).mean(0) * len(image_batch)
+                    per_example += list(image_batch.reshape(len(image_batch), -1, 3).mean(1))
                     for image, mask in zip(image_batch, mask_batch):
                         inside = mask != 255
                         # channel 0 is 200 exactly where the mask holds CLASS
@@ -151,7 +152,11 @@ def main():
                 coord.request_stop()
             coord.join(threads)
         print("DIGEST examples=%d consistent=%d shapes=%s" % (count, consistent, sorted(shapes)))
-        print("STATS mean=%s" % ",".join("%.3f" % v for v in sums / count))
+        per_example = np.array(per_example, np.float64)
+        print(
+            "STATS mean=%s sd=%s"
+            % tuple(",".join("%.3f" % v for v in f(per_example, 0)) for f in (np.mean, np.std))
+        )
         print("HASH %s" % digest.hexdigest())
 
 
