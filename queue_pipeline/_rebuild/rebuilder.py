@@ -55,7 +55,7 @@ from queue_pipeline._rebuild import lift as _lift
 from queue_pipeline._rebuild import gathering, graph_model
 from queue_pipeline._rebuild import walk as _walk
 from queue_pipeline._rebuild.dealing import DealtRegion
-from queue_pipeline._rebuild.sources import READER_METHODS, Sources, shard_rows
+from queue_pipeline._rebuild.sources import READER_METHODS, Sources
 from queue_pipeline._rebuild.stream import (
     SourceSplit,
     Stream,
@@ -65,7 +65,6 @@ from queue_pipeline._rebuild.stream import (
 )
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline.data import batching as data_batching
-from queue_pipeline.data import producers as data_producers
 
 __all__ = ["Rebuilder"]
 
@@ -496,64 +495,6 @@ class Rebuilder(Sources):
         return None
 
     # ---------------------------------------------------------------- producers
-
-    def slice_stream(self, node: plan.PlanNode) -> Stream:
-        """The stream of ``slice_input_producer``'s rows (an extension point)."""
-        rows = [self._rows(t) for t in node.inputs]
-        if self._split is not None:
-            # Under a split (consumers taking turns at these rows): this share's
-            # rows, each shuffled on its own, as a shared queue hands them out.
-            self._split.used = True
-            rows = [shard_rows(r, self._split.index, self._split.count) for r in rows]
-        dataset = data_producers.slice_input_producer(
-            rows,
-            num_epochs=node.args["num_epochs"],
-            shuffle=node.args["shuffle"],
-            seed=node.args["seed"],
-            capacity=node.args["capacity"],
-        )
-        return Stream(dataset, list(node.outputs), "tuple")
-
-    def _dequeue_stream(self, op: tf.Operation) -> Stream:
-        queue_op = op.inputs[0].op
-        filler = self._fillers.get(queue_op.name)
-        if filler is None:
-            return self._prefetch_stream(op)
-        if filler.kind not in plan.PRODUCER_KINDS:
-            raise _walk.not_rebuildable(
-                self.api,
-                op,
-                f"dequeues directly from the queue of a {filler.kind} "
-                "call instead of using the tensors the call returned",
-                f"use the tensors {filler.kind} returned.",
-            )
-        dataset = self.producer_dataset(queue_op, op)
-        if op.type in graph_facts.DEQUEUE_MANY_OPS + graph_facts.DEQUEUE_UP_TO_OPS:
-            count = self._value(op.inputs[1], "dequeue count")
-            dataset = dataset.batch(count, drop_remainder=op.type in graph_facts.DEQUEUE_MANY_OPS)
-        return Stream(dataset, list(op.outputs), "bare")
-
-    def _counter_stream(self, op: tf.Operation) -> Stream:
-        """The values a per-record counter hands out; see NOTE [ Per-record counters ]."""
-        start = (self.counter_starts or {}).get(op.name)
-        if start is None:
-            raise _walk.not_rebuildable(
-                self.api,
-                op,
-                "is a per-record counter whose start (its variable's value when the "
-                "input starts) is not known here",
-                "let the dataset engine fill the queue when the runners start.",
-            )
-        step = 1
-        if self._split is not None:  # enqueue ops taking turns at one counter
-            start += self._split.index
-            step = self._split.count
-            self._split.used = True
-        dtype = op.outputs[0].dtype
-        dataset = tf.data.Dataset.range(start, int(op.get_attr("limit")), step)
-        if dtype != tf.int64:
-            dataset = dataset.map(lambda v: tf.cast(v, dtype))
-        return Stream(dataset, [op.outputs[0]], "bare")
 
     def _prefetch_stream(self, op: tf.Operation) -> Stream:
         """A queue no builder recorded; see NOTE [ Queues no builder recorded ]."""

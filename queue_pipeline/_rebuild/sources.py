@@ -2,8 +2,10 @@
 
 The :class:`Sources` half of :class:`queue_pipeline._rebuild.rebuilder.Rebuilder`:
 the twin of the producer filling a work queue (sharded between the queue's
-consumers), the twin of a reader over it, and the Python or numpy values of
-the legacy tensors those twins need (static, computed once, or lifted).
+consumers), the twin of a reader over it, the streams a pipeline starts from
+(``slice_input_producer``'s rows, a dequeue from a producer's queue, a
+per-record counter), and the Python or numpy values of the legacy tensors
+those twins need (static, computed once, or lifted).
 
 Work queues shared by several consumers (N readers on one
 ``string_input_producer``, the "Reading data" guide's multiple readers) are
@@ -59,6 +61,7 @@ class Sources:
     _scope: set | None
     _order: dict | None
     _split: SourceSplit | None
+    counter_starts: dict[str, int] | None
 
     @contextlib.contextmanager
     def split_sources(self, index: int, count: int):
@@ -230,6 +233,70 @@ class Sources:
                 pattern = self._value(node.args["pattern"], "pattern")
                 return data_producers.match_filenames_once(pattern)
         return None
+
+    # -------------------------------------------------- streams a pipeline starts from
+
+    def slice_stream(self, node: plan.PlanNode) -> Stream:
+        """The stream of ``slice_input_producer``'s rows (an extension point)."""
+        rows = [self._rows(t) for t in node.inputs]
+        if self._split is not None:
+            # Under a split (consumers taking turns at these rows): this share's
+            # rows, each shuffled on its own, as a shared queue hands them out.
+            self._split.used = True
+            rows = [shard_rows(r, self._split.index, self._split.count) for r in rows]
+        dataset = data_producers.slice_input_producer(
+            rows,
+            num_epochs=node.args["num_epochs"],
+            shuffle=node.args["shuffle"],
+            seed=node.args["seed"],
+            capacity=node.args["capacity"],
+        )
+        return Stream(dataset, list(node.outputs), "tuple")
+
+    def _dequeue_stream(self, op: tf.Operation) -> Stream:
+        queue_op = op.inputs[0].op
+        filler = self._fillers.get(queue_op.name)
+        if filler is None:
+            return self._prefetch_stream(op)
+        if filler.kind not in plan.PRODUCER_KINDS:
+            raise _walk.not_rebuildable(
+                self.api,
+                op,
+                f"dequeues directly from the queue of a {filler.kind} "
+                "call instead of using the tensors the call returned",
+                f"use the tensors {filler.kind} returned.",
+            )
+        dataset = self.producer_dataset(queue_op, op)
+        if op.type in graph_facts.DEQUEUE_MANY_OPS + graph_facts.DEQUEUE_UP_TO_OPS:
+            count = self._value(op.inputs[1], "dequeue count")
+            dataset = dataset.batch(count, drop_remainder=op.type in graph_facts.DEQUEUE_MANY_OPS)
+        return Stream(dataset, list(op.outputs), "bare")
+
+    def _counter_stream(self, op: tf.Operation) -> Stream:
+        """The values a per-record counter hands out; see NOTE [ Per-record counters ]."""
+        start = (self.counter_starts or {}).get(op.name)
+        if start is None:
+            raise _walk.not_rebuildable(
+                self.api,
+                op,
+                "is a per-record counter whose start (its variable's value when the "
+                "input starts) is not known here",
+                "let the dataset engine fill the queue when the runners start.",
+            )
+        step = 1
+        if self._split is not None:  # enqueue ops taking turns at one counter
+            start += self._split.index
+            step = self._split.count
+            self._split.used = True
+        dtype = op.outputs[0].dtype
+        dataset = tf.data.Dataset.range(start, int(op.get_attr("limit")), step)
+        if dtype != tf.int64:
+            dataset = dataset.map(lambda v: tf.cast(v, dtype))
+        return Stream(dataset, [op.outputs[0]], "bare")
+
+    def _prefetch_stream(self, op: tf.Operation) -> Stream:
+        """A queue no builder recorded: the Rebuilder's (it rebuilds what fills it)."""
+        raise NotImplementedError
 
 
 def shard_rows(rows, index: int, shards: int):
