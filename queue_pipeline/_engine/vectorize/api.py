@@ -51,12 +51,36 @@ raise. Three facts keep that true:
   ``DecodeRaw`` fails. Reshapes take the batch size from the tensor
   (``[B] + shape``, never ``[-1] + shape``), so a batch of same-length but wrong
   strings fails instead of silently regrouping.
-* *No per-example state.* Random and other stateful ops (``RandomUniform``
-  in a random crop or flip) draw per record; one draw per batch would change
-  the distribution of the data, so they are refused, as are stateless random
-  ops seeded from the record (with constant seeds every record gets the same
-  values, so one computation per batch is exact). ``Assert`` is kept: the
-  batch fails iff a record fails.
+* *No per-example state.* Stateful ops other than random draws are
+  refused, as are stateless random ops seeded from the record (with
+  constant seeds every record gets the same values, so one computation per
+  batch is exact). ``Assert`` is kept: the batch fails iff a record fails.
+
+Random draws are the one place where "bitwise per record" becomes
+"distributed as per record". An unseeded stateful draw (``RandomUniform``,
+``RandomUniformInt``, ``RandomStandardNormal``, ``TruncatedNormal`` with
+``seed = seed2 = 0``, as ``random_crop``, ``random_flip_*``,
+``random_brightness`` and ``random_contrast`` build them without a seed) of an
+unbatched shape gives each record fresh i.i.d. values that no run can
+reproduce. With ``random_draws=True`` it becomes one draw of ``[B] + shape``
+(``B`` from the first source): row ``i`` is distributed exactly as record
+``i``'s own draw, and rows are independent, as records' draws are; so every
+value computed from the draws has, per record, the distribution it has per
+record, though not the values of any per-record run (there are none to
+match). Downstream of a draw, the checks that keep floating-point results
+bitwise (``exact``) are therefore not applied: a last-bit difference in a
+value that was drawn at random is no observable change of its distribution.
+Everything not downstream of a draw keeps the bitwise contract. A seeded
+draw repeats a stream per record and is refused (the engine makes it
+stateless per record instead: NOTE [ Stateless randomness keyed by the
+record ] in ``_engine/stateless.py``), and so is every draw when
+``random_draws`` is False (the engine's choice for a seeded pipeline, whose
+unseeded ops it also keys by the record). Conditionals on a per-record
+predicate (``random_flip_left_right``'s ``cond``) are first rewritten to
+selects where that is exact: see NOTE [ Conditionals as selects ] in
+``lower.py``. A slice at per-record offsets (``random_crop``) is a gather,
+and ``random_contrast``'s kernel with a factor per record has an exact batch
+form (NOTE [ Contrast with a factor per record ] in ``rules_image.py``).
 
 Errors still raise, with the batched op's message (it may name the batch
 rather than the record). Outputs that do not depend on any source are
@@ -89,6 +113,7 @@ from typing import Mapping
 
 from queue_pipeline._rebuild.lift import LiftedRegion
 from queue_pipeline._engine.vectorize.builder import _Builder
+from queue_pipeline._engine.vectorize.lower import lower_conditionals
 from queue_pipeline._engine.vectorize.base import (
     _Refused,
 )
@@ -105,6 +130,7 @@ def vectorize(
     *,
     fixed_lengths: Mapping[str | int, int] | None = None,
     exact: bool = True,
+    random_draws: bool = False,
 ) -> VectorizedRegion | NotVectorizable:
     """Rewrites `region` to run on whole batches, if every op has a batch form.
 
@@ -122,6 +148,10 @@ def vectorize(
         float arithmetic Grappler may regroup per shape, see NOTE [ Grappler
         and float arithmetic ]). With False they are vectorized and may
         differ in the last bit.
+      random_draws: draw each unseeded stateful random op once per batch,
+        ``[B] + shape``: every record's values are distributed as its own
+        draw's, not equal to any (see NOTE). False refuses every random draw.
+        Pass False when the pipeline must repeat itself (a seed is set).
 
     Returns:
       A :class:`VectorizedRegion`, or a :class:`NotVectorizable` naming the
@@ -152,7 +182,17 @@ def vectorize(
                 f"source of the region {[s.name for s in region.sources]}."
             )
         lengths[source.name] = int(length)
-    builder = _Builder(region, lengths, exact)
+    graph_def, lowered = lower_conditionals(region.graph_def)
+    try:
+        builder = _Builder(
+            region, lengths, exact, graph_def=graph_def, lowered=lowered, draws=random_draws
+        )
+    except ValueError:
+        if not lowered:
+            raise
+        # A lowered conditional whose branches' shapes do not even broadcast:
+        # walk the region as it is (its conditional is then refused).
+        builder = _Builder(region, lengths, exact, draws=random_draws)
     try:
         builder.run()
     except _Refused as refused:

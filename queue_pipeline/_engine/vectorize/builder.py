@@ -23,6 +23,7 @@ from queue_pipeline._engine.vectorize.results import (
     VectorizedRegion,
 )
 from queue_pipeline._engine.vectorize.rules import (
+    _DRAW_RULES,
     _RULES,
 )
 from queue_pipeline._engine.vectorize.rules_elementwise import (
@@ -44,33 +45,57 @@ _RANDOM_REASON = (
 
 
 class _Builder:
-    """One rewrite of a region; see NOTE [ Vectorizing a region ]."""
+    """One rewrite of a region; see NOTE [ Vectorizing a region ].
 
-    def __init__(self, region: LiftedRegion, lengths: dict[str, int], exact: bool):
+    It walks `graph_def` (the region's, or the region's with its conditionals
+    lowered, see NOTE [ Conditionals as selects ] in ``lower.py``): `lowered`
+    maps each select that stands for a conditional to the conditional's name
+    and type. With `draws`, unseeded stateful random ops draw ``[B] + shape``
+    (see NOTE [ Vectorizing a region ]). :attr:`exact` is, for the node being
+    rewritten, the caller's `exact` unless the node reads a random draw.
+    """
+
+    def __init__(
+        self,
+        region: LiftedRegion,
+        lengths: dict[str, int],
+        exact: bool,
+        *,
+        graph_def=None,
+        lowered: Mapping[str, tuple[str, str]] | None = None,
+        draws: bool = False,
+    ):
         self.region = region
+        self.graph_def = region.graph_def if graph_def is None else graph_def
+        self.lowered = dict(lowered or {})
+        self.draws = draws
         self.lengths = lengths
+        self.exact_option = exact
         self.exact = exact
+        self.drawn: set[str] = set()  # tensors downstream of a random draw
         self.out = tf.compat.v1.GraphDef()
-        self.out.versions.CopyFrom(region.graph_def.versions)
-        if region.graph_def.HasField("library"):
-            self.out.library.CopyFrom(region.graph_def.library)
-        self.names = {node.name for node in region.graph_def.node}
+        self.out.versions.CopyFrom(self.graph_def.versions)
+        if self.graph_def.HasField("library"):
+            self.out.library.CopyFrom(self.graph_def.library)
+        self.names = {node.name for node in self.graph_def.node}
         self.new: dict[str, str] = {}  # legacy tensor -> tensor in self.out
         self.batched: dict[str, bool] = {}
         self.ops: dict[str, str] = {}  # legacy op -> op in self.out (control inputs)
         self.rules: list[tuple[str, str, str]] = []
-        self.shapes, self.values, self.dtypes = _per_record_facts(region)
+        self.shapes, self.values, self.dtypes, self.per_record_ops = _per_record_facts(
+            region, self.graph_def
+        )
         for source in region.sources:
             self._set(source.name, source.name, True)
         for name in list(region.constants) + list(region.captured):
             self._set(name, name, False)
         self.consumers: dict[str, list] = {}
-        for node in region.graph_def.node:
+        for node in self.graph_def.node:
             for i, inp in enumerate(node.input):
                 if not inp.startswith("^"):
                     self.consumers.setdefault(_canonical(inp), []).append((node, i))
         self.sink_names = [s.name for s in region.sinks]
-        self.nodes = {node.name: node for node in region.graph_def.node}
+        self.nodes = {node.name: node for node in self.graph_def.node}
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -131,7 +156,7 @@ class _Builder:
         self.rules.append((node.name, node.op, rule))
 
     def _num_outputs(self, node) -> int:
-        return len(self.region.graph.get_operation_by_name(node.name).outputs)
+        return len(self.per_record_ops[node.name].outputs)
 
     def _register(self, node, news: Sequence[str | None], batched) -> None:
         flags = [batched] * len(news) if isinstance(batched, bool) else list(batched)
@@ -209,20 +234,39 @@ class _Builder:
     # ----------------------------------------------------------------- walk
 
     def run(self) -> None:
-        for node in _topological(self.region.graph_def):
+        for node in _topological(self.graph_def):
             try:
                 self._node(node)
             except _Refused as refused:
-                refused.node = node
+                if refused.node is None:
+                    refused.node = node
                 raise
 
     def _node(self, node) -> None:
-        op = self.region.graph.get_operation_by_name(node.name)
+        op = self.per_record_ops[node.name]
         ins = self.inputs(node)
-        if _is_random(node.op) and (op.op_def.is_stateful or any(i.batched for i in ins)):
-            # A stateless op with constant seeds gives every record the same values:
-            # computed once per batch, they are the same.
-            raise _Refused(_RANDOM_REASON)
+        drawn = any(i.ref in self.drawn for i in ins)
+        self.exact = self.exact_option and not drawn
+        if node.name in self.lowered:
+            self._check_lowered(node, ins)
+        if _is_random(node.op):
+            if self.draws and node.op in _DRAW_RULES and op.op_def.is_stateful and _unseeded(node):
+                _DRAW_RULES[node.op](self, node, ins)
+                drawn = True
+            elif op.op_def.is_stateful or any(i.batched for i in ins):
+                # A stateless op with constant seeds gives every record the same values:
+                # computed once per batch, they are the same.
+                raise _Refused(_RANDOM_REASON)
+            else:
+                self.copy(node, batched=False, rule=_UNBATCHED)
+            if drawn:
+                self.drawn.update(f"{node.name}:{i}" for i in range(self._num_outputs(node)))
+            return
+        self._rule(node, op, ins)
+        if drawn:
+            self.drawn.update(f"{node.name}:{i}" for i in range(self._num_outputs(node)))
+
+    def _rule(self, node, op, ins: list[_In]) -> None:
         rule = _RULES.get(node.op)
         if op.op_def.is_stateful and rule is not _assert:
             raise _Refused("stateful op: it has a side effect or state per record")
@@ -232,6 +276,24 @@ class _Builder:
         if rule is None:
             raise _Refused("no batch rule for this op type")
         rule(self, node, ins)
+
+    def _check_lowered(self, node, ins: list[_In]) -> None:
+        """A select standing for a conditional: a scalar predicate, branches of one shape."""
+        cond, then, other = ins
+        if cond.rank != 0 or not then.shape.is_fully_defined() or then.shape != other.shape:
+            name, op_type = self.lowered[node.name]
+            stand_in = tf.compat.v1.NodeDef(name=name, op=op_type)
+            raise _Refused(
+                "its branches differ in per-record shape (or the shape is not fully "
+                f"known: {then.shape} and {other.shape}), so computing both and "
+                "selecting has no batch form",
+                stand_in,
+            )
+
+    def batch_like(self) -> _In:
+        """The first source, as a batched input to take the batch size from."""
+        name = self.region.sources[0].name
+        return _In(name, self.new[name], True, self.shapes[name], self.dtypes[name], None)
 
     def result(self) -> VectorizedRegion:
         outputs = tuple(self.new[s] for s in self.sink_names)
@@ -323,12 +385,13 @@ class _StaticValues:
         return self.get(ref) is not None
 
 
-def _per_record_facts(region: LiftedRegion):
-    """Per-record static shapes, dtypes and (lazy) static values of the region's tensors.
+def _per_record_facts(region: LiftedRegion, graph_def):
+    """Per-record static shapes, dtypes, (lazy) static values and ops of `graph_def`'s tensors.
 
-    Imports the region once into a scratch graph with stand-ins of the
-    sources' shapes: the shapes are those the per-record region infers (and
-    so guarantees), not the legacy graph's ``set_shape`` claims.
+    Imports `graph_def` (the region's, or it with conditionals lowered) once
+    into a scratch graph with stand-ins of the sources' shapes: the shapes are
+    those the per-record region infers (and so guarantees), not the legacy
+    graph's ``set_shape`` claims. The ops are the scratch graph's, by node name.
     """
     graph = tf.Graph()
     with graph.as_default():
@@ -346,17 +409,16 @@ def _per_record_facts(region: LiftedRegion):
                 read.dtype.base_dtype, read.shape, name=f"captured{i}"
             )
         tensors = dict(by_name)
-        if region.graph_def.node:
-            names = [
-                f"{node.name}:{i}"
-                for node in region.graph_def.node
-                for i in range(len(region.graph.get_operation_by_name(node.name).outputs))
-            ]
-            imported = import_graph(region.graph_def, by_name, names, name="per_record")
-            tensors.update(zip(names, imported))
+        ops = {}
+        if graph_def.node:
+            import_graph(graph_def, by_name, [], name="per_record")
+            for node in graph_def.node:
+                op = graph.get_operation_by_name(f"per_record/{node.name}")
+                ops[node.name] = op
+                tensors.update((f"{node.name}:{i}", t) for i, t in enumerate(op.outputs))
     shapes = {name: t.shape for name, t in tensors.items()}
     dtypes = {name: t.dtype.base_dtype for name, t in tensors.items()}
-    return shapes, _StaticValues(tensors, region.constants, region.sources), dtypes
+    return shapes, _StaticValues(tensors, region.constants, region.sources), dtypes, ops
 
 
 def _topological(graph_def) -> list:
@@ -393,10 +455,18 @@ def _topological(graph_def) -> list:
     return order
 
 
+_STATELESS_CONTROL_FLOW = frozenset({"StatelessIf", "StatelessWhile", "StatelessCase"})
+
+
+def _unseeded(node) -> bool:
+    """Whether a stateful random op draws from a fresh, unrepeatable stream (seed = seed2 = 0)."""
+    return not node.attr["seed"].i and not node.attr["seed2"].i
+
+
 def _is_random(op_type: str) -> bool:
     return (
         "Random" in op_type
-        or op_type.startswith("Stateless")
+        or (op_type.startswith("Stateless") and op_type not in _STATELESS_CONTROL_FLOW)
         or op_type
         in (
             "TruncatedNormal",

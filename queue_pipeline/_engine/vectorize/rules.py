@@ -20,11 +20,14 @@ from queue_pipeline._engine.vectorize.rules_elementwise import (
     _INEXACT_UNARY,
     _binary,
     _clip,
+    _identity_n,
     _same_shape_nary,
     _select,
     _select_v2,
     _unary,
 )
+from queue_pipeline._engine.vectorize.rules_image import _adjust_contrast
+from queue_pipeline._engine.vectorize.rules_random import DRAWS, draw
 from queue_pipeline._engine.vectorize.rules_shape import (
     _assert,
     _concat_v2,
@@ -51,6 +54,8 @@ from queue_pipeline._engine.vectorize.rules_shape import (
 _RULES: dict[str, Callable] = {
     **{op: _unary for op in _EXACT_UNARY | _INEXACT_UNARY},
     **{op: _binary for op in _BINARY},
+    "IdentityN": _identity_n,
+    "AdjustContrastv2": _adjust_contrast,
     "SelectV2": _select_v2,
     "Select": _select,
     "ClipByValue": _clip,
@@ -89,3 +94,8 @@ _RULES: dict[str, Callable] = {
     "Rank": _shape,
     "Assert": _assert,
 }
+
+
+# Unseeded random draws, applied only when the caller allows draws per batch
+# (see NOTE [ Vectorizing a region ]).
+_DRAW_RULES: dict[str, Callable] = {op: draw for op in DRAWS}

@@ -275,3 +275,8 @@ def _same_shape_nary(b: Builder, node, ins: list[_In]) -> None:  # AddN
     like = next(i for i in ins if i.batched)
     news = [i.new if i.batched else _lift_to_batch(b, node, i, like) for i in ins]
     b.copy(node, news, rule="element-wise")
+
+
+def _identity_n(b: Builder, node, ins: list[_In]) -> None:
+    """Each output is its input (a lowered conditional or switch keeps its name as one)."""
+    b.copy(node, batched=[i.batched for i in ins], rule="each output its input")

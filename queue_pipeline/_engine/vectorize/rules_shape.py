@@ -83,6 +83,9 @@ def _slice(b: Builder, node, ins: list[_In]) -> None:
     x, begin, size = ins
     if not x.batched:
         raise _Refused("its begin or size depends on the record")
+    if begin.batched:
+        _slice_at_offsets(b, node, ins)
+        return
     b.copy(
         node,
         [
@@ -91,6 +94,60 @@ def _slice(b: Builder, node, ins: list[_In]) -> None:
             _with_batch_entry(b, node, size, -1, "size"),
         ],
         rule="slice with a full batch axis first",
+    )
+
+
+def _slice_at_offsets(b: Builder, node, ins: list[_In]) -> None:
+    """A slice at per-record offsets (``random_crop``) of a per-record constant size.
+
+    Each axis whose size is less than the full one is gathered at
+    ``begin[:, d, None] + range(size)`` with ``batch_dims=1``; an axis kept
+    whole needs offset 0. One ``Assert`` first checks every record's offsets
+    as ``Slice`` does (``0 <= begin <= dim - size``), so a batch fails iff
+    a record would. The values are moved, not computed: bitwise the same.
+    """
+    x, begin, size = ins
+    if size.batched:
+        raise _Refused("its size depends on the record")
+    sizes = np.asarray(size.static("size")).reshape(-1).tolist()
+    if not x.shape.is_fully_defined() or begin.rank != 1 or len(sizes) != x.rank:
+        raise _Refused(
+            "per-record offsets need a fully known per-record shape and one offset per axis"
+        )
+    dims = x.shape.as_list()
+    if any(not 0 <= s <= d for s, d in zip(sizes, dims)):
+        raise _Refused(
+            f"its size {sizes} is -1 or exceeds the per-record shape {dims} "
+            "(records would get different shapes, or fail)"
+        )
+    axes = [d for d, (s, full) in enumerate(zip(sizes, dims)) if s < full]
+    limits = [full - s for s, full in zip(sizes, dims)]
+
+    def build(t, offsets):
+        ok = tf.reduce_all((offsets >= 0) & (offsets <= tf.constant(limits, offsets.dtype)))
+        check = tf.raw_ops.Assert(
+            condition=ok,
+            data=[
+                tf.constant(
+                    f"Slice: expected every record's begin in [0, {limits}] (the "
+                    f"input's shape {dims} minus the size {sizes}); got"
+                ),
+                offsets,
+            ],
+            summarize=3 * len(dims),
+        )
+        with tf.control_dependencies([check]):
+            t = tf.identity(t)
+        for d in axes:
+            rows = offsets[:, d : d + 1] + tf.range(sizes[d], dtype=offsets.dtype)
+            t = tf.gather(t, rows, axis=d + 1, batch_dims=1)
+        return [t]
+
+    b.emit(
+        node,
+        build,
+        [x, begin],
+        rule=f"gather at per-record offsets on axes {[d + 1 for d in axes]} (batch_dims=1)",
     )
 
 
