@@ -214,11 +214,16 @@ class EngineRebuilder(Rebuilder):
             why_not = self._why_not_vectorized(node, region, leaves, pack, base)
             if why_not is None:
                 vectorized, why_not = _vectorize(
-                    self.vectorizer, region, self._fixed_lengths(region)
+                    self.vectorizer,
+                    region,
+                    self._fixed_lengths(region),
+                    random_draws=not self.deterministic,
                 )
                 if vectorized is not None:
                     self._pending[node.index] = _Pending(base, vectorized)
-                    self.paths.append(f"{role}: vectorized, decoded once per batch")
+                    self.paths.append(
+                        f"{role}: vectorized, decoded once per batch{_draws_said(vectorized)}"
+                    )
                     return Stream(base.dataset, list(base.leaves), base.form, base.parts)
                 if node.kind == "shuffle_batch":  # NOTE [ Records shuffled before their map ]
                     base = self._shuffled(node, base)
@@ -417,11 +422,17 @@ class EngineRebuilder(Rebuilder):
         return None
 
 
-def _vectorize(module, region, fixed_lengths: dict[str, int]):
-    """(function on batches, None) or (None, why not) from the vectorizer `module`."""
+def _vectorize(module, region, fixed_lengths: dict[str, int], *, random_draws: bool):
+    """(function on batches, None) or (None, why not) from the vectorizer `module`.
+
+    With `random_draws` (an unseeded pipeline), unseeded random ops draw
+    once per batch (NOTE [ Vectorizing a region ] in ``vectorize/api.py``).
+    """
     refusal = getattr(module, "NotVectorizable", None)
     try:
-        result = module.vectorize(region, fixed_lengths=fixed_lengths or None)
+        result = module.vectorize(
+            region, fixed_lengths=fixed_lengths or None, random_draws=random_draws
+        )
     except Exception as e:  # noqa: BLE001 - a vectorizer bug must not break the build
         return None, f"the vectorizer failed: {type(e).__name__}: {e}"
     if (
@@ -431,6 +442,16 @@ def _vectorize(module, region, fixed_lengths: dict[str, int]):
     ):
         return None, str(result)
     return result, None
+
+
+def _draws_said(vectorized) -> str:
+    """ ", random ops drawn ..." for the engine's log line, when the region draws."""
+    drawn = sorted(
+        {op for _, op, rule in getattr(vectorized, "rules", ()) if rule.startswith("one draw of")}
+    )
+    if not drawn:
+        return ""
+    return f", random ops drawn [B] at a time ({', '.join(drawn)})"
 
 
 # TF's CPU allocator alignment: a fed array whose data is aligned to it is
