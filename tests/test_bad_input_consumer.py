@@ -258,8 +258,8 @@ def test_a_decode_error_inside_the_dataset_engine_names_the_record(
         queue = qp.string_input_producer(files, num_epochs=1, shuffle=False)
         _, value = reader().read(queue)
         outputs = decode(value)
-        if not vectorized:  # a per-record random op keeps the region per record
-            noise = tf.cast(tf.compat.v1.random_uniform([], maxval=1), outputs[0].dtype)
+        if not vectorized:  # a seeded per-record random op keeps the region per record
+            noise = tf.cast(tf.compat.v1.random_uniform([], maxval=1, seed=1), outputs[0].dtype)
             outputs = [outputs[0] + noise, *outputs[1:]]
         fetch = qp.batch(list(outputs), 2)
         error = _run_until_error(fetch, "run")

@@ -219,7 +219,10 @@ def _rows(batches, component):
 
 CASES = {
     "mnist_reader": (mnist_inputs, "tfrecord_files", "vectorized", (1,)),
-    "cifar10_distorted": (cifar10_distorted_inputs, "cifar_files", "per-record map", (1,)),
+    # Unseeded distortions draw per batch; per_image_standardization's float Mean
+    # reads the draws, so a last-bit difference is allowed there (NOTE [ Vectorizing
+    # a region ]).
+    "cifar10_distorted": (cifar10_distorted_inputs, "cifar_files", "vectorized", (1,)),
     # per_image_standardization's float Mean could round differently batched.
     "cifar10_eval": (cifar10_eval_inputs, "cifar_files", "per-record map", (0, 1)),
     "cifar10_eval_scaled": (cifar10_eval_scaled_inputs, "cifar_files", "vectorized", (0, 1)),
