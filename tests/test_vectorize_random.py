@@ -59,14 +59,23 @@ def _offsets(n, limits):
     return np.stack([RNG.integers(0, limit + 1, n) for limit in limits], 1).astype(np.int32)
 
 
-def test_slice_at_per_record_offsets_is_a_bitwise_gather():
-    x = RNG.integers(0, 256, (N, 7, 6, 3)).astype(np.uint8)
-    offsets = _offsets(N, [2, 3, 0])
-    region = region_of(
-        lambda x, o: tf.slice(x, o, [5, 3, 3]), (tf.uint8, [7, 6, 3]), (tf.int32, [3])
-    )
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((7, 6, 3), (5, 3, 3), tf.uint8),  # an inner axis of few offsets: stacked windows
+        ((4, 40, 2), (2, 10, 2), tf.float32),  # 31 offsets: gathered columns
+        ((9, 5), (4, 5), tf.int64),  # one axis cut
+    ],
+    ids=["windows", "gathered columns", "rows only"],
+)
+def test_slice_at_per_record_offsets_is_a_bitwise_gather(case):
+    shape, size, dtype = case
+    x = (RNG.standard_normal((N, *shape)) * 100).astype(dtype.as_numpy_dtype)
+    offsets = _offsets(N, [d - s for d, s in zip(shape, size)])
+    region = region_of(lambda x, o: tf.slice(x, o, size), (dtype, shape), (tf.int32, [len(shape)]))
     vectorized = assert_vectorizes(region, [x, offsets])
-    assert "gather at per-record offsets on axes [1, 2]" in vectorized.describe()
+    cut = [d + 1 for d, (full, s) in enumerate(zip(shape, size)) if s < full]
+    assert f"gather at per-record offsets on axes {cut}" in vectorized.describe()
 
 
 @pytest.mark.parametrize(

@@ -100,11 +100,17 @@ def _slice(b: Builder, node, ins: list[_In]) -> None:
 def _slice_at_offsets(b: Builder, node, ins: list[_In]) -> None:
     """A slice at per-record offsets (``random_crop``) of a per-record constant size.
 
-    Each axis whose size is less than the full one is gathered at
-    ``begin[:, d, None] + range(size)`` with ``batch_dims=1``; an axis kept
-    whole needs offset 0. One ``Assert`` first checks every record's offsets
-    as ``Slice`` does (``0 <= begin <= dim - size``), so a batch fails iff
-    a record would. The values are moved, not computed: bitwise the same.
+    Each axis whose size is less than the full one is cut per record: the
+    outermost one by gathering rows ``begin[:, d, None] + range(size)`` with
+    ``batch_dims=1``; an inner one, when it has at most ``_WINDOWS`` possible
+    offsets, by stacking the slice at each offset and gathering one per
+    record (a gather of inner rows copies a few bytes at a time: for 64
+    images 64x64x3 uint8 cropped to 56 columns, 23 us an example against 12
+    for the 9 stacked windows, measured), else by gathering its rows too. An
+    axis kept whole needs offset 0. One ``Assert`` first checks every
+    record's offsets as ``Slice`` does (``0 <= begin <= dim - size``), so a
+    batch fails iff a record would. The values are moved, not computed:
+    bitwise the same.
     """
     x, begin, size = ins
     if size.batched:
@@ -139,8 +145,13 @@ def _slice_at_offsets(b: Builder, node, ins: list[_In]) -> None:
         with tf.control_dependencies([check]):
             t = tf.identity(t)
         for d in axes:
-            rows = offsets[:, d : d + 1] + tf.range(sizes[d], dtype=offsets.dtype)
-            t = tf.gather(t, rows, axis=d + 1, batch_dims=1)
+            if d == axes[0] or limits[d] >= _WINDOWS:
+                rows = offsets[:, d : d + 1] + tf.range(sizes[d], dtype=offsets.dtype)
+                t = tf.gather(t, rows, axis=d + 1, batch_dims=1)
+                continue
+            cut = [slice(None)] * (d + 1)
+            windows = [t[tuple(cut + [slice(k, k + sizes[d])])] for k in range(limits[d] + 1)]
+            t = tf.gather(tf.stack(windows, axis=1), offsets[:, d], axis=1, batch_dims=1)
         return [t]
 
     b.emit(
@@ -149,6 +160,10 @@ def _slice_at_offsets(b: Builder, node, ins: list[_In]) -> None:
         [x, begin],
         rule=f"gather at per-record offsets on axes {[d + 1 for d in axes]} (batch_dims=1)",
     )
+
+
+# Most offsets of an inner axis a slice at per-record offsets stacks (see _slice_at_offsets).
+_WINDOWS = 16
 
 
 def _tile(b: Builder, node, ins: list[_In]) -> None:
