@@ -197,9 +197,9 @@ def vectorize(
         builder.run()
     except _Refused as refused:
         node = refused.node
-        return NotVectorizable(
-            node.name if node is not None else "",
-            node.op if node is not None else "",
-            refused.reason,
-        )
+        name, op_type = (node.name, node.op) if node is not None else ("", "")
+        for cond, cond_type in lowered.values():  # an op inlined from a branch: its conditional
+            if name.startswith(f"{cond}/_lowered_"):
+                name, op_type = cond, cond_type
+        return NotVectorizable(name, op_type, refused.reason)
     return builder.result()
