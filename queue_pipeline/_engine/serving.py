@@ -71,7 +71,9 @@ What a legacy program sees, and why:
 * **Vectorized decoding.** When :mod:`queue_pipeline._engine.vectorize` is present
   and the per-record region feeding a batching call has a batch form, the
   raw records are shuffled and batched first and the region runs once per
-  batch (see :class:`engine_rebuilder.EngineRebuilder`); otherwise each record is decoded by
+  batch (see :class:`engine_rebuilder.EngineRebuilder`; in an unseeded
+  pipeline per-record random ops draw once per batch, NOTE [ Vectorizing a
+  region ]); otherwise each record is decoded by
   a parallel ``map`` before batching. Which path each call took is logged
   once (INFO). The batch form runs as the batching twin's ``decode``
   (``batch -> map(decode) -> prefetch``, the hand-written shape); a
