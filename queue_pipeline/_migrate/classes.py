@@ -14,6 +14,7 @@ import inspect
 import os
 
 import libcst as cst
+import libcst.matchers as m
 import tensorflow as tf
 
 from queue_pipeline._migrate import constructor_pipelines as _pipelines
@@ -21,6 +22,8 @@ from queue_pipeline._migrate import methods as _methods
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate.python_filled_queues import python_filled_queue
 from queue_pipeline._migrate.trace import MigrateError
+
+_API = "queue-pipeline migrate"
 
 __all__ = [
     "Probe",
@@ -129,8 +132,61 @@ def constructor_batches(path: str, cls: str, call: str | None, argv) -> list[lis
     with tf.Graph().as_default() as graph:
         (instance,), _ = _trace.parse_call(module, f"{cls}({call or ''})")
         found = _pipelines.pipelines(instance, _methods.queue_tensors(instance))
+        if not found:  # NOTE [ A constructor keeping unbatched records ]
+            found = _records_kept(path, cls, instance)
     if not found:  # NOTE [ A queue filled from Python state ]
         filled = python_filled_queue(graph, os.path.realpath(path), f"{cls}(...)")
         if filled:
             raise MigrateError(filled)
+    return found
+
+
+def _records_kept(path: str, cls: str, instance: object) -> list[list[str]]:
+    """The attributes of `instance` holding records read by a reader, with no batching
+    call, one list per pipeline, where no other method of `cls` reads them.
+
+    NOTE [ A constructor keeping unbatched records ]
+    A loader's test mode often reads one record per step and keeps it as it
+    is (monodepth's ``self.left_image_batch = tf.stack([image,
+    tf.image.flip_left_right(image)], 0)``, with no batching call). Such a
+    constructor migrates as a function returning unbatched records does: its
+    Dataset's elements are those attributes, one record each. Where another
+    method of the class reads them (a ``dequeue(n)`` that batches them: NOTE
+    [ A method reading what its constructor built ]), that method is the
+    pipeline: the constructor is refused, naming it.
+
+    Raises:
+      MigrateError: another method reads the records.
+    """
+    records = _methods.queue_tensors(instance, reads=True)
+    if not records:
+        return []
+    readers = _methods_reading(path, cls, set(records))
+    if readers:
+        name, attribute = readers[0]
+        raise MigrateError(
+            f"{_API}: {path}: {cls}(...) keeps records it reads (self.{attribute}) "
+            f"unbatched, and {cls}.{name} reads them: that method builds the pipeline "
+            f"with them. Fix: migrate {os.path.basename(path)}:{cls}.{name} (--call "
+            f"'{cls}(ARGS), METHOD ARGS')."
+        )
+    return _pipelines.pipelines(instance, records)
+
+
+def _methods_reading(path: str, cls: str, attributes: set[str]) -> list[tuple[str, str]]:
+    """(method, attribute) for each method of class `cls` in the file at `path`, other
+    than ``__init__``, that names one of `attributes` of ``self``."""
+    found = []
+    for stmt in top_level(path):
+        if not (isinstance(stmt, cst.ClassDef) and stmt.name.value == cls):
+            continue
+        for fn in stmt.body.body:
+            if not isinstance(fn, cst.FunctionDef) or fn.name.value == "__init__":
+                continue
+            named = {
+                node.attr.value
+                for node in m.findall(fn, m.Attribute(value=m.Name("self")))
+                if isinstance(node, cst.Attribute)
+            }
+            found += [(fn.name.value, a) for a in sorted(named & attributes)]
     return found

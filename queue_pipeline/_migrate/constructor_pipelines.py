@@ -50,8 +50,9 @@ def pipelines(instance: object, attributes: list[str]) -> list[list[str]]:
 
 
 def _dequeues(tensor) -> set[str]:
-    """The names of the nearest dequeue ops `tensor` is computed from."""
-    return nearest(tensor, lambda op: "Dequeue" in op.type)
+    """The names of the nearest dequeue ops (or, for an unbatched record, reader reads)
+    `tensor` is computed from."""
+    return nearest(tensor, lambda op: "Dequeue" in op.type or op.type.startswith("ReaderRead"))
 
 
 def method_names(groups: list[list[str]]) -> list[str]:

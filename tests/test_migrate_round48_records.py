@@ -1,0 +1,64 @@
+"""migrate on a constructor that keeps unbatched records as attributes (#41, round 48).
+
+NOTE [ A constructor keeping unbatched records ] in ``_migrate/classes.py``:
+a loader's evaluation form reads one record per step and keeps it (with its
+flip) as an attribute, with no batching call; it migrates as a function
+returning unbatched records does. Run in the suite's TF mode (the suite runs
+this file with ``--tf1`` too).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from queue_pipeline._migrate.api import MigrateError, migrate
+
+from helpers import copy_script, elements, tf1_mode
+
+pytestmark = pytest.mark.slow
+
+
+def _images(directory, count: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(4)
+    arrays = [rng.integers(0, 255, (4, 6, 3), dtype=np.uint8) for _ in range(count)]
+    with tf.Graph().as_default():  # either TF mode
+        pixels = tf.compat.v1.placeholder(tf.uint8, [4, 6, 3])
+        encoded = tf.io.encode_png(pixels)
+        with tf.compat.v1.Session() as sess:
+            for i, array in enumerate(arrays):
+                (directory / f"im{i}.png").write_bytes(sess.run(encoded, {pixels: array}))
+    (directory / "list.txt").write_text("".join(f"im{i}.png other\n" for i in range(count)))
+    return arrays
+
+
+def test_a_constructor_keeping_one_record_and_its_flip_migrates(tmp_path):
+    """Was refused: "keeps no tensor read from a queue as an attribute"."""
+    path = copy_script("unseen_test_mode_loader.py", tmp_path, "loader.py")
+    arrays = _images(tmp_path, 5)
+    call = f"{str(tmp_path) + '/'!r}, {str(tmp_path / 'list.txt')!r}"
+    result = migrate(str(path), "EvalLoader", call=call, tf1=tf1_mode())
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.function == "EvalLoader.init_dataset"
+    assert "{'image_pair': image_pair}" in result.source
+    if tf1_mode() or not tf.executing_eagerly():
+        return
+    module = result.load()
+    loader = module.EvalLoader.__new__(module.EvalLoader)
+    dataset = loader.init_dataset(str(tmp_path) + "/", str(tmp_path / "list.txt"))
+    got = elements(dataset, limit=5)
+    for element, array in zip(got, arrays):
+        pair = np.asarray(element["image_pair"])
+        assert pair.shape == (2, 4, 6, 3)
+        np.testing.assert_allclose(pair[0], array / 255.0, atol=1e-6)
+        np.testing.assert_allclose(pair[1], array[:, ::-1] / 255.0, atol=1e-6)
+
+
+def test_a_constructor_whose_records_a_method_batches_is_refused_naming_it(tmp_path):
+    path = copy_script("unseen_test_mode_loader.py", tmp_path, "loader.py")
+    (tmp_path / "scores.txt").write_text("1\n2\n3\n")
+    with pytest.raises(
+        MigrateError, match=r"Scorer\.batches reads them.*loader\.py:Scorer\.batches"
+    ):
+        migrate(str(path), "Scorer", call=repr(str(tmp_path / "scores.txt")), tf1=tf1_mode())
