@@ -62,3 +62,38 @@ def test_a_constructor_whose_records_a_method_batches_is_refused_naming_it(tmp_p
         MigrateError, match=r"Scorer\.batches reads them.*loader\.py:Scorer\.batches"
     ):
         migrate(str(path), "Scorer", call=repr(str(tmp_path / "scores.txt")), tf1=tf1_mode())
+
+
+def _image_masks(directory, count: int) -> None:
+    rng = np.random.default_rng(5)
+    with tf.Graph().as_default():  # either TF mode
+        pixels = tf.compat.v1.placeholder(tf.uint8, [6, 6, 1])
+        encoded = tf.io.encode_png(pixels)
+        with tf.compat.v1.Session() as sess:
+            for i in range(count):
+                for name in (f"s{i}.png", f"s{i}_mask.png"):
+                    array = rng.integers(0, 255, (6, 6, 1), dtype=np.uint8)
+                    (directory / name).write_bytes(sess.run(encoded, {pixels: array}))
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_the_untaken_branchs_same_shapes_get_the_same_ensure_shape(tmp_path, shuffle):
+    """Was refused at the untaken call: "the run did not build this call" (NOTE [ The
+    same shapes in a branch the run did not take ] in ``_migrate/batch_shapes.py``)."""
+    path = copy_script("unseen_branch_shapes.py", tmp_path, "unet_input.py")
+    _image_masks(tmp_path, 8)
+    call = f"{str(tmp_path)!r}, 4, {shuffle}"
+    result = migrate(str(path), "inputs", call=call, tf1=tf1_mode())
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.source.count("tf.ensure_shape(t0, ([(SIDE, SIDE, 1)] * 2)[0])") == 2
+
+
+def test_an_untaken_branch_rebinding_its_records_stays_refused(tmp_path):
+    path = copy_script("unseen_branch_shapes.py", tmp_path, "unet_input.py")
+    text = path.read_text().replace(
+        "    else:\n", "    else:\n        mask = tf.image.flip_left_right(mask)\n"
+    )
+    path.write_text(text)
+    _image_masks(tmp_path, 8)
+    with pytest.raises(MigrateError, match=r"unet_input\.py:\d+: .*the run did not build"):
+        migrate(str(path), "inputs", call=f"{str(tmp_path)!r}, 4, True", tf1=tf1_mode())

@@ -25,11 +25,15 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import libcst as cst
+import libcst.matchers as m
 import tensorflow as tf
 
 from queue_pipeline import plan
+from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import Step
-from queue_pipeline._migrate.syntax import parse_expression
+from queue_pipeline._migrate.constructor_pipelines import _locals_assigned
+from queue_pipeline._migrate.legacy_api import legacy_api
+from queue_pipeline._migrate.syntax import bind_arguments, callee, names_in, parse_expression
 
 __all__ = ["BatchShapes", "Narrowed", "narrowed_shapes"]
 
@@ -90,6 +94,8 @@ class BatchShapes:
     fail: Callable[..., Exception]  # the rewriter's: a refusal naming the line
     code: Callable[[cst.CSTNode], str]
     where: Callable[[int], str]
+    positions: Any  # the parsed module's positions
+    module: Any  # the parsed module (libcst)
     steps: list[Step]
 
     def given_shapes(self, fn, stmt, kind: str, args: dict[str, str]) -> tuple[dict, Narrowed]:
@@ -99,6 +105,8 @@ class BatchShapes:
         if source == "None":
             return args, Narrowed()
         nodes = [n for n in self.built_at(fn, stmt, plan.BATCHING_KINDS) if n.args.get("shapes")]
+        if not nodes:  # NOTE [ The same shapes in a branch the run did not take ]
+            nodes = self._sibling_nodes(fn, stmt, args)
         if not nodes:
             raise self.fail(
                 fn, stmt, f"{kind}'s `shapes={source}`: the run did not build this call, so "
@@ -140,6 +148,68 @@ class BatchShapes:
         count = len(node.inputs) // (node.args.get("num_lists") or 1)
         return args, Narrowed(spelled, count, str(node.args.get("structure")))
 
+    def _sibling_nodes(self, fn, stmt, args: dict[str, str]) -> list:
+        """The traced nodes of another batching call of `fn` that the run built, with the
+        same records and ``shapes`` (source text) as `stmt`'s untaken call (`args`), in a
+        branch of one ``if`` that rebinds none of the names they read; or [].
+
+        NOTE [ The same shapes in a branch the run did not take ]
+        cifar10-shaped input code batches with ``shuffle_batch`` in one branch
+        and ``tf.train.batch`` in the other, both with the same ``shapes=`` over
+        the same records (``shapes=[(width, height, 1)] * 2`` fixing what
+        ``decode_png`` leaves open). The run builds one of them; the other's
+        shapes say the same of the same tensors, so it gets the same check
+        (``tf.ensure_shape``, or nothing). The records and the shapes must be
+        spelled alike, and no statement of the ``if`` holding both may assign a
+        name they read (else they could differ); any other untaken call with
+        ``shapes`` stays refused.
+        """
+        first = "tensors_list" if "tensors_list" in args else "tensors"
+        wanted = (_spelled(args.get(first, "")), _spelled(args.get("shapes", "")))
+        for other in m.findall(fn.node, m.SimpleStatementLine()):
+            if other is stmt:
+                continue
+            for call in m.findall(other, m.Call()):
+                assert isinstance(call, cst.Call)
+                if callee(call) not in plan.BATCHING_KINDS:
+                    continue
+                try:
+                    given = bind_arguments(legacy_api(callee(call)), call, self.module)
+                except (chains.Unsupported, TypeError):
+                    continue
+                key = "tensors_list" if "tensors_list" in given else "tensors"
+                if (_spelled(given.get(key, "")), _spelled(given.get("shapes", ""))) != wanted:
+                    continue
+                nodes = [
+                    n for n in self.built_at(fn, other, plan.BATCHING_KINDS) if n.args.get("shapes")
+                ]
+                if nodes and self._none_rebound(fn, stmt, other, (args[first], args["shapes"])):
+                    return nodes
+        return []
+
+    def _none_rebound(self, fn, one, other, texts: tuple[str, str]) -> bool:
+        """Whether the innermost ``if`` of `fn` holding statements `one` and `other`
+        exists and assigns none of the names the source texts `texts` read."""
+        a, b = self.positions[one], self.positions[other]
+        holding = [
+            node
+            for node in m.findall(fn.node, m.If())
+            if all(
+                self.positions[node].start.line <= p.start.line
+                and p.end.line <= self.positions[node].end.line
+                for p in (a, b)
+            )
+        ]
+        if not holding:
+            return False
+        span = self.positions
+        inner = min(holding, key=lambda n: span[n].end.line - span[n].start.line)
+        parsed = [parse_expression(t) for t in texts]
+        if any(e is None for e in parsed):
+            return False
+        read = set().union(*(names_in(e) for e in parsed if e is not None))
+        return not read & set(_locals_assigned(inner))
+
     def ensure_line(self, fn, stmt, kind, narrowed: Narrowed, element: str | None) -> str:
         """``dataset = dataset.map(lambda ...: ...)`` checking the `narrowed` shapes on
         the records the mapped code returns as `element` (its source text; None for
@@ -159,3 +229,8 @@ class BatchShapes:
                for i, n in enumerate(names)]  # fmt: skip
         body = out[0] if single else "(" + ", ".join(out) + ("," if count == 1 else "") + ")"
         return f"dataset = dataset.map(lambda {', '.join(names)}: {body})"
+
+
+def _spelled(text: str) -> str:
+    """Source text without its whitespace (two spellings of one expression compare equal)."""
+    return "".join(text.split())
