@@ -9,6 +9,8 @@ this file with ``--tf1`` too).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -16,6 +18,8 @@ import tensorflow as tf
 from queue_pipeline._migrate.api import MigrateError, migrate
 
 from helpers import copy_script, elements, tf1_mode
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
 
 pytestmark = pytest.mark.slow
 
@@ -97,3 +101,32 @@ def test_an_untaken_branch_rebinding_its_records_stays_refused(tmp_path):
     _image_masks(tmp_path, 8)
     with pytest.raises(MigrateError, match=r"unet_input\.py:\d+: .*the run did not build"):
         migrate(str(path), "inputs", call=f"{str(tmp_path)!r}, 4, True", tf1=tf1_mode())
+
+
+@pytest.mark.parametrize("named", [False, True])
+def test_a_script_reading_through_a_method_of_an_object_of_another_module(tmp_path, named):
+    """``single_blocks = BlockRecords([...]).read_records()`` (or the object held by a
+    name first), the class of another module (was: "reads `single_blocks` in
+    per_record() ... a bug in migrate"): NOTE [ A method of an object built inline ] in
+    ``_migrate/program_files.py``."""
+    from test_migrate_script_shapes import _block_records, _migrated_prints_the_same
+
+    copy_script("unseen_inline_object_records.py", tmp_path, "records.py")
+    path = copy_script("unseen_inline_object_script.py", tmp_path, "data_test.py")
+    inline = 'BlockRecords(["blocks.tfrecord"])'
+    if named:
+        text = path.read_text().replace(
+            f"    single_blocks = {inline}.read_records()\n",
+            f"    reader = {inline}\n    single_blocks = reader.read_records()\n",
+        )
+        assert "reader.read_records()" in text
+        path.write_text(text)
+    _block_records(tmp_path / "blocks.tfrecord")
+    migrated = _migrated_prints_the_same(tmp_path, "data_test.py")
+    code = migrated[migrated.index("import tensorflow") :]  # below the docstring
+    held = "reader" if named else inline
+    assert f"read_records_dataset({held})" in code, code
+    assert ".read_records()" not in code and "FIFOQueue" not in code, code
+    assert (tmp_path / "records.py").read_text() == open(
+        os.path.join(SCRIPTS, "unseen_inline_object_records.py")
+    ).read()

@@ -60,6 +60,7 @@ from queue_pipeline._migrate.program_files import (
     calls_in,
     import_names,
     imported,
+    inline_objects,
     input_function,
     is_library,
     scope_of,
@@ -115,7 +116,7 @@ class Foreign:
             if f.local == f.spelled:  # imported by name: its versions keep that name
                 continue
             if f.method:  # `Class__m(reader, q)` is `reader.m(q)`
-                text = re.sub(rf"\b{f.local}\((\w+)(?:,\s*|\s*(?=\)))", rf"\1.{f.short}(", text)
+                text = _as_method_calls(text, f.local, f.short)
             text = re.sub(rf"\b{f.local}\b", f.spelled, text)
             for suffix in dict.fromkeys(re.findall(rf"\b{f.local}(_\w+)\b", text)):
                 name = f.short + suffix
@@ -201,8 +202,9 @@ def lift(source: str, path: str, objects: dict | None = None) -> Foreign | None:
         if isinstance(s, cst.SimpleStatementLine)
         and any(isinstance(b, (cst.Import, cst.ImportFrom)) for b in s.body)
     }
-    wanted = called(module, imported(module, directory))
-    objects = objects or {}
+    names = imported(module, directory)
+    wanted = called(module, names)
+    objects = {**inline_objects(module, names), **(objects or {})}
     if not wanted and not objects:
         return None
     lifted: dict[str, str] = {}  # local name in the copy -> how the program calls it
@@ -439,3 +441,25 @@ def objects_called(traced, source: str) -> dict[str, tuple[str, str, str]]:
             func.attr.value,
         )
     return found
+
+
+def _as_method_calls(text: str, local: str, method: str) -> str:
+    """`text` with each ``local(obj, args...)`` as ``obj.method(args...)``; ``obj`` may
+    be a call itself (``Records(files)``: NOTE [ A method of an object built inline ])."""
+    out, at = [], 0
+    for found in re.finditer(rf"\b{re.escape(local)}\(", text):
+        if found.start() < at:
+            continue
+        depth, i = 0, found.end()
+        while i < len(text) and not (depth == 0 and text[i] in ",)"):
+            depth += (text[i] in "([{") - (text[i] in ")]}")
+            i += 1
+        first = text[found.end() : i].strip()
+        if i >= len(text) or not first:
+            continue
+        rest = i + 1 if text[i] == "," else i
+        while rest < len(text) and text[rest] in " \t" and text[i] == ",":
+            rest += 1
+        out.append(text[at : found.start()] + f"{first}.{method}(")
+        at = rest
+    return "".join(out) + text[at:]

@@ -24,6 +24,7 @@ __all__ = [
     "dotted",
     "import_names",
     "imported",
+    "inline_objects",
     "input_function",
     "is_library",
     "module_file",
@@ -203,3 +204,59 @@ def scope_of(module: cst.Module, cls: str | None) -> list:
         if isinstance(s, cst.ClassDef) and s.name.value == cls:
             return list(s.body.body) if isinstance(s.body, cst.IndentedBlock) else []
     return []
+
+
+def inline_objects(module: cst.Module, names: dict) -> dict[str, tuple[str, str, str]]:
+    """The methods called on objects of the program's classes, built inline or held by a
+    name the file binds once, that read input: ``"Records(files).read_records"`` (or
+    ``"reader.read_records"``) -> (the class's file, class, method).
+
+    NOTE [ A method of an object built inline ]
+    A script may build a reader object and call its reading method that makes
+    its own producer (``blocks = Records(files).read_records()``, or ``r =
+    Records(files)`` then ``r.read_records()``; ``Records`` imported from a
+    module of the program). The method is handed no queue, so
+    :func:`objects_called` does not find it on the run. The call is read from
+    the file: a class imported from a program module (``from m import C``, or
+    ``m.C`` with ``import m``) whose own method builds input is lifted as
+    ``C__method(self, ...)``, called with the object (``C(...)`` or the name)
+    as its first argument, as a method handed a queue is; written back, the
+    call keeps its spelling. A name bound more than once is left alone.
+    """
+    code = cst.Module([]).code_for_node
+
+    def made(value) -> tuple[str, str] | None:  # (file, class) when `value` is ``C(...)``
+        maker = value.func if isinstance(value, cst.Call) else None
+        if isinstance(maker, cst.Name) and names.get(maker.value, (None, None))[1]:
+            return names[maker.value]
+        if (
+            isinstance(maker, cst.Attribute)
+            and code(maker.value) in names
+            and names[code(maker.value)][1] is None
+        ):
+            return names[code(maker.value)][0], maker.attr.value
+        return None
+
+    bound: dict[str, list] = {}
+    for target in m.findall(module, m.AssignTarget() | m.AugAssign() | m.For() | m.AsName()):
+        node = getattr(target, "target", None) or getattr(target, "name", None)
+        for name in m.findall(node, m.Name()) if node is not None else ():
+            assert isinstance(name, cst.Name)
+            bound.setdefault(name.value, []).append(target)
+    held: dict[str, tuple[str, str]] = {}
+    for assign in m.findall(module, m.Assign()):
+        assert isinstance(assign, cst.Assign)
+        one = assign.targets[0].target if len(assign.targets) == 1 else None
+        of = made(assign.value)
+        if isinstance(one, cst.Name) and of and len(bound.get(one.value, [])) == 1:
+            held[one.value] = of
+    found: dict[str, tuple[str, str, str]] = {}
+    for call in calls_in(module):
+        func = call.func
+        if not isinstance(func, cst.Attribute):
+            continue
+        of = held.get(func.value.value) if isinstance(func.value, cst.Name) else None
+        of = of or made(func.value)
+        if of is not None and input_function(of[0], func.attr.value, of[1]) is not None:
+            found[code(func)] = (os.path.realpath(of[0]), of[1], func.attr.value)
+    return found

@@ -61,6 +61,7 @@ from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API
 from queue_pipeline._migrate.helper_module_advice import helper_elsewhere
+from queue_pipeline._migrate.program_files import imported, inline_objects
 from queue_pipeline._migrate.script_globals import hand_globals
 from queue_pipeline._migrate.script_reads import (
     needed_before,
@@ -266,6 +267,12 @@ def wrap(
         scope_stmts = list(fn.body.body)
         params = cst.Module([]).code_for_node(fn.params)
     builders, batchers = pipeline_functions(module)
+    # NOTE [ A method of an object built inline ]: ``Records(files).read_records()`` builds
+    directory = os.path.dirname(os.path.realpath(path))
+    inline = {
+        spelled.rsplit(".", 1)[1] for spelled in inline_objects(module, imported(module, directory))
+    }
+    builders |= inline
     found = find_region(scope_stmts, builders, batchers, script=fn is None)
     if found is not None and found[1] >= found[2]:
         found = None  # nothing before the session code builds a stage
