@@ -14,7 +14,6 @@ import inspect
 import os
 
 import libcst as cst
-import libcst.matchers as m
 import tensorflow as tf
 
 from queue_pipeline._migrate import constructor_pipelines as _pipelines
@@ -183,10 +182,6 @@ def _methods_reading(path: str, cls: str, attributes: set[str]) -> list[tuple[st
         for fn in stmt.body.body:
             if not isinstance(fn, cst.FunctionDef) or fn.name.value == "__init__":
                 continue
-            named = {
-                node.attr.value
-                for node in m.findall(fn, m.Attribute(value=m.Name("self")))
-                if isinstance(node, cst.Attribute)
-            }
+            named = _pipelines._attributes_read(fn)
             found += [(fn.name.value, a) for a in sorted(named & attributes)]
     return found
