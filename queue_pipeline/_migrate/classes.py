@@ -169,7 +169,7 @@ def _records_kept(path: str, cls: str, instance: object) -> list[list[str]]:
             f"with them. Fix: migrate {os.path.basename(path)}:{cls}.{name} (--call "
             f"'{cls}(ARGS), METHOD ARGS')."
         )
-    return _pipelines.pipelines(instance, records)
+    return _pipelines.pipelines(instance, records, reads=True)
 
 
 def _methods_reading(path: str, cls: str, attributes: set[str]) -> list[tuple[str, str]]:

@@ -37,21 +37,28 @@ from queue_pipeline._migrate.syntax import names_in
 __all__ = ["dependencies", "method_names", "only", "pipelines"]
 
 
-def pipelines(instance: object, attributes: list[str]) -> list[list[str]]:
+def pipelines(instance: object, attributes: list[str], reads: bool = False) -> list[list[str]]:
     """`attributes` of `instance` grouped by the dequeue ops their tensors are computed
-    from, in the order of their first attribute: one group per pipeline."""
+    from (with `reads`, also the reader reads: records kept unbatched), in the order
+    of their first attribute: one group per pipeline."""
+    nearest_ops = _reads_or_dequeues if reads else _dequeues
     groups: dict[frozenset, list[str]] = {}
     for name in attributes:
         value = getattr(instance, name)
         values = value if isinstance(value, (list, tuple)) else [value]
-        key = frozenset(op for v in values for op in _dequeues(v))
+        key = frozenset(op for v in values for op in nearest_ops(v))
         groups.setdefault(key, []).append(name)
     return list(groups.values())
 
 
 def _dequeues(tensor) -> set[str]:
-    """The names of the nearest dequeue ops (or, for an unbatched record, reader reads)
-    `tensor` is computed from."""
+    """The names of the nearest dequeue ops `tensor` is computed from."""
+    return nearest(tensor, lambda op: "Dequeue" in op.type)
+
+
+def _reads_or_dequeues(tensor) -> set[str]:
+    """The names of the nearest dequeue ops or reader reads `tensor` is computed from
+    (an unbatched record's pipeline: NOTE [ A constructor keeping unbatched records ])."""
     return nearest(tensor, lambda op: "Dequeue" in op.type or op.type.startswith("ReaderRead"))
 
 
