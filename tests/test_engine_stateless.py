@@ -255,28 +255,37 @@ def test_flips_crops_boxes_and_shuffles_have_tfs_distributions():
     assert _ks2(area[:1000], native_area) < 1.95 * math.sqrt(2 / 1000)
 
 
-def _shuffled(path, seed):
-    """A shuffle_batch of distorted images with each record's key: one epoch."""
+def _shuffled(path, seed, rows=False):
+    """A shuffle_batch of distorted images with each record's key: one epoch.
+
+    `rows`: the image's rows shuffled too (``RandomShuffle`` has no batch form).
+    """
     if seed is not None:
         v1.set_random_seed(seed)
     files = v1.train.string_input_producer([path], num_epochs=1, shuffle=False)
     key, value = v1.TFRecordReader().read(files)
     image = tf.reshape(tf.io.decode_raw(value, tf.uint8), [8, 8, 3])
     image = tf.image.random_flip_left_right(tf.image.random_crop(image, [6, 6, 3]))
+    if rows:
+        image = v1.random_shuffle(image)
     return v1.train.shuffle_batch([image, key], 8, capacity=20, min_after_dequeue=10, num_threads=2)
 
 
+@pytest.mark.parametrize("rows", [False, True], ids=["vectorized", "per-record"])
 @pytest.mark.parametrize("seed", [None, 5])
-def test_a_shuffle_batch_shuffles_the_raw_records_then_maps_them(records, seed, caplog):
+def test_a_shuffle_batch_shuffles_the_raw_records_then_maps_them(records, seed, rows, caplog):
     """NOTE [ Records shuffled before their map ]: every record once, seeded runs repeat.
 
-    Unseeded, the region draws per batch and is vectorized (the raw records
-    are shuffled, then batched, then distorted a batch at a time)."""
+    The region draws per batch and is vectorized (the raw records are
+    shuffled, then batched, then distorted a batch at a time); seeded, its
+    draws are stateless, keyed by the batch (NOTE [ Seeded draws keyed by
+    the batch ]). With `rows` it has no batch form: the raw records are
+    shuffled, then mapped per record (seeded: keyed by the record)."""
     runs = []
     for _ in range(2):
         with caplog.at_level(logging.INFO, logger="queue_pipeline"):
             with running("dataset"), tf.Graph().as_default() as graph:
-                batch = _shuffled(records, seed)
+                batch = _shuffled(records, seed, rows)
                 with new_session(graph) as sess:
                     sess.run(v1.local_variables_initializer())
                     coord = v1.train.Coordinator()
@@ -295,10 +304,12 @@ def test_a_shuffle_batch_shuffles_the_raw_records_then_maps_them(records, seed, 
         assert len(keys) == len(set(keys)) == RECORDS
     assert _equal(runs[0], runs[1]) == (seed is not None)
     line = next(r.getMessage() for r in caplog.records if "runs on tf.data" in r.getMessage())
-    if seed is None:
-        assert "vectorized, decoded once per batch, random ops drawn" in line, line
+    if rows:
+        assert "RandomShuffle" in line and "mapped after the shuffle" in line, line
+        assert ("stateless keyed by the record" in line) == (seed is not None), line
     else:
-        assert "mapped after the shuffle" in line, line
+        assert "vectorized, decoded once per batch, random ops drawn" in line, line
+        assert ("stateless keyed by the batch" in line) == (seed is not None), line
 
 
 def test_random_ops_inside_a_tf1_while_loop_keep_the_sequential_map():

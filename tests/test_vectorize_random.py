@@ -10,8 +10,8 @@ image) bitwise against the per-record region, with values from the records
 instead of draws; the draws' distributions with fixed bounds (flip
 frequency, crop offsets, brightness deltas, contrast factors, independence);
 and the augmentation workload (W7) vectorized on the dataset engine, with
-the epoch of TF's own queues, while a seeded one (W8) keeps the stateless
-per-record path. Both TF modes (``--tf1``).
+the epoch of TF's own queues (a seeded one, W8: ``test_vectorize_keyed.py``).
+Both TF modes (``--tf1``).
 """
 
 from __future__ import annotations
@@ -344,12 +344,3 @@ def test_w7_is_vectorized_and_reads_the_epoch_of_tfs_queues(image_records, caplo
         assert abs(served[..., c].std() / native[..., c].std() - 1) < 0.1
     per_image = served.reshape(len(served), -1, 3).mean(1)
     assert per_image.std(0).min() > 1.0  # distorted apart, not one draw per batch
-
-
-@pytest.mark.parametrize("seeds", [{"seed": 1234}, {"batch_seed": 5}], ids=["graph", "batcher"])
-def test_a_seeded_w8_keeps_the_stateless_per_record_path_and_repeats(image_records, caplog, seeds):
-    with caplog.at_level(logging.INFO, logger="queue_pipeline"):
-        first = _epoch("dataset", image_records, **seeds)
-    line = _engine_line(caplog)
-    assert "random ops stateless keyed by the record" in line and "drawn [B]" not in line, line
-    np.testing.assert_array_equal(first, _epoch("dataset", image_records, **seeds))

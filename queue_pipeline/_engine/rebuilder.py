@@ -186,12 +186,20 @@ class EngineRebuilder(Rebuilder):
             return None
         leaves = list(node.outputs)
 
-        def decode(*args):
-            outputs = pending.vectorized(*graph_facts.dense_components(pending.base.flatten(args)))
+        def decode(*args, position=None):
+            components = graph_facts.dense_components(pending.base.flatten(args))
+            outputs = pending.vectorized(*components, position=position)
             outputs = [_at_least(value, leaf.shape) for value, leaf in zip(outputs, leaves)]
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-        return tf.autograph.experimental.do_not_convert(decode)
+        if not getattr(pending.vectorized, "keyed", False):
+            return tf.autograph.experimental.do_not_convert(decode)
+
+        def keyed_decode(position, batch):  # NOTE [ Seeded draws keyed by the batch ]
+            return decode(*(batch if isinstance(batch, tuple) else (batch,)), position=position)
+
+        keyed_decode.takes_position = True  # type: ignore[attr-defined]
+        return tf.autograph.experimental.do_not_convert(keyed_decode)
 
     def apply_region(
         self,
@@ -217,7 +225,7 @@ class EngineRebuilder(Rebuilder):
                     self.vectorizer,
                     region,
                     self._fixed_lengths(region),
-                    random_draws=not self.deterministic,
+                    keyed_draws=self.deterministic,
                 )
                 if vectorized is not None:
                     self._pending[node.index] = _Pending(base, vectorized)
@@ -422,16 +430,21 @@ class EngineRebuilder(Rebuilder):
         return None
 
 
-def _vectorize(module, region, fixed_lengths: dict[str, int], *, random_draws: bool):
+def _vectorize(module, region, fixed_lengths: dict[str, int], *, keyed_draws: bool):
     """(function on batches, None) or (None, why not) from the vectorizer `module`.
 
-    With `random_draws` (an unseeded pipeline), unseeded random ops draw
-    once per batch (NOTE [ Vectorizing a region ] in ``vectorize/api.py``).
+    Random ops draw once per batch (NOTE [ Vectorizing a region ] in
+    ``vectorize/api.py``); with `keyed_draws` (a seeded pipeline), every
+    draw, seeded or not, is stateless, keyed by the batch (NOTE [ Seeded
+    draws keyed by the batch ] in ``vectorize/rules_random.py``).
     """
     refusal = getattr(module, "NotVectorizable", None)
     try:
         result = module.vectorize(
-            region, fixed_lengths=fixed_lengths or None, random_draws=random_draws
+            region,
+            fixed_lengths=fixed_lengths or None,
+            random_draws=True,
+            keyed_draws=keyed_draws,
         )
     except Exception as e:  # noqa: BLE001 - a vectorizer bug must not break the build
         return None, f"the vectorizer failed: {type(e).__name__}: {e}"
@@ -451,7 +464,8 @@ def _draws_said(vectorized) -> str:
     )
     if not drawn:
         return ""
-    return f", random ops drawn [B] at a time ({', '.join(drawn)})"
+    keyed = ", stateless keyed by the batch" if getattr(vectorized, "keyed", False) else ""
+    return f", random ops drawn [B] at a time{keyed} ({', '.join(drawn)})"
 
 
 # TF's CPU allocator alignment: a fed array whose data is aligned to it is

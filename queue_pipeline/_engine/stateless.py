@@ -48,7 +48,7 @@ import tensorflow as tf
 from queue_pipeline._rebuild import lift
 from queue_pipeline._rebuild.dealing import DealtRegion
 
-__all__ = ["FORMS", "STATEFUL_BUT_REPEATABLE", "keyed_region", "unkeyable_ops"]
+__all__ = ["FORMS", "STATEFUL_BUT_REPEATABLE", "keyed_graph_def", "keyed_region", "unkeyable_ops"]
 
 # Stateful ops whose results do not depend on a hidden state.
 STATEFUL_BUT_REPEATABLE = frozenset({"Assert", "Print", "PrintV2"})
@@ -105,12 +105,29 @@ def keyed_region(
         return None
     if isinstance(region, DealtRegion):  # each list's ops keyed by the same position
         return region.with_parts(keyed_region(part) or part for part in region.parts)
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.CopyFrom(region.graph_def)
-    for node in list(graph_def.node):
-        if node.op in FORMS:
-            _make_stateless(graph_def, node)
-    return dataclasses.replace(region, graph_def=graph_def)
+    return dataclasses.replace(region, graph_def=keyed_graph_def(region.graph_def))
+
+
+def keyed_graph_def(graph_def, names=None):
+    """A copy of `graph_def` whose random ops are stateless, seeded [op key, position].
+
+    The position is the external input :data:`lift.POSITION` (an int64
+    scalar); see NOTE [ Stateless randomness keyed by the record ].
+
+    Args:
+      graph_def: a region's GraphDef (it is not changed).
+      names: the names of the nodes to rewrite (each of a type in
+        :data:`FORMS`); None: every node of such a type.
+
+    Returns:
+      The rewritten copy.
+    """
+    keyed = tf.compat.v1.GraphDef()
+    keyed.CopyFrom(graph_def)
+    for node in list(keyed.node):
+        if node.op in FORMS and (names is None or node.name in names):
+            _make_stateless(keyed, node)
+    return keyed
 
 
 def _op_key(node) -> int:

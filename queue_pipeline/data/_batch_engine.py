@@ -73,7 +73,11 @@ def build(
     ds = _batched(api, ds, batch_size, dynamic_pad, allow_smaller_final_batch)
     if decode is not None:
         # A map keeps its input order, so decoding batches in parallel changes
-        # nothing but the speed.
+        # nothing but the speed. The engine's decoder of a seeded pipeline
+        # takes the batch's position first (NOTE [ Seeded draws keyed by the
+        # batch ] in _engine/vectorize/rules_random.py).
+        if getattr(decode, "takes_position", False):
+            ds = ds.enumerate()
         ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.prefetch(tf.data.AUTOTUNE)
     if not kind.join and threads > 1:

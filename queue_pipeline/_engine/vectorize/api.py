@@ -71,11 +71,11 @@ match). Downstream of a draw, the checks that keep floating-point results
 bitwise (``exact``) are therefore not applied: a last-bit difference in a
 value that was drawn at random is no observable change of its distribution.
 Everything not downstream of a draw keeps the bitwise contract. A seeded
-draw repeats a stream per record and is refused (the engine makes it
-stateless per record instead: NOTE [ Stateless randomness keyed by the
-record ] in ``_engine/stateless.py``), and so is every draw when
-``random_draws`` is False (the engine's choice for a seeded pipeline, whose
-unseeded ops it also keys by the record). Conditionals on a per-record
+draw must repeat itself on every run, so it is refused unless
+``keyed_draws``, which draws every draw of the region, seeded or not, from
+its stateless form keyed by the batch's position (NOTE [ Seeded draws keyed
+by the batch ] in ``rules_random.py``: the engine's choice for a seeded
+pipeline); every draw is refused when ``random_draws`` is False. Conditionals on a per-record
 predicate (``random_flip_left_right``'s ``cond``) are first rewritten to
 selects where that is exact: see NOTE [ Conditionals as selects ] in
 ``lower.py``. A slice at per-record offsets (``random_crop``) is a gather,
@@ -131,6 +131,7 @@ def vectorize(
     fixed_lengths: Mapping[str | int, int] | None = None,
     exact: bool = True,
     random_draws: bool = False,
+    keyed_draws: bool = False,
 ) -> VectorizedRegion | NotVectorizable:
     """Rewrites `region` to run on whole batches, if every op has a batch form.
 
@@ -151,7 +152,13 @@ def vectorize(
       random_draws: draw each unseeded stateful random op once per batch,
         ``[B] + shape``: every record's values are distributed as its own
         draw's, not equal to any (see NOTE). False refuses every random draw.
-        Pass False when the pipeline must repeat itself (a seed is set).
+        Pass False when the pipeline must repeat itself (a seed is set),
+        unless `keyed_draws`.
+      keyed_draws: with `random_draws`, every stateful draw, seeded or not,
+        draws ``[B] + shape`` from its stateless form keyed by the op and the
+        batch's position, so a run repeats itself at any parallelism; the
+        result is :attr:`~VectorizedRegion.keyed` and takes ``position=``
+        (NOTE [ Seeded draws keyed by the batch ] in ``rules_random.py``).
 
     Returns:
       A :class:`VectorizedRegion`, or a :class:`NotVectorizable` naming the
@@ -185,14 +192,22 @@ def vectorize(
     graph_def, lowered = lower_conditionals(region.graph_def)
     try:
         builder = _Builder(
-            region, lengths, exact, graph_def=graph_def, lowered=lowered, draws=random_draws
+            region,
+            lengths,
+            exact,
+            graph_def=graph_def,
+            lowered=lowered,
+            draws=random_draws,
+            keyed=random_draws and keyed_draws,
         )
     except ValueError:
         if not lowered:
             raise
         # A lowered conditional whose branches' shapes do not even broadcast:
         # walk the region as it is (its conditional is then refused).
-        builder = _Builder(region, lengths, exact, draws=random_draws)
+        builder = _Builder(
+            region, lengths, exact, draws=random_draws, keyed=random_draws and keyed_draws
+        )
     try:
         builder.run()
     except _Refused as refused:

@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from queue_pipeline._core.graph_def import import_graph
 from queue_pipeline._rebuild.lift import LiftedRegion
+from queue_pipeline._engine import stateless
 from queue_pipeline._engine.vectorize.base import (
     _UNBATCHED,
     _In,
@@ -26,6 +27,7 @@ from queue_pipeline._engine.vectorize.rules import (
     _DRAW_RULES,
     _RULES,
 )
+from queue_pipeline._engine.vectorize.rules_random import DRAW_RULE
 from queue_pipeline._engine.vectorize.rules_elementwise import (
     _BINARY,
     _SIZE_KEEPING_UNARY,
@@ -51,7 +53,9 @@ class _Builder:
     lowered, see NOTE [ Conditionals as selects ] in ``lower.py``): `lowered`
     maps each select that stands for a conditional to the conditional's name
     and type. With `draws`, unseeded stateful random ops draw ``[B] + shape``
-    (see NOTE [ Vectorizing a region ]). :attr:`exact` is, for the node being
+    (see NOTE [ Vectorizing a region ]); with `keyed` too, seeded ones do as
+    well, and :meth:`result` makes every such draw stateless, keyed by the
+    batch's position. :attr:`exact` is, for the node being
     rewritten, the caller's `exact` unless the node reads a random draw.
     """
 
@@ -64,8 +68,10 @@ class _Builder:
         graph_def=None,
         lowered: Mapping[str, tuple[str, str]] | None = None,
         draws: bool = False,
+        keyed: bool = False,
     ):
         self.region = region
+        self.keyed = keyed
         self.graph_def = region.graph_def if graph_def is None else graph_def
         self.lowered = dict(lowered or {})
         self.draws = draws
@@ -250,7 +256,12 @@ class _Builder:
         if node.name in self.lowered:
             self._check_lowered(node, ins)
         if _is_random(node.op):
-            if self.draws and node.op in _DRAW_RULES and op.op_def.is_stateful and _unseeded(node):
+            if (
+                self.draws
+                and node.op in _DRAW_RULES
+                and op.op_def.is_stateful
+                and (self.keyed or _unseeded(node))
+            ):
                 _DRAW_RULES[node.op](self, node, ins)
                 drawn = True
             elif op.op_def.is_stateful or any(i.batched for i in ins):
@@ -303,7 +314,13 @@ class _Builder:
             (name, op, f"{rule}, on the cast's float32 (cast first)" if name in moved else rule)
             for name, op, rule in self.rules
         )
-        return VectorizedRegion(self.region, self.out, outputs, batched, rules)
+        graph_def, keyed = self.out, False
+        if self.keyed:  # NOTE [ Seeded draws keyed by the batch ] in rules_random.py
+            drawn = {name for name, _, rule in rules if rule.startswith(DRAW_RULE)}
+            keyed = bool(drawn)
+            if keyed:
+                graph_def = stateless.keyed_graph_def(self.out, drawn)
+        return VectorizedRegion(self.region, graph_def, outputs, batched, rules, keyed=keyed)
 
     # --------------------------------------------------------------- checks
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from queue_pipeline._core.compat import static_dim
 from queue_pipeline._core.graph_def import import_graph
-from queue_pipeline._rebuild.lift import LiftedRegion
+from queue_pipeline._rebuild.lift import POSITION, LiftedRegion
 from queue_pipeline._engine.vectorize.base import (
     _UNBATCHED,
     _with_shape,
@@ -62,6 +62,9 @@ class VectorizedRegion:
       batched: per sink, whether it has the batch dimension (False: it does
         not depend on the sources and is broadcast to the batch).
       rules: ``(op name, op type, rule)`` for every op of the region, in order.
+      keyed: its random draws are stateless, keyed by the batch's position:
+        call it with ``position=`` (NOTE [ Seeded draws keyed by the batch ]
+        in ``rules_random.py``).
     """
 
     region: LiftedRegion
@@ -69,6 +72,7 @@ class VectorizedRegion:
     outputs: tuple[str, ...]
     batched: tuple[bool, ...]
     rules: tuple[tuple[str, str, str], ...]
+    keyed: bool = False
 
     def describe(self) -> str:
         """A readable summary: how each op of the region runs on a batch."""
@@ -82,12 +86,14 @@ class VectorizedRegion:
         lines += [f"  {name} ({op_type}): {rule}" for name, op_type, rule in batched]
         return "\n".join(lines)
 
-    def __call__(self, *args) -> list[tf.Tensor]:
+    def __call__(self, *args, position: tf.Tensor | None = None) -> list[tf.Tensor]:
         """Imports the batched region with `args` as its sources; returns its sinks.
 
         Args:
           *args: one batched tensor per source, in the order of
             ``region.sources``; all with the same leading dimension ``B``.
+          position: the batch's position since the input started (an int64
+            scalar); required when :attr:`keyed`, ignored otherwise.
 
         Returns:
           One tensor per sink, each ``[B] + `` the sink's static shape
@@ -95,7 +101,8 @@ class VectorizedRegion:
           specific, as the per-record region does).
 
         Raises:
-          TypeError: the number of arguments differs from the sources'.
+          TypeError: the number of arguments differs from the sources', or
+            a keyed region is called without `position`.
           ValueError: an argument's shape is not ``[B] +`` its source's shape.
         """
         sources = self.region.sources
@@ -119,6 +126,14 @@ class VectorizedRegion:
                 value = tf.ensure_shape(value, expected)
             by_name[source.name] = value
         by_name.update(self.region.variable_values())
+        if self.keyed:
+            if position is None:
+                raise TypeError(
+                    "VectorizedRegion: its random draws are keyed by the batch's "
+                    "position; call it with position= (the batch's int64 index, "
+                    "e.g. from Dataset.enumerate())."
+                )
+            by_name[POSITION] = tf.cast(position, tf.int64)
         imported = {}
         if self.graph_def.node:
             wanted = sorted({n for n in self.outputs if n not in by_name})

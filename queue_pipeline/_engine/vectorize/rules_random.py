@@ -2,6 +2,24 @@
 
 See NOTE [ Vectorizing a region ] (random draws are the one place where
 "bitwise per record" becomes "distributed as per record").
+
+NOTE [ Seeded draws keyed by the batch ]
+A seeded pipeline must give the same batches on every run, at every
+parallelism. Per record, the engine makes its random ops stateless keyed by
+the record's position (NOTE [ Stateless randomness keyed by the record ] in
+``_engine/stateless.py``), but a region mapped per record costs 1.5x the
+CPU of one run on whole batches (W7 of ``benchmarks/own_queue.py``). With
+``keyed_draws`` every stateful draw of the region, seeded or unseeded, is
+vectorized by the rule below and then becomes its stateless form seeded
+``[op key, position of the batch]``: the op key hashes the op's resolved
+seeds and name (so two ops never share a stream), the position counts the
+batches since the input started (``Dataset.enumerate`` after the batch:
+part of the iterator's state, so a run restored from a checkpoint draws for
+the next batches what the uninterrupted run drew). The batch's records come
+from a seeded shuffle, so which record gets which row is fixed too. Rows of
+one stateless draw are i.i.d. with the op's distribution, as in the
+unseeded case, and no two batches share a key. The values differ from the
+per-record keyed map's (another key), which no contract fixes.
 """
 
 from __future__ import annotations
