@@ -518,11 +518,16 @@ def test_a_fallback_gets_back_the_shared_producer_runner(csv_files, caplog):
 # ------------------------------------------------------- determinism, checkpoints
 
 
-def _noisy_pipeline(files, seed):
+def _noisy_pipeline(files, seed, *, shuffled_pair=False):
+    """A seeded random value per record; `shuffled_pair`: from a per-record random_shuffle
+    (no batch form), else a uniform draw (drawn per batch, keyed by the batch)."""
     queue = qp.string_input_producer(files, num_epochs=2, seed=seed)
     _, line = qp.TextLineReader().read(queue)
     ident, label = tf.io.decode_csv(line, [[0], [0]])
-    noise = tf.random.uniform([], maxval=1000, dtype=tf.int32, seed=seed)
+    if shuffled_pair:
+        noise = tf.random.shuffle(tf.stack([ident, 1000 + ident]), seed=seed)[0]
+    else:
+        noise = tf.random.uniform([], maxval=1000, dtype=tf.int32, seed=seed)
     return qp.shuffle_batch(
         [ident, label + noise],
         7,
@@ -534,14 +539,19 @@ def _noisy_pipeline(files, seed):
     )
 
 
+@pytest.mark.parametrize("shuffled_pair", [False, True], ids=["per_batch", "per_record"])
 @pytest.mark.parametrize(
     "graph_seed,op_seed", [(3, None), (None, 11)], ids=["graph_seed", "op_seed"]
 )
-def test_seeded_pipelines_repeat_their_order_and_random_values(csv_files, graph_seed, op_seed):
+def test_seeded_pipelines_repeat_their_order_and_random_values(
+    csv_files, graph_seed, op_seed, shuffled_pair
+):
     runs = []
     for _ in range(2):
         graph, outputs = build(
-            "dataset", lambda: _noisy_pipeline(csv_files, op_seed), seed=graph_seed
+            "dataset",
+            lambda: _noisy_pipeline(csv_files, op_seed, shuffled_pair=shuffled_pair),
+            seed=graph_seed,
         )
         runs.append([tuple(x.tolist() for x in b) for b in drain(qp, graph, outputs)])
     assert runs[0] == runs[1]
@@ -611,8 +621,8 @@ def test_vectorized_decoding_shuffles_raw_records_then_decodes_batches(csv_files
 
 def test_per_record_path_when_the_vectorizer_is_absent_or_refuses(csv_files, caplog, monkeypatch):
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
-        build("dataset", lambda: _noisy_pipeline(csv_files, 1))  # a random op per record
-    assert "per-record map (" in caplog.text and "random" in caplog.text.lower()
+        build("dataset", lambda: _noisy_pipeline(csv_files, 1, shuffled_pair=True))
+    assert "per-record map (" in caplog.text and "RandomShuffle" in caplog.text
     caplog.clear()
     monkeypatch.setattr(_engine, "_vectorizer", lambda: None)
     with caplog.at_level(logging.INFO, logger="queue_pipeline"):
