@@ -1,0 +1,97 @@
+"""migrate on three shapes of public programs it got wrong in trial 49 (#41).
+
+An own FIFOQueue filled by several enqueue threads and read with
+``dequeue_many`` (the tail it drops is chosen by the threads' timing: a
+false DIFFER before); a script whose file name queue the session fills from
+a placeholder while its records pass through its own RandomShuffleQueue (a
+refusal naming an op, no line, before); an Estimator input_fn factory whose
+input function calls a removed ``tf.contrib`` reader ("builds no queue
+pipeline", before). Each program is in ``tests/scripts/unseen_*``; run in
+the suite's TF mode (the suite runs this file with ``--tf1`` too).
+"""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from queue_pipeline._migrate import trace as _trace
+from queue_pipeline._migrate import verify as _verify
+from queue_pipeline._migrate.api import migrate
+from queue_pipeline._migrate.dropped_tails import accepted_tail
+
+from helpers import copy_script, tf1_mode
+
+pytestmark = pytest.mark.slow
+
+# A twin that loses record 10 (the middle of 30) and so keeps 29 in its last batch.
+LOSES_A_MIDDLE_RECORD = """
+
+def read_numbers_dataset(paths, batch_size, num_threads=4):
+    records = tf.data.TextLineDataset(tf.data.Dataset.from_tensor_slices(paths))
+
+    def per_record(line):
+        (number,) = tf.io.decode_csv(line, record_defaults=[[0]])
+        return number, number * 2
+
+    records = records.map(per_record).filter(lambda number, twice: number != 10)
+    return records.batch(batch_size, drop_remainder=True)
+"""
+
+
+def _numbers(directory, count: int = 30):
+    path = directory / "numbers.txt"
+    path.write_text("".join(f"{i + 1}\n" for i in range(count)))
+    return path
+
+
+def _fifo_threads(tmp_path):
+    path = copy_script("unseen_fifo_threads_tail.py", tmp_path, "reader.py")
+    return path, f"[{str(_numbers(tmp_path))!r}], 4"
+
+
+def test_a_fifo_filled_by_threads_matches_whatever_tail_the_threads_drop(tmp_path):
+    """30 records, ``dequeue_many(4)``, 4 enqueue threads: the legacy side drops 2
+    records its threads' timing chooses (was: DIFFER in ~40% of runs)."""
+    path, call = _fifo_threads(tmp_path)
+    for _ in range(2):
+        result = migrate(str(path), "read_numbers", call=call, tf1=tf1_mode())
+        assert result.verdict.status == "MATCH", result.report()
+
+
+def test_the_threads_tail_is_accepted_only_near_the_legacy_end(tmp_path):
+    """The rule itself, on the traced program: a same-size difference whose legacy
+    records lie within the last batch plus one record per thread is the dropped tail
+    (and the verdict says so); the same difference in the middle is not."""
+    path, call = _fifo_threads(tmp_path)
+    module, _ = _trace.load_module(str(path))
+    args, kwargs = _trace.parse_call(module, call)
+    traced = _trace.trace(module.__file__, "read_numbers", args, kwargs)
+    epoch = types.SimpleNamespace(only_in_legacy=1, only_in_twin=1)
+
+    def report(reach):
+        return types.SimpleNamespace(
+            mode="multiset", counts_equal=True, structure_equal=True, epochs=[epoch],
+            tail_reach=reach,
+        )  # fmt: skip
+
+    tail = accepted_tail(traced, report((3, 19)))
+    assert tail is not None and (tail.size, tail.threads, tail.window) == (4, 4, 8)
+    said = tail.described("multiset")
+    assert "the tail each side drops, whose records the timing of 4 enqueue threads" in said
+    assert accepted_tail(traced, report((19, 1))) is None
+
+
+def test_a_twin_losing_a_middle_record_still_differs(tmp_path):
+    """A filter dropping record 10 keeps the twin's count (29 kept, 28 batched):
+    only the legacy side holds 10, far from its end, so no dropped tail explains it."""
+    path, call = _fifo_threads(tmp_path)
+    module, _ = _trace.load_module(str(path))
+    args, kwargs = _trace.parse_call(module, call)
+    traced = _trace.trace(module.__file__, "read_numbers", args, kwargs)
+    source = path.read_text() + LOSES_A_MIDDLE_RECORD
+    migrated = _verify.load_migrated(traced.module, source, None)
+    verdict = _verify.verify(traced, migrated, "read_numbers_dataset", args, kwargs)
+    assert verdict.status == "DIFFER", verdict.reason
+    assert "10" in str(verdict.report)
