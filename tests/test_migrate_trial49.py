@@ -18,10 +18,10 @@ import pytest
 
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate import verify as _verify
-from queue_pipeline._migrate.api import migrate
+from queue_pipeline._migrate.api import MigrateError, migrate
 from queue_pipeline._migrate.dropped_tails import accepted_tail
 
-from helpers import copy_script, tf1_mode
+from helpers import copy_script, line_of, tf1_mode
 
 pytestmark = pytest.mark.slow
 
@@ -95,3 +95,31 @@ def test_a_twin_losing_a_middle_record_still_differs(tmp_path):
     verdict = _verify.verify(traced, migrated, "read_numbers_dataset", args, kwargs)
     assert verdict.status == "DIFFER", verdict.reason
     assert "10" in str(verdict.report)
+
+
+def test_a_fed_name_queue_before_an_own_shuffle_queue_is_refused_at_the_read(tmp_path):
+    """The session fills the file name queue from a placeholder, and the records pass
+    through the script's own RandomShuffleQueue (was: "op 'Placeholder' ... is a
+    placeholder", no line): the read of the fed queue is refused at its line, as it
+    is without the own queue."""
+    path = copy_script("unseen_fed_names_own_shuffle.py", tmp_path, "chapter.py")
+    (tmp_path / "sizes.csv").write_text("w,h,k\n1,2,0\n3,4,1\n5,6,0\n")
+    with pytest.raises(MigrateError) as e:
+        migrate(str(path), "", tf1=tf1_mode())
+    message = str(e.value)
+    read = line_of(path, "reader.read(name_queue)")
+    assert f"chapter.py:{read}: cannot migrate `_, row = reader.read(name_queue)`" in message
+    assert "no producer of this function filled" in message and "feed_dict" in message
+    assert "'Placeholder'" not in message
+
+
+def test_a_placeholder_an_own_queue_enqueues_is_refused_at_its_line(tmp_path):
+    """A refusal found on an own queue's enqueue side names the user's line that
+    built the op (was: the op alone)."""
+    path = copy_script("unseen_own_queue_fed_scale.py", tmp_path, "scaled.py")
+    call = f"[{str(_numbers(tmp_path))!r}], 4"
+    with pytest.raises(MigrateError) as e:
+        migrate(str(path), "scaled_numbers", call=call, tf1=tf1_mode())
+    message = str(e.value)
+    assert f"scaled.py:{line_of(path, 'tf.compat.v1.placeholder')} (`scale = " in message
+    assert "is a placeholder" in message and "Fix: replace it with the value it is fed" in message
