@@ -123,3 +123,23 @@ def test_a_placeholder_an_own_queue_enqueues_is_refused_at_its_line(tmp_path):
     message = str(e.value)
     assert f"scaled.py:{line_of(path, 'tf.compat.v1.placeholder')} (`scale = " in message
     assert "is a placeholder" in message and "Fix: replace it with the value it is fed" in message
+
+
+@pytest.mark.parametrize("function", ["make_input_fn", "eval_inputs"])
+def test_a_removed_contrib_reader_is_reported_where_it_is_called(tmp_path, function):
+    """An input_fn factory's nested function (was: "builds no queue pipeline ... name the
+    function that returns the pipeline's tensors") and a plain function through a helper
+    report the error at the innermost line of the user's file, with the fix."""
+    path = copy_script("unseen_contrib_input_fn.py", tmp_path, "inputs.py")
+    with pytest.raises(MigrateError) as e:
+        migrate(str(path), function, call="'train.tfrecords', 4", tf1=tf1_mode())
+    message = str(e.value)
+    line = line_of(path, "batched = tf.contrib" if function == "make_input_fn" else "return tf.c")
+    assert f"failed at {path}:{line} (`" in message
+    assert "contrib" in message and "AttributeError" in message
+    assert "with the core queue API" in message and "or with tf.data directly" in message
+    assert "builds no queue pipeline (" not in message and "name the function" not in message
+    if function == "make_input_fn":
+        assert f"returns the function `_input_fn` ({path}:{line_of(path, 'def _input_fn')})" in (
+            message
+        )

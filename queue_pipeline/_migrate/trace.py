@@ -40,7 +40,7 @@ from queue_pipeline._migrate.arguments import (
     parse_call,
     spell,
 )
-from queue_pipeline._migrate.failure_hints import called, failure_fix
+from queue_pipeline._migrate.failure_hints import called, failed_call, failure_fix
 from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 from queue_pipeline._migrate.python_filled_queues import (
     fed_queue_read,
@@ -308,11 +308,7 @@ def trace(
     except Exception as e:  # noqa: BLE001 - the user's function failed
         # NOTE [ A function that fails under its arguments ]
         usual = failure_fix(fn, args, kwargs, e, real)
-        raise MigrateError(
-            f"{_API}: {called(function, spell(args, kwargs))} failed"
-            f"{loading.raised_at(e, real)}: {type(e).__name__}: {str(e).rstrip('.')}. Fix: "
-            f"{loading.fix_for(e, usual)}."
-        ) from e
+        raise failed_call(called(function, spell(args, kwargs)), e, real, usual) from e
     # The graph is fresh: everything recorded on it is this call's pipeline,
     # including the stages behind a queue no builder recorded (a prefetch).
     # Stages TF built (a reader class passed in, a name bound before install())
