@@ -23,7 +23,7 @@ import tensorflow as tf
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline._migrate.program_files import is_library
 
-__all__ = ["FED_QUEUE_READ", "fed_from_python", "fed_queue_read", "python_filled_queue", "where"]
+__all__ = ["FED_QUEUE_READ", "fed_from_python", "fed_queue_read", "made_at", "python_filled_queue"]
 
 # Why a read of a queue no producer of the traced code filled is refused (the rewriter
 # says it too, at a read whose queue it did not see built).
@@ -53,9 +53,9 @@ def python_filled_queue(graph: tf.Graph, real: str, what: str) -> str:
         if source is None:
             continue
         queue = op.inputs[0].op
-        where_ = where(source, real)
+        at = made_at(source, real)
         return (
-            f"{_API}: {where_}: {what} reads a queue (`{queue.name}`, a {queue.type}) that a "
+            f"{_API}: {at}: {what} reads a queue (`{queue.name}`, a {queue.type}) that a "
             f"QueueRunner fills with `tf.py_func` taking no tensor input (`{source.name}`): "
             "its records come from Python state (a generator's next(), an iterator, a global) "
             "that the graph does not hold, so the legacy data cannot be made again on another "
@@ -163,7 +163,7 @@ def _user_frame(op: tf.Operation, real: str):
     return (mine or others or [None])[-1]
 
 
-def where(op: tf.Operation, real: str) -> str:
+def made_at(op: tf.Operation, real: str) -> str:
     """FILE:LINE (`source`) of the user's line that made `op` (`real`: the user's file)."""
     chosen = _user_frame(op, real)
     if chosen is None:

@@ -43,10 +43,10 @@ from queue_pipeline._migrate.arguments import (
 from queue_pipeline._migrate.failure_hints import called, failed_call, failure_fix
 from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 from queue_pipeline._migrate.python_filled_queues import (
-    fed_queue_read,
     fed_from_python,
+    fed_queue_read,
+    made_at,
     python_filled_queue,
-    where,
 )
 from queue_pipeline._migrate.returned_builders import returned_builder
 from queue_pipeline._rebuild import graph_model
@@ -490,7 +490,7 @@ def _classify(nodes, outputs, real: str, own=None) -> tuple[set[str], set[str]]:
         walker.walk(sinks)
     except NotRebuildableError as e:
         op = _op_named(sinks, e.op_name)
-        at = f"{_API}: {where(op, real)}:" if op is not None else f"{_API}:"
+        at = f"{_API}: {made_at(op, real)}:" if op is not None else f"{_API}:"
         raise MigrateError(str(e).replace("queue-pipeline migrate:", at, 1)) from e
     record = set(stage_outputs) | set(walker.aliases)
     for op in walker.ops.values():
