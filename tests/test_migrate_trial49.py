@@ -35,7 +35,7 @@ def read_numbers_dataset(paths, batch_size, num_threads=4):
         (number,) = tf.io.decode_csv(line, record_defaults=[[0]])
         return number, number * 2
 
-    records = records.map(per_record).filter(lambda number, twice: number != 10)
+    records = records.map(per_record).filter(lambda number, twice: tf.not_equal(number, 10))
     return records.batch(batch_size, drop_remainder=True)
 """
 
