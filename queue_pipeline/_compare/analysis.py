@@ -52,7 +52,7 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
                 "drop_remainder."
             )
 
-    ordered_equal = multiset_equal = first = None
+    ordered_equal = multiset_equal = first = tail_reach = None
     epoch_reports: list[EpochReport] = []
     required = not any(n.mixes_epochs for n in left.nondeterminism or [])
     if structure_equal:
@@ -64,11 +64,13 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
             if not ordered_equal and first_order.kind == "value":
                 mismatches.append(_order_message(first_order, multiset_equal))
         else:
-            first = (
-                None
-                if multiset_equal
-                else _first_multiset_difference(left, right, lkeys, rkeys, rcount)
-            )
+            if not multiset_equal:
+                unmatched = _unmatched(lkeys, rkeys), _unmatched(rkeys, lkeys)
+                first = _first_multiset_difference(left, right, *unmatched)
+                tail_reach = (
+                    len(lkeys) - unmatched[0][0] if unmatched[0] else 0,
+                    len(rkeys) - unmatched[1][0] if unmatched[1] else 0,
+                )
             if not ordered_equal and multiset_equal and first_order is not None:
                 notes.append(
                     f"order differs from example {first_order.index} on (not required: {reason})."
@@ -147,6 +149,7 @@ def analyze(left, right, *, ordered, epochs, epoch_size, reference) -> Compariso
         notes=notes,
         explanation=explanation,
         slips_checked=slips_checked,
+        tail_reach=tail_reach,
     )
 
 
@@ -368,12 +371,21 @@ def _order_message(d: Difference, multiset_equal: bool) -> str:
     )
 
 
-def _first_multiset_difference(left, right, lkeys, rkeys, rcount) -> Difference | None:
-    remaining = collections.Counter(rcount)
-    for i, key in enumerate(lkeys):
+def _unmatched(keys, other) -> list[int]:
+    """The positions in `keys` of the examples `other` has no partner for (earliest first)."""
+    remaining = collections.Counter(other)
+    out = []
+    for i, key in enumerate(keys):
         if remaining[key] > 0:
             remaining[key] -= 1
-            continue
+        else:
+            out.append(i)
+    return out
+
+
+def _first_multiset_difference(left, right, only_left, only_right) -> Difference | None:
+    if only_left:
+        i = only_left[0]
         return Difference(
             i,
             "only in legacy",
@@ -381,11 +393,8 @@ def _first_multiset_difference(left, right, lkeys, rkeys, rcount) -> Difference 
             "(no equal example in the twin)",
             left.batch_of_example[i],
         )
-    remaining = collections.Counter(lkeys)
-    for i, key in enumerate(rkeys):
-        if remaining[key] > 0:
-            remaining[key] -= 1
-            continue
+    if only_right:
+        i = only_right[0]
         return Difference(
             i,
             "only in twin",

@@ -174,6 +174,12 @@ class ComparisonReport:
     notes: list[str]
     explanation: Explanation | None = None
     slips_checked: bool = False
+    tail_reach: tuple[int, int] | None = None
+    """Where multisets differ: how far from its side's end (1: the last example)
+    the earliest example without a partner on the other side lies, for legacy
+    and twin (0: none); None otherwise. Where only threads reorder the legacy
+    side, the records a deterministic twin drops as its final partial batch
+    lie near the legacy side's end; a record the twin loses elsewhere does not."""
     samples: ComparisonSamples | None = dataclasses.field(default=None, repr=False, compare=False)
     """What compare kept of each side to draw it (first examples, value samples,
     order, timeline); None for a report made otherwise. Not in :meth:`to_dict`."""

@@ -21,9 +21,11 @@ import tensorflow as tf
 
 from queue_pipeline._migrate import loading
 from queue_pipeline._migrate.arguments import graph_defaults
+from queue_pipeline._migrate.loading import MigrateError
 
-__all__ = ["failure_fix"]
+__all__ = ["called", "failed_call", "failure_fix"]
 
+_API = "queue-pipeline migrate"
 _CALL = "pass arguments that run (--call)"
 # Python 2 names and methods gone in Python 3, and its lists that are views or iterators now.
 _PY2_NAMES = re.compile(
@@ -69,6 +71,16 @@ def failure_fix(
             "an int (`int(x)`, `a // b`), then migrate"
         )
     return f"{own}: make that line run (run the function on its own to see why), then migrate"
+
+
+def failed_call(what: str, error: BaseException, path: str, usual: str) -> MigrateError:
+    """The refusal for `what` (``calling f(ARGS)``) raising `error`: the innermost line of
+    the user's files it went through (`path`: the user's file), the error, and the fix
+    (`usual`, unless the error names a better one: :func:`loading.fix_for`)."""
+    return MigrateError(
+        f"{_API}: {what} failed{loading.raised_at(error, path)}: {type(error).__name__}: "
+        f"{str(error).rstrip('.')}. Fix: {loading.fix_for(error, usual)}."
+    )
 
 
 def called(function: str, arguments: str) -> str:

@@ -330,9 +330,16 @@ def fix_for(error: BaseException, usual: str) -> str:
     if isinstance(error, AttributeError) and (
         "removed in TensorFlow 2.x" in text or "has no attribute 'contrib'" in text
     ):
+        reader = (
+            " (a tf.contrib input reader such as read_batch_record_features: with the core "
+            "queue API, tf.train.string_input_producer + a reader + tf.train.batch, which "
+            "migrate then rewrites and proves, or with tf.data directly)"
+            if "contrib" in text
+            else ""
+        )
         return (
             "that API is gone from TensorFlow 2.x (--tf1 does not bring it back): replace "
-            "the call with its TensorFlow 2.x equivalent in your file, then migrate"
+            f"the call with its TensorFlow 2.x equivalent in your file{reader}, then migrate"
         )
     if isinstance(error, AttributeError) and "module 'tensorflow" in str(error):
         return (

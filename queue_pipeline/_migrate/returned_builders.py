@@ -14,6 +14,10 @@ body is rewritten as tf.data and ``get_input_fn_dataset`` returns an
 ``_input_fn`` returning the Dataset. A returned function that needs
 arguments (``params``, ``mode``: what Estimator passes, which migrate cannot
 know) is not called; the refusal names its line, its parameters and the fix.
+Where calling it raises (a ``tf.contrib`` reader removed in TensorFlow 2.x),
+the refusal is that error at the innermost line of the user's files it went
+through, with its fix: not "builds no queue pipeline", which would send the
+user looking for another function.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import os
 import tensorflow as tf
 
 from queue_pipeline import plan
+from queue_pipeline._migrate.failure_hints import failed_call, failure_fix
 from queue_pipeline._migrate.loading import MigrateError
 
 __all__ = ["ReturnedBuilder", "returned_builder"]
@@ -102,8 +107,16 @@ def returned_builder(
     try:
         with graph.as_default(), install():
             returned()
-    except Exception:  # noqa: BLE001 - the user's function failed: the usual refusal stands
-        return None
+    except Exception as e:  # noqa: BLE001 - the user's function failed: said where and why
+        usual = failure_fix(returned, (), {}, e, real)
+        return failed_call(
+            f"{spelled} builds no queue pipeline itself but returns the function `{name}` "
+            f"({where}), which migrate calls to build it (an Estimator's input_fn); "
+            f"calling `{name}()`",
+            e,
+            real,
+            usual,
+        )
     if not plan.plan_nodes(graph):
         return None
     return ReturnedBuilder(head + fix, returned)

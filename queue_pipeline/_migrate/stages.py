@@ -40,6 +40,7 @@ from queue_pipeline._migrate.base import (
 )
 from queue_pipeline._migrate.batch_shapes import BatchShapes
 from queue_pipeline._migrate.joins import Joins
+from queue_pipeline._migrate.python_filled_queues import FED_QUEUE_READ
 from queue_pipeline._migrate.trace import loader_count
 
 __all__ = ["Stages"]
@@ -56,13 +57,7 @@ class Stages(Joins, BatchShapes):
             queue = arg.value
             if isinstance(queue, cst.Name) and queue.value in state.queues:
                 return state.queues[queue.value]
-        raise self.fail(
-            fn, stmt, "it reads from a queue no producer of this function filled (one the "
-            "program fills from Python with feed_dict, as facenet's `enqueue_many` of "
-            "placeholders, or one another function builds): write the fed arrays as "
-            "tf.data.Dataset.from_tensor_slices (or a generator as from_generator), or "
-            "migrate the function that builds the whole pipeline"
-        )  # fmt: skip
+        raise self.fail(fn, stmt, FED_QUEUE_READ)
 
     def _legacy_arguments(self, fn, stmt, call) -> tuple[str, dict[str, str]]:
         """The legacy API `call` names and its arguments' source text by parameter name."""

@@ -40,9 +40,14 @@ from queue_pipeline._migrate.arguments import (
     parse_call,
     spell,
 )
-from queue_pipeline._migrate.failure_hints import called, failure_fix
+from queue_pipeline._migrate.failure_hints import called, failed_call, failure_fix
 from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
-from queue_pipeline._migrate.python_filled_queues import python_filled_queue
+from queue_pipeline._migrate.python_filled_queues import (
+    fed_from_python,
+    fed_queue_read,
+    made_at,
+    python_filled_queue,
+)
 from queue_pipeline._migrate.returned_builders import returned_builder
 from queue_pipeline._rebuild import graph_model
 from queue_pipeline._rebuild.walk import Walker
@@ -303,11 +308,7 @@ def trace(
     except Exception as e:  # noqa: BLE001 - the user's function failed
         # NOTE [ A function that fails under its arguments ]
         usual = failure_fix(fn, args, kwargs, e, real)
-        raise MigrateError(
-            f"{_API}: {called(function, spell(args, kwargs))} failed"
-            f"{loading.raised_at(e, real)}: {type(e).__name__}: {str(e).rstrip('.')}. Fix: "
-            f"{loading.fix_for(e, usual)}."
-        ) from e
+        raise failed_call(called(function, spell(args, kwargs)), e, real, usual) from e
     # The graph is fresh: everything recorded on it is this call's pipeline,
     # including the stages behind a queue no builder recorded (a prefetch).
     # Stages TF built (a reader class passed in, a name bound before install())
@@ -324,7 +325,7 @@ def trace(
             "runs the session on them."
         )
     if not nodes:
-        fed = _fed_from_python(outputs)
+        fed = fed_from_python(outputs)
         if fed is not None:  # NOTE [ A queue the program feeds from Python ]
             frames = _frames(fed, real)
             where = f"{real}:{frames[-1][1]}" if frames else real
@@ -355,8 +356,17 @@ def trace(
             read_op = _first_op(n)
             if read_op is not None and read_op.inputs:
                 reader_sites[n.index] = _frames(read_op.inputs[0].op, real)
+    # NOTE [ A queue the program feeds from Python ]: refused at the read, before
+    # the stages behind it are looked at (a placeholder there is the same cause)
+    fed_read = fed_queue_read(
+        [op for n in nodes if n.kind.endswith(_READ_SUFFIXES) for op in [_first_op(n)] if op],
+        _producer_queues(nodes),
+        real,
+    )
+    if fed_read:
+        raise MigrateError(fed_read)
     own = _own_queues(graph, nodes)
-    record, batch = _classify(nodes, outputs, own)
+    record, batch = _classify(nodes, outputs, real, own)
     queue_sites = tuple(
         frame
         for queue_op, enqueues in own.items()
@@ -367,29 +377,6 @@ def trace(
         real, module, function, outputs, nodes, sites, reader_sites, calls, record, batch,
         queue_sites,
     )  # fmt: skip
-
-
-def _fed_from_python(outputs) -> tf.Operation | None:
-    """The queue `outputs` are dequeued from whose enqueues take placeholders, or None.
-
-    NOTE [ A queue the program feeds from Python ]
-    WaveNet's ``AudioReader`` loads audio in Python threads and runs
-    ``queue.enqueue([placeholder])`` with ``feed_dict``; its ``dequeue(n)`` is
-    ``queue.dequeue_many(n)``. No reader, producer or batching call is in the
-    graph: the data comes from the program's own loop, which migrate does not
-    run or rewrite. Refused with what the queue is and the way to tf.data.
-    """
-    for t in tf.nest.flatten(outputs, expand_composites=False):
-        op = getattr(t, "op", None)
-        if op is None or op.type not in graph_facts.DEQUEUE_OPS or not op.inputs:
-            continue
-        queue_op = op.inputs[0].op
-        for use in queue_op.outputs[0].consumers():
-            if use.type.startswith("QueueEnqueue") and any(
-                i.op.type.startswith("Placeholder") for i in use.inputs[1:]
-            ):
-                return queue_op
-    return None
 
 
 def _own_queues(graph: tf.Graph, nodes) -> dict:
@@ -405,13 +392,7 @@ def _own_queues(graph: tf.Graph, nodes) -> dict:
         for out in n.outputs
         for t in _components(out)
     }
-    builders = {graph_facts.queue_op_name(n.fills) for n in nodes}
-    builders |= {
-        op.name
-        for n in nodes
-        for out in n.outputs
-        if has(out, "queue_ref") and (op := graph_facts.queue_op(out)) is not None
-    }
+    builders = _producer_queues(nodes)
     own: dict[tf.Operation, list[tf.Operation]] = {}
     for qr in graph.get_collection(tf.compat.v1.GraphKeys.QUEUE_RUNNERS):
         queue_op = graph_facts.queue_op(getattr(qr, "queue", None))
@@ -423,6 +404,17 @@ def _own_queues(graph: tf.Graph, nodes) -> dict:
         ops = own.setdefault(queue_op, [])
         ops += [op for op in enqueues if all(op is not o for o in ops)]
     return own
+
+
+def _producer_queues(nodes) -> set[str | None]:
+    """The names of the queues the recorded stages build or fill."""
+    builders = {graph_facts.queue_op_name(n.fills) for n in nodes}
+    return builders | {
+        op.name
+        for n in nodes
+        for out in n.outputs
+        if has(out, "queue_ref") and (op := graph_facts.queue_op(out)) is not None
+    }
 
 
 def _reads_batches(enqueues: list, batches: set) -> bool:
@@ -444,11 +436,12 @@ def _dequeues(queue_op: tf.Operation) -> list[tf.Operation]:
     return [c for t in queue_op.outputs for c in t.consumers() if c.type in graph_facts.DEQUEUE_OPS]
 
 
-def _classify(nodes, outputs, own=None) -> tuple[set[str], set[str]]:
+def _classify(nodes, outputs, real: str, own=None) -> tuple[set[str], set[str]]:
     """The names of the per-record tensors and of the batch tensors; see the module doc.
 
     `own`: the function's own queues -> their enqueue ops; what they enqueue
     is per record, what ``dequeue_many`` / ``dequeue_up_to`` hand out a batch.
+    An op no Dataset can hold is refused at the user's line (`real`'s) that built it.
     """
     own = own or {}
     stage_outputs: set[str] = set()
@@ -496,11 +489,23 @@ def _classify(nodes, outputs, own=None) -> tuple[set[str], set[str]]:
     try:
         walker.walk(sinks)
     except NotRebuildableError as e:
-        raise MigrateError(str(e).replace("queue-pipeline migrate:", f"{_API}:", 1)) from e
+        op = _op_named(sinks, e.op_name)
+        at = f"{_API}: {made_at(op, real)}:" if op is not None else f"{_API}:"
+        raise MigrateError(str(e).replace("queue-pipeline migrate:", at, 1)) from e
     record = set(stage_outputs) | set(walker.aliases)
     for op in walker.ops.values():
         record.update(t.name for t in op.outputs)
     return record, batch
+
+
+def _op_named(tensors: list, name: str | None) -> tf.Operation | None:
+    """The op called `name` in the graph of `tensors`, or None."""
+    if not tensors or name is None:
+        return None
+    try:
+        return tensors[0].graph.get_operation_by_name(name)
+    except (KeyError, ValueError):
+        return None
 
 
 def _components(x) -> list[tf.Tensor]:

@@ -23,6 +23,7 @@ from queue_pipeline._migrate.proof_conditions import (
 )
 from queue_pipeline._migrate.constructor_pipelines import _dequeues
 from queue_pipeline._migrate import object_returns_places as _places
+from queue_pipeline._migrate.dropped_tails import accepted_tail
 from queue_pipeline._migrate.held_random import HeldRandomState, unreproducible_constant
 from queue_pipeline._migrate.loading import load_beside
 from queue_pipeline._migrate.plain_values import shown, split_plain
@@ -199,7 +200,7 @@ def _verify(
             ]
             # a difference no dropped tail explains comes first
             report = next(
-                (r for r in reports if not r.matched and _dropped_tail(trace, r) is None),
+                (r for r in reports if not r.matched and accepted_tail(trace, r) is None),
                 next((r for r in reports if not r.matched), reports[-1]),
             )
             conditions.append(
@@ -248,14 +249,9 @@ def _verify(
         return Verdict("UNVERIFIED", unproven + suffix, report)
     if report.matched:
         return Verdict("MATCH", report.mode + suffix, report)
-    tail = _dropped_tail(trace, report)
+    tail = accepted_tail(trace, report)  # NOTE [ The tail each side drops ]
     if tail is not None:
-        return Verdict(
-            "MATCH",
-            f"{report.mode}, but for the shuffled tail each side drops "
-            f"({tail} example(s) differ on each side; batch_size {_batch_size(trace)})" + suffix,
-            report,
-        )
+        return Verdict("MATCH", tail.described(report.mode) + suffix, report)
     return Verdict("DIFFER", report.mode + suffix, report)
 
 
@@ -421,34 +417,3 @@ def _with_loaders_run(outputs):
         add_session_setup(graph, load)
     rest = tuple(outputs[: len(outputs) - count])
     return rest[0] if len(rest) == 1 and isinstance(rest[0], tf.data.Dataset) else rest
-
-
-def _batch_size(trace: Trace) -> int | None:
-    for node in trace.nodes:
-        if node.kind in plan.BATCHING_KINDS and isinstance(node.args.get("batch_size"), int):
-            return node.args["batch_size"]
-    return None
-
-
-def _dropped_tail(trace: Trace, report) -> int | None:
-    """The examples each side dropped, if that is all that differs; else None.
-
-    A shuffled pipeline that drops its last partial batch drops different
-    examples on each side (whichever the shuffle left last). Then the two
-    multisets may differ by fewer than one batch per epoch, the same number
-    on each side, and nothing else.
-    """
-    size = _batch_size(trace)
-    drops = any(
-        node.kind in plan.BATCHING_KINDS and not node.args.get("allow_smaller_final_batch")
-        for node in trace.nodes
-    )
-    if size is None or not drops or report.mode != "multiset" or not report.counts_equal:
-        return None
-    only_legacy = sum(e.only_in_legacy for e in report.epochs)
-    only_twin = sum(e.only_in_twin for e in report.epochs)
-    if only_legacy != only_twin or only_legacy > max(len(report.epochs), 1) * (size - 1):
-        return None
-    if not report.structure_equal:
-        return None
-    return only_legacy
