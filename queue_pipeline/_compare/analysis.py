@@ -384,23 +384,17 @@ def _unmatched(keys, other) -> list[int]:
 
 
 def _first_multiset_difference(left, right, only_left, only_right) -> Difference | None:
+    """The first legacy example the twin has no partner for, else the twin's first."""
     if only_left:
         i = only_left[0]
+        shown = _normalize.format_example(left.paths, left.examples[i])
         return Difference(
-            i,
-            "only in legacy",
-            _normalize.format_example(left.paths, left.examples[i]),
-            "(no equal example in the twin)",
-            left.batch_of_example[i],
+            i, "only in legacy", shown, "(no equal example in the twin)", left.batch_of_example[i]
         )
     if only_right:
         i = only_right[0]
-        return Difference(
-            i,
-            "only in twin",
-            "(no equal example in legacy)",
-            _normalize.format_example(right.paths, right.examples[i]),
-        )
+        shown = _normalize.format_example(right.paths, right.examples[i])
+        return Difference(i, "only in twin", "(no equal example in legacy)", shown)
     return None
 
 
