@@ -75,6 +75,23 @@ def test_a_parameter_named_dataset_read_after_the_batching_call_keeps_its_value(
     assert [list(b) for b in batches] == OFFSET_BATCHES
 
 
+def test_a_parameter_the_producer_reads_and_the_code_after_the_batches_reads_keeps_it(tmp_path):
+    """``scaled(records)``: the file list goes to the producer (its arguments enter the
+    written code through the call's bound arguments, marked like its statements) and
+    is read after the batching call; the written code's own ``records`` is fresh (was
+    `records_1` read before it was bound: UnboundLocalError in the proof)."""
+    path, data = _program(tmp_path)
+    result = migrate(path, "scaled", call=f"[{data!r}, {data!r}]", tf1=tf1_mode())
+    assert result.verdict.status == "MATCH", result.report()
+    assert "from_tensor_slices(records)" in result.added, result.added
+    assert "records_1 = tf.data.TextLineDataset(" in result.added
+    assert "* len(records)" in result.added and "__qp_user_name__" not in result.added
+    with tf.Graph().as_default():
+        batches = elements(result.load().scaled_dataset([data, data]))
+    # the file listed twice: each value times len(records) == 2, both files in turn
+    assert [list(b) for b in batches] == [[2 * (v - 100) for v in b] for b in OFFSET_BATCHES] * 2
+
+
 def test_a_constructor_parameter_named_dataset_keeps_its_value(tmp_path):
     """monodepth's shape: ``__init__(self, ..., dataset, mode)`` reads ``dataset`` later."""
     path, data = _program(tmp_path)

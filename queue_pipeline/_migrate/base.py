@@ -430,11 +430,15 @@ class RewriterBase:
             out.append("    " * depth + untabbed(line, column))
         return "".join(out)
 
+    def bound(self, api: Any, call: cst.Call, *, skip_self: bool = False) -> dict[str, str]:
+        """`call`'s arguments' source text by `api`'s parameter names, as the written code
+        copies them (the user's names kept apart: NOTE [ Names the written code binds ])."""
+        bound = bind_arguments(api, call, self.module, skip_self)
+        return {p: mark(text, self.user_names) for p, text in bound.items()}
+
     def _extra_args(self, helper: Function, call: cst.Call, extra: list[str]) -> list[str]:
         """What `call` passes to each of `helper`'s `extra` parameters (or its default)."""
-        bound = bind_arguments(
-            helper.call and getattr(self.trace.module, helper.name), call, self.module
-        )
+        bound = self.bound(helper.call and getattr(self.trace.module, helper.name), call)
         return [bound[p] if p in bound else self.code(param_default(helper, p)) for p in extra]
 
     def helper_of(self, call: cst.Call) -> Function | None:

@@ -19,7 +19,7 @@ from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import READER_CLASSES, READS, Function, RewriterBase
 from queue_pipeline._migrate.known_names import WRAPPER
-from queue_pipeline._migrate.syntax import assigned_names, bind_arguments, callee, names_in
+from queue_pipeline._migrate.syntax import assigned_names, callee, names_in
 
 __all__ = ["Readers"]
 
@@ -49,7 +49,7 @@ class Readers(RewriterBase):
             for kind in kinds or ([callee(call)] if callee(call) in READER_CLASSES else []):
                 try:
                     reader_init = legacy_api(kind).__init__
-                    return kind, bind_arguments(reader_init, call, self.module, skip_self=True)
+                    return kind, self.bound(reader_init, call, skip_self=True)
                 except (chains.Unsupported, TypeError, ValueError, AttributeError):
                     continue
         return None

@@ -4,7 +4,8 @@ Shaped like a depth-estimation loader whose constructor takes ``dataset``
 (which data set: its crop differs) and reads it after the batching call.
 ``inputs(path, dataset, batch_size)`` offsets the batches by the data set's
 offset after batching them; ``Loader(path, dataset, batch_size)`` does the
-same in a constructor that keeps the batches as an attribute. Run as a
+same in a constructor that keeps the batches as an attribute; ``scaled(records)``
+hands its file list to the producer and reads it again after batching. Run as a
 script, the module-level lines do it with a global ``dataset``. Used by
 ``tests/test_migrate_generated_names.py``: NOTE [ Names the written code binds ].
 """
@@ -21,6 +22,15 @@ def inputs(path, dataset, batch_size=2):
     values = tf.train.batch([value], batch_size)
     values = values + OFFSETS[dataset]
     return values
+
+
+def scaled(records, batch_size=2):
+    """``records``: the list of files, handed to the producer and read again after batching."""
+    queue = tf.train.string_input_producer(records, num_epochs=1, shuffle=False)
+    _, line = tf.TextLineReader().read(queue)
+    (value,) = tf.decode_csv(line, [[0]])
+    values = tf.train.batch([value], batch_size)
+    return values * len(records)
 
 
 class Loader(object):
