@@ -24,6 +24,7 @@ from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 
 from queue_pipeline._migrate.line_maps import at_lines, at_lines_of, foreign_step, unchanged_lines
 from queue_pipeline._migrate.proven import MigrationResult, finish, merged, rewrite_and_prove
+from queue_pipeline._migrate.script_reads import quoted_read
 from queue_pipeline._migrate.static_check import check_rewritten_scope
 
 __all__ = ["migrate_inline"]
@@ -147,7 +148,10 @@ def _inline_pass(
         ) from e
     except MigrateError as e:
         message = foreign.map_lines(str(e), copy) if foreign is not None else str(e)
-        raise MigrateError(_script.map_lines(message, wrapped, copy, real)) from e
+        message = _script.map_lines(message, wrapped, copy, real)
+        # NOTE [ A refusal at the line that reads the pipeline's names ]
+        message = quoted_read(message, wrapped.names, original, real, wrapped.region[1])
+        raise MigrateError(message) from e
     finally:
         with contextlib.suppress(OSError):
             os.remove(copy)
