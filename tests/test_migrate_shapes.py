@@ -290,6 +290,9 @@ def test_a_training_and_a_validation_pipeline_in_one_function_migrate_each(
     second = source.index("from_tensor_slices((images_val, annotations_val))")
     assert source.index("records.batch(batch_size)") < model < second
     assert "records.batch(eval_batch_size, drop_remainder=True)" in source[second:]
+    # the first pass's own `records` and `per_record` are not the user's names: the
+    # second pass binds them again (NOTE [ Names the written code binds ])
+    assert "records_1" not in source and "per_record_1" not in source
     original = path.read_text().splitlines()
     lines = {s.legacy: s.line for s in result.steps if s.line}
     assert "slice_input_producer" in original[lines["slice_input_producer"] - 1]

@@ -268,7 +268,7 @@ def _plain(
         loaders = _trace.loader_count(traced.outputs)
         source, changed = rewrite_callers(
             source, function, rewrite.function, skip, loaders, len(rewrite.loaders),
-            _plain_values.plain_beside(traced.outputs),
+            _plain_values.plain_beside(traced.outputs), _plain_values.nones_dropped(traced.outputs),
         )  # fmt: skip
         steps += [codegen.Step(0, f"caller {caller}", what) for caller, what in changed]
     return finish(

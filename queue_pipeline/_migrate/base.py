@@ -17,7 +17,6 @@ import libcst as cst
 import libcst.matchers as m
 import tensorflow as tf
 
-from queue_pipeline import plan
 from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
@@ -26,6 +25,8 @@ from queue_pipeline._migrate.syntax import (
     names_in,
     string_lines,
 )
+from queue_pipeline._migrate.generated_names import mark
+from queue_pipeline._migrate.known_names import BATCHING, PRODUCERS, READS
 from queue_pipeline._migrate.record_draws import draw_kind
 from queue_pipeline._migrate.trace import MigrateError, Trace
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
@@ -50,9 +51,6 @@ _QUEUE_WORDS = re.compile(
     r"\b(queue runners?|QueueRunners?|queues?|start_queue_runners|Coordinator|"
     r"filename_queue|shuffle_batch|tf\.train\.batch)\b"
 )
-PRODUCERS = ("string_input_producer", "input_producer", "range_input_producer")
-BATCHING = tuple(sorted(plan.BATCHING_KINDS))
-READS = ("read", "read_up_to")
 # The calls that build or read a function's own queue (NOTE [ Migrating the function's own queue ]).
 OWN_QUEUES = ("RandomShuffleQueue", "FIFOQueue", "PaddingFIFOQueue")
 OWN_QUEUE_CALLS = OWN_QUEUES + ("dequeue_many", "dequeue_up_to", "dequeue")
@@ -368,6 +366,7 @@ class RewriterBase:
         self._pending_batch_code: dict[str, tuple[str, str]] = {}  # written when used
         self.preloaded = ""  # the name of the preloaded-variables helper, once one is used
         self.loaders: dict[str, list[str]] = {}  # pipeline version -> the loaders it returns
+        self.user_names: frozenset[str] = frozenset()  # NOTE [ Names the written code binds ]
 
     def preloaded_helper(self) -> str:
         """The name of the module helper that holds arrays in variables (written once).
@@ -396,7 +395,7 @@ class RewriterBase:
         )
 
     def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        return mark(self.module.code_for_node(node), self.user_names)
 
     def raw(self, node: cst.CSTNode) -> str:
         """The node's exact source text (no leading or trailing whitespace)."""
@@ -415,9 +414,9 @@ class RewriterBase:
         span = self.spans[stmt]
         end = span.end.line - 1 if span.end.column == 0 else span.end.line
         first = span.start.line
-        chunk = "".join(self.lines[first - 1 : end])
+        chunk = mark("".join(self.lines[first - 1 : end]), self.user_names)
         for node, new in replace:
-            old = self.raw(node)
+            old = mark(self.raw(node), self.user_names)
             start = self.lines[self.positions[node].start.line - 1]
             base = " " * (len(start) - len(start.lstrip(" ")))
             new = new.replace("\n", "\n" + base)
@@ -431,11 +430,15 @@ class RewriterBase:
             out.append("    " * depth + untabbed(line, column))
         return "".join(out)
 
+    def bound(self, api: Any, call: cst.Call, *, skip_self: bool = False) -> dict[str, str]:
+        """`call`'s arguments' source text by `api`'s parameter names, as the written code
+        copies them (the user's names kept apart: NOTE [ Names the written code binds ])."""
+        bound = bind_arguments(api, call, self.module, skip_self)
+        return {p: mark(text, self.user_names) for p, text in bound.items()}
+
     def _extra_args(self, helper: Function, call: cst.Call, extra: list[str]) -> list[str]:
         """What `call` passes to each of `helper`'s `extra` parameters (or its default)."""
-        bound = bind_arguments(
-            helper.call and getattr(self.trace.module, helper.name), call, self.module
-        )
+        bound = self.bound(helper.call and getattr(self.trace.module, helper.name), call)
         return [bound[p] if p in bound else self.code(param_default(helper, p)) for p in extra]
 
     def helper_of(self, call: cst.Call) -> Function | None:

@@ -66,6 +66,8 @@ class _Caller(cst.CSTTransformer):
         self, function: str, new: str, loaders: int = 0, added: int = 0, beside: int | str = 0
     ):
         self.function, self.new, self.loaders = function, new, loaders
+        # Nones (no labels) after the batches that the new function leaves out
+        self.absent = 0  # NOTE [ No labels: a None beside the batches ]
         # the plain values the function returns beside its batches: how many
         # follow them in a tuple, or the name of the namedtuple (or "dict")
         # holding them (NOTE [ A namedtuple with plain values beside the batches ])
@@ -114,7 +116,7 @@ class _Caller(cst.CSTTransformer):
         """
         small = updated.body[0]
         target = small.targets[0].target if isinstance(small, cst.Assign) else None
-        count = self.loaders or int(self.beside)
+        count = self.loaders or int(self.beside) or self.absent
         what = f"{count} loader(s)" if self.loaders else f"{count} plain value(s)"
         if (
             len(self.datasets) != 1
@@ -135,6 +137,15 @@ class _Caller(cst.CSTTransformer):
         code = cst.Module([]).code_for_node
         batches = ", ".join(code(e.value) for e in kept)
         extra = ", ".join(code(n) for n in names)
+        if self.absent:  # no labels: the Dataset alone, then None for each
+            call = cst.Module([]).code_for_node(self.datasets.pop())
+            lines = [
+                f"{self.name} = {call}",
+                f"{batches} = tf.compat.v1.data.make_one_shot_iterator({self.name}).get_next()",
+                *(f"{code(n)} = None" for n in names),
+            ]
+            first, *rest = [cst.parse_statement(line + "\n") for line in lines]
+            return [first.with_changes(leading_lines=updated.leading_lines), *rest]
         if not self.loaders:  # plain values: nothing to initialize
             return [
                 *self._dataset_and(extra, updated.leading_lines),
@@ -238,7 +249,9 @@ class _Caller(cst.CSTTransformer):
         return [first.with_changes(leading_lines=updated.leading_lines), *rest]
 
     def leave_SimpleStatementLine(self, original, updated):
-        if self.datasets and (self.loaders or isinstance(self.beside, int) and self.beside):
+        if self.datasets and (
+            self.loaders or isinstance(self.beside, int) and self.beside or self.absent
+        ):
             return cst.FlattenSentinel(self._with_loaders(updated))
         if self.datasets and isinstance(self.beside, str):
             if len(self.datasets) != 1:
@@ -340,6 +353,7 @@ def rewrite_callers(
     loaders: int = 0,
     added: int = 0,
     beside: int | str = 0,
+    absent: int = 0,
 ) -> tuple[str, list[tuple[str, str]]]:
     """`source` with the callers of `function` rewritten; see NOTE [ Rewriting the callers ... ].
 
@@ -362,6 +376,9 @@ def rewrite_callers(
         namedtuple holding them, or ``"dict"`` (``e = f(...)`` becomes
         ``dataset, plain = f_dataset(...)`` and ``e = Examples(**...get_next(),
         **plain)``).
+      absent: how many Nones (no labels) follow the batches that `new` leaves
+        out: ``x, y = f(...)`` becomes ``dataset = f_dataset(...)``, ``x =
+        ...get_next()`` and ``y = None``.
 
     Returns:
       The new source and, per caller rewritten, ``(its name, what changed)``.
@@ -387,6 +404,7 @@ def rewrite_callers(
             calls = [c for c in m.findall(stmt, m.Call()) if isinstance(c, cst.Call)]
             remaining = {callee(c) for c in calls} - {function}
             transformer = _Caller(function, new, loaders, added, beside)
+            transformer.absent = absent
             used = {n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)}
             transformer.name = next(
                 n for n in ("dataset", "input_dataset", "migrated_dataset") if n not in used

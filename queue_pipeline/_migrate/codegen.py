@@ -54,6 +54,7 @@ import tensorflow as tf
 from queue_pipeline._migrate import (
     chains,
     epoch_limits,
+    generated_names,
     headers,
     legacy_aliases,
     preloaded,
@@ -140,6 +141,10 @@ class _Rewriter(HelperCalls):
 
     def pipeline(self, fn: Function) -> str:
         """Writes `fn`'s tf.data version; returns its name."""
+        with generated_names.kept_apart(self, fn) as user_names:
+            return self._pipeline(fn, user_names)
+
+    def _pipeline(self, fn: Function, user_names: frozenset[str]) -> str:
         role = fn.role
         name = f"{fn.name}_dataset"
         if fn.name in self.generated and name in self.generated[fn.name]:
@@ -160,9 +165,11 @@ class _Rewriter(HelperCalls):
         lines = preloaded.drop_constant_lines(lines, state.unwrapped)
         used = "".join(lines)
         if fn.name != self.trace.function:  # a helper: keep only what its version uses
-            params = [p for p in params if p == "dataset" or re.search(rf"\b{p}\b", used)]
+            params = [
+                p for p in params if p == "dataset" or generated_names.uses(used, p, user_names)
+            ]
         header, self.kept_params[name] = headers.dataset_header(fn, name, params, self.code)
-        text = header + "".join(lines)
+        text = generated_names.renamed(header + "".join(lines), user_names, names_in(fn.node))
         untaken_branches.check_branches(self, fn, text)  # NOTE [ A branch that makes no Dataset ]
         if state.loaders:
             self.loaders[name] = list(state.loaders)

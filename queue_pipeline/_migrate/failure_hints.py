@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate import loading
 from queue_pipeline._migrate.arguments import graph_defaults
+from queue_pipeline._migrate.known_names import WRAPPER
 from queue_pipeline._migrate.loading import MigrateError
 
 __all__ = ["called", "failed_call", "failure_fix"]
@@ -32,9 +33,6 @@ _PY2_NAMES = re.compile(
     r"name '(xrange|unicode|basestring|long|raw_input|unichr|cmp|execfile|file|reduce)' "
     r"is not defined"
 )
-# script.WRAPPER (script imports this module through trace): the function a script's
-# pipeline lines are wrapped in to run them, a name of migrate's, not the user's
-SCRIPT_WRAPPER = "_inline_pipeline"
 _PY2_METHODS = re.compile(r"has no attribute '(iteritems|itervalues|iterkeys|has_key)'")
 _FLOAT_FOR_INT = re.compile(r"Expected u?int\d+.*of type 'float'", re.S)
 _PY2_VIEWS = re.compile(r"'(dict_items|dict_keys|dict_values|map|filter|zip|range)'( object)?")
@@ -58,7 +56,7 @@ def failure_fix(
     filename, line, _ = frame
     name = getattr(fn, "__qualname__", getattr(fn, "__name__", "the function"))
     own = f"{name}() itself fails at {filename}:{line} under these arguments"
-    if name == SCRIPT_WRAPPER:
+    if name == WRAPPER:
         own = f"the script itself fails at {filename}:{line}"
     if _python2(error):
         return (
@@ -87,7 +85,7 @@ def called(function: str, arguments: str) -> str:
     """How a failed call is named in a message: "calling f(ARGS)", or "running the
     script's pipeline lines" for the function migrate wraps a script's lines in (a name
     of migrate's, never shown)."""
-    if function == SCRIPT_WRAPPER:
+    if function == WRAPPER:
         return "running the script's pipeline lines"
     return f"calling {function}({arguments})"
 

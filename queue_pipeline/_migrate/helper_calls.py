@@ -35,7 +35,6 @@ from queue_pipeline._migrate.branches import Branches
 from queue_pipeline._migrate.syntax import (
     assigned_names,
     bare,
-    bind_arguments,
     call_text,
     callee,
     names_in,
@@ -115,7 +114,7 @@ class HelperCalls(Branches):
         out: list[str] = []
         replace: dict[str, str] = {}
         if role == "batch":
-            bound = bind_arguments(getattr(self.trace.module, helper.name), call, self.module)
+            bound = self.bound(getattr(self.trace.module, helper.name), call)
             record_params = [p for p in helper.params if helper.kind(p) == "record"]
             returns = ", ".join(bound[p] for p in record_params if p in bound)
             if returns in state.copies:  # the N copies' lists: one copy's values

@@ -13,6 +13,7 @@ import sys
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import graph_checks
 from queue_pipeline._migrate import foreign as _foreign
+from queue_pipeline._migrate import generated_names
 from queue_pipeline._migrate import preloaded as _preloaded
 from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import trace as _trace
@@ -23,6 +24,7 @@ from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 
 from queue_pipeline._migrate.line_maps import at_lines, at_lines_of, foreign_step, unchanged_lines
 from queue_pipeline._migrate.proven import MigrationResult, finish, merged, rewrite_and_prove
+from queue_pipeline._migrate.script_reads import quoted_read
 from queue_pipeline._migrate.static_check import check_rewritten_scope
 
 __all__ = ["migrate_inline"]
@@ -52,7 +54,7 @@ def migrate_inline(
     while True:
         lines = unchanged_lines(original, source)
         try:
-            result = _inline_pass(path, real, source, function, *given)
+            result = _inline_pass(path, real, source, function, *given, user_source=original)
         except MigrateError as e:
             if not passes:
                 raise
@@ -83,9 +85,13 @@ _MAX_PIPELINES = 8
 
 def _inline_pass(
     path, real, original, function, call, args, kwargs, verify, epochs, max_batches,
-    batch_decode, argv,
+    batch_decode, argv, *, user_source=None,
 ) -> MigrationResult:  # fmt: skip
-    """One pipeline of the source `original` of the file `path`, migrated (nothing written)."""
+    """One pipeline of the source `original` of the file `path`, migrated (nothing written).
+
+    `user_source`: the file as the user wrote it, when `original` holds an
+    earlier pass's written code (NOTE [ Names the written code binds ]).
+    """
     copy = _script.copy_path_for(real)
     wrapped = _script.wrap(original, real, function)
     foreign = None  # NOTE [ Following a function of another module ], in the copy
@@ -105,9 +111,10 @@ def _inline_pass(
             foreign = _foreign.lift(wrapped.source, copy)
             text = foreign.source if foreign is not None else wrapped.source
             traced, args, kwargs = _trace_copy(copy, text, call, args, kwargs, argv)
-        rewrite, verdict, notes = rewrite_and_prove(
-            traced, text, verify, batch_decode, args, kwargs, epochs, max_batches, argv
-        )
+        with generated_names.script_scope(original, wrapped.scope, user_source):
+            rewrite, verdict, notes = rewrite_and_prove(
+                traced, text, verify, batch_decode, args, kwargs, epochs, max_batches, argv
+            )
         rewritten = rewrite.source
         if foreign is not None:
             rewritten = foreign.finish(foreign.write_back(rewritten, rewrite.function))
@@ -141,7 +148,10 @@ def _inline_pass(
         ) from e
     except MigrateError as e:
         message = foreign.map_lines(str(e), copy) if foreign is not None else str(e)
-        raise MigrateError(_script.map_lines(message, wrapped, copy, real)) from e
+        message = _script.map_lines(message, wrapped, copy, real)
+        # NOTE [ A refusal at the line that reads the pipeline's names ]
+        message = quoted_read(message, wrapped.names, original, real, wrapped.region[1])
+        raise MigrateError(message) from e
     finally:
         with contextlib.suppress(OSError):
             os.remove(copy)

@@ -39,7 +39,7 @@ from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import PRODUCERS, Function, State, Step, fresh
 from queue_pipeline._migrate.graph_checks import reads_in_lockstep
 from queue_pipeline._migrate.record_helpers import RecordHelpers
-from queue_pipeline._migrate.syntax import bare, bind_arguments, callee
+from queue_pipeline._migrate.syntax import bare, callee
 
 __all__ = ["Lockstep"]
 
@@ -255,9 +255,7 @@ class Lockstep(RecordHelpers):
         """The Dataset of records a call of a helper reading in lockstep reads: the zip of
         what each of its queue parameters was handed, read by that read's reader."""
         reads = self.record_lockstep[helper.name]
-        bound = bind_arguments(
-            helper.call and getattr(self.trace.module, helper.name), call, self.module
-        )
+        bound = self.bound(helper.call and getattr(self.trace.module, helper.name), call)
         files = []
         for param, _, _ in reads:
             passed = bare(bound.get(param, ""))

@@ -54,6 +54,7 @@ import libcst as cst
 
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import function_pipelines as _fp
+from queue_pipeline._migrate import generated_names
 from queue_pipeline._migrate import object_returns_assembly as _assembly
 from queue_pipeline._migrate import object_returns_places as _places
 from queue_pipeline._migrate import script as _script
@@ -167,7 +168,7 @@ def migrate_returned_object(
             traced, rewrite, traced_args, traced_kwargs, epochs, max_batches, argv, graph_call
         )
         # NOTE [ Examples that depend on their batch mates ]: the chains' names are prefixed
-        per_batch = any("def per_batch(" in p.added for p in passes)
+        per_batch = any(generated_names.maps_per_batch(p.added) for p in passes)
         verdict = with_batch_mates(verdict, per_batch)
     dropped = list(dropped) + [
         f"{real}:{shape.positions[shape.body[i]].start.line}: "

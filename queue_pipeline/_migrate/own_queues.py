@@ -51,7 +51,6 @@ from queue_pipeline._migrate.base import OWN_QUEUES, READS, State, Step
 from queue_pipeline._migrate.stages import Stages
 from queue_pipeline._migrate.syntax import (
     assigned_names,
-    bind_arguments,
     callee,
     names_in,
     registers_runner,
@@ -148,7 +147,7 @@ class OwnQueues(Stages):
         ):  # `**` arguments: NOTE [ A queue's `**` arguments ]
             written = call.with_changes(args=[a for a in call.args if a.star != "**"])
         try:
-            args = bind_arguments(init, written, self.module, skip_self=True)
+            args = self.bound(init, written, skip_self=True)
         except (chains.Unsupported, TypeError, ValueError) as e:
             raise self.fail(fn, stmt, str(e)) from e
         if known is not None and written is not call:

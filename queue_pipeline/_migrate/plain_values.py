@@ -40,9 +40,36 @@ def split_plain(outputs) -> tuple[object, list]:
     if not plain:
         return outputs, []
     rest = [v for v in outputs if not _is_plain(v)]
+    if nones_dropped(outputs):  # NOTE [ No labels: a None beside the batches ]
+        plain = []
     if len(rest) == 1 and not loader_count(tuple(rest)):
         return rest[0], plain
     return (tuple(rest) if isinstance(outputs, tuple) else rest), plain
+
+
+def nones_dropped(outputs) -> int:
+    """How many ``None`` the written function leaves out of `outputs` (0: none).
+
+    NOTE [ No labels: a None beside the batches ]
+    An Estimator input_fn of a model without labels (a GAN, an autoencoder)
+    returns ``{"image": images}, None`` or ``images, None``. Estimator calls an
+    input_fn and takes a ``tf.data.Dataset`` (of ``(features, labels)`` or of
+    the features alone) or a ``(features, labels)`` tuple of tensors:
+    ``(dataset, None)`` would make the Dataset itself the features. A None
+    carries no data, so where every plain value a tuple returns beside its
+    batches is None (labels absent), the written function returns the Dataset
+    alone, its element the batches (or the structure built from them); the
+    proof compares the legacy batches without the Nones, and ``--callers``
+    rewrites ``features, labels = f(...)`` as the iterator's next element and
+    ``labels = None``. Any other plain value (a count, a name, a loader) keeps
+    the Nones beside it: ``(dataset, None, count)``.
+    """
+    if not isinstance(outputs, (tuple, list)) or _fields(outputs) is not None:
+        return 0
+    plain = [v for v in outputs if _is_plain(v)]
+    if not plain or len(plain) == len(outputs) or any(v is not None for v in plain):
+        return 0
+    return len(plain)
 
 
 def plain_beside(outputs) -> int | str:

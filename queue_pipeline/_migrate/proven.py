@@ -8,7 +8,7 @@ import os
 import re
 import types
 
-from queue_pipeline._migrate import codegen
+from queue_pipeline._migrate import codegen, generated_names
 from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
 
@@ -125,7 +125,7 @@ def _prove(
                 max_batches=max_batches,
                 graph_call=graph_call,
             )
-            return _verify.with_batch_mates(verdict, "def per_batch(" in rewrite.added)
+            return _verify.with_batch_mates(verdict, generated_names.maps_per_batch(rewrite.added))
     except (PipelineError, ValueError, TypeError, tf.errors.OpError) as e:
         if rewrite.batched:  # the batched decoder failed: retried per record
             return _verify.Verdict("DIFFER", f"the batched decode failed: {e}")

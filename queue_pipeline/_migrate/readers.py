@@ -18,7 +18,8 @@ import tensorflow as tf
 from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import READER_CLASSES, READS, Function, RewriterBase
-from queue_pipeline._migrate.syntax import assigned_names, bind_arguments, callee, names_in
+from queue_pipeline._migrate.known_names import WRAPPER
+from queue_pipeline._migrate.syntax import assigned_names, callee, names_in
 
 __all__ = ["Readers"]
 
@@ -48,7 +49,7 @@ class Readers(RewriterBase):
             for kind in kinds or ([callee(call)] if callee(call) in READER_CLASSES else []):
                 try:
                     reader_init = legacy_api(kind).__init__
-                    return kind, bind_arguments(reader_init, call, self.module, skip_self=True)
+                    return kind, self.bound(reader_init, call, skip_self=True)
                 except (chains.Unsupported, TypeError, ValueError, AttributeError):
                     continue
         return None
@@ -196,7 +197,7 @@ class Readers(RewriterBase):
         except chains.Unsupported as e:
             raise self.fail(fn, stmt, str(e)) from e
         up_to = callee(read_call) == "read_up_to"  # NOTE [ read_up_to as per-file chunks ]
-        if up_to and self.trace.function == "_inline_pipeline":  # script.WRAPPER
+        if up_to and self.trace.function == WRAPPER:
             raise self.fail(
                 fn, stmt, "read_up_to in a pipeline inline in a script or a training function "
                 "(not migrated there yet): move the pipeline into a function that returns its "

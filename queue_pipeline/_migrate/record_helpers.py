@@ -32,7 +32,6 @@ from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
     bare,
-    bind_arguments,
     callee,
     names_in,
     tuple_returns,
@@ -198,7 +197,7 @@ class RecordHelpers(Readers):
         itself is kept for the caller (NOTE [ A reading helper that batches ])."""
         kind = callee(call)
         try:
-            args = bind_arguments(legacy_api(kind), call, self.module)
+            args = self.bound(legacy_api(kind), call)
         except TypeError as e:
             raise self.fail(fn, stmt, str(e)) from e
         if kind.endswith("_join"):
@@ -262,7 +261,7 @@ class RecordHelpers(Readers):
             if kind not in BATCHING or kind.endswith("_join"):
                 return None
             try:
-                args = bind_arguments(legacy_api(kind), assign.value, self.module)
+                args = self.bound(legacy_api(kind), assign.value)
             except TypeError:
                 return None
             parts.append((assigned_names(line), kind, args, fn.line(line)))
@@ -273,7 +272,7 @@ class RecordHelpers(Readers):
 
     def caller_values(self, call: cst.Call, helper: Function) -> dict[str, str]:
         """Each parameter of `helper` as the code `call` passes for it (or its default)."""
-        passed = bind_arguments(getattr(self.trace.module, helper.name), call, self.module)
+        passed = self.bound(getattr(self.trace.module, helper.name), call)
         values = {}
         for p in helper.params:
             if p in passed:
@@ -390,7 +389,7 @@ class RecordHelpers(Readers):
         new = vectorize.batch_statement(stmt, self.batch_helpers, ids, tensor_names(fn))
         for node, text in tuple_returns(new):
             new = new.deep_replace(node, cst.parse_expression(text))
-        code = self.module.code_for_node(new)
+        code = self.code(new)
         column = self.positions[stmt].start.column
         lines = (" " * column + code).splitlines(keepends=True)
         out = []

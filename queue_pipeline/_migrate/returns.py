@@ -28,6 +28,7 @@ import tensorflow as tf
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import Function, State, Step, with_outer_values
 from queue_pipeline._migrate.own_queues import OwnQueues
+from queue_pipeline._migrate.plain_values import nones_dropped
 from queue_pipeline._migrate.syntax import names_in
 
 __all__ = ["Returns"]
@@ -220,6 +221,11 @@ class Returns(OwnQueues):
                 "Dataset holds only the batches (return the batches first, or migrate the "
                 "function that builds just the pipeline)",
             )
+        blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
+        if self._labels_absent(fn, stmt, names, extra):
+            return [blank + line for line in mapped[:1]] + [
+                f"{'' if mapped else blank}{pad}return dataset.prefetch({chains.AUTOTUNE})\n"
+            ]
         self._note_plain_among(fn, stmt, names, extra)
         self.steps.append(
             Step(
@@ -237,11 +243,27 @@ class Returns(OwnQueues):
                 "dataset through tf.compat.v1.data.make_initializable_iterator and run its "
                 "initializer after that (a one-shot iterator cannot capture a variable)"
             )
-        blank = "\n" if any(isinstance(x, cst.EmptyLine) for x in stmt.leading_lines) else ""
         ret = f"{pad}return dataset.prefetch({chains.AUTOTUNE}), {', '.join(extra)}\n"
         if mapped:
             return [blank + mapped[0], ret]
         return [blank + ret]
+
+    def _labels_absent(self, fn, stmt, returned: list[str], plain: list[str]) -> bool:
+        """Whether the plain values `fn` returns beside its batches are all None (no
+        labels): then it is noted, and the version returns the Dataset alone
+        (NOTE [ No labels: a None beside the batches ])."""
+        if fn.call is None or not nones_dropped(fn.call.returned):
+            return False
+        self.steps.append(
+            Step(fn.line(stmt), f"return {', '.join(returned)}", "return the Dataset alone")
+        )
+        self.differences.append(
+            f"{self.where(fn.line(stmt))}: {fn.name} returns {', '.join(plain)} beside its "
+            f"batches (no labels); its tf.data version returns the Dataset alone, its element "
+            "the batches, as an Estimator takes an input_fn's features without labels "
+            f"(`(dataset, {', '.join(plain)})` would make the Dataset the features)"
+        )
+        return True
 
     def _note_plain_among(self, fn, stmt, returned: list[str], plain: list[str]) -> None:
         """Says so when plain values come before some of the batches: the version
@@ -323,6 +345,10 @@ class Returns(OwnQueues):
                 # ``return frames, labels, lengths, num_examples``: the count beside the
                 # batches computed on (NOTE [ Per-batch code after the batching call ])
                 tensors = ", ".join(c for c in codes if c not in extra)
+                if self._labels_absent(fn, stmt, codes, extra):
+                    return self._per_batch(state, tensors, depth) + [
+                        f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"
+                    ]
                 self._note_plain_among(fn, stmt, codes, extra)
                 self.steps.append(
                     Step(

@@ -61,6 +61,7 @@ from libcst.metadata import PositionProvider
 
 from queue_pipeline._migrate.base import API
 from queue_pipeline._migrate.helper_module_advice import helper_elsewhere
+from queue_pipeline._migrate.known_names import WRAPPER
 from queue_pipeline._migrate.program_files import imported, inline_objects
 from queue_pipeline._migrate.script_globals import hand_globals
 from queue_pipeline._migrate.script_reads import (
@@ -84,7 +85,6 @@ from queue_pipeline._migrate.trace import MigrateError
 
 __all__ = ["LOADER", "WRAPPER", "Wrapped", "has_pipeline", "has_session_code", "wrap"]
 
-WRAPPER = "_inline_pipeline"
 LOADER = "_load_variables"  # the wrapper's loader: the session's variable loads
 
 

@@ -20,13 +20,20 @@ that line with the other runner lines.
 from __future__ import annotations
 
 import collections
+import re
 
 import libcst as cst
 import libcst.matchers as m
 
 from queue_pipeline._migrate.syntax import assigned_names, callee, names_in
 
-__all__ = ["needed_before", "read_before_assigned", "started_runners", "tensor_statements"]
+__all__ = [
+    "needed_before",
+    "quoted_read",
+    "read_before_assigned",
+    "started_runners",
+    "tensor_statements",
+]
 
 
 def tensor_statements(statements: list, module: cst.Module) -> list:
@@ -153,3 +160,40 @@ def started_runners(after: list, region: list) -> list[tuple[str, cst.CSTNode]]:
             ):
                 out.append((func.value.value, stmt))
     return out
+
+
+def quoted_read(message: str, names: list[str], source: str, path: str, after: int) -> str:
+    """A refusal of the wrapper's ``return NAMES`` told at the file's line that reads them.
+
+    NOTE [ A refusal at the line that reads the pipeline's names ]
+    The wrapper's ``return`` is migrate's own statement (the names the code
+    after the region reads of it), not the file's: a refusal quoting it (a
+    reader's unbatched ``key, value`` returned beside the batches) points
+    instead to the first statement after the region (after line `after`)
+    that reads the names the message is about (those in its first
+    parentheses, else any it names, else any returned), quoted as the file
+    has it: ``sess.run([passenger_id, survived, key, value])``.
+    """
+    returned = f"return {', '.join(names)}"
+    found = re.search(rf"{re.escape(path)}:\d+: cannot migrate `{re.escape(returned)}`: ", message)
+    if found is None:
+        return message
+    why = message[found.end() :]
+    words = set(re.findall(r"\w+", (re.findall(r"\(([^)]*)\)", why) or [why])[0]))
+    wanted = [n for n in names if n in words] or [n for n in names if re.search(rf"\b{n}\b", why)]
+    wrapper = cst.MetadataWrapper(cst.parse_module(source))
+    lines = wrapper.resolve(cst.metadata.PositionProvider)
+    reads = sorted(
+        (lines[s].start.line, s)
+        for s in m.findall(wrapper.module, m.SimpleStatementLine())
+        if isinstance(s, cst.SimpleStatementLine) and lines[s].start.line > after
+        and names_in(s) & set(wanted or names)
+    )  # fmt: skip
+    if not reads:
+        return message
+    line, stmt = reads[0]
+    text = cst.Module([]).code_for_node(stmt.with_changes(leading_lines=())).strip()
+    why = re.sub(r"^it returns ", "it reads ", why)
+    return (
+        message[: found.start()] + f"{path}:{line}: cannot migrate `{text.splitlines()[0]}`: {why}"
+    )

@@ -23,7 +23,6 @@ from queue_pipeline._migrate.graph_checks import (
 from queue_pipeline._migrate.syntax import (
     assigned_names,
     bare,
-    bind_arguments,
     callee,
     parse_expression,
 )
@@ -63,7 +62,7 @@ class Stages(Joins, BatchShapes):
         """The legacy API `call` names and its arguments' source text by parameter name."""
         kind = callee(call)
         try:
-            return kind, bind_arguments(legacy_api(kind), call, self.module)
+            return kind, self.bound(legacy_api(kind), call)
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e
 
@@ -150,7 +149,7 @@ class Stages(Joins, BatchShapes):
         if not held:
             self._note_large_constants(fn, stmt)
         try:
-            args = bind_arguments(legacy_api("slice_input_producer"), call, self.module)
+            args = self.bound(legacy_api("slice_input_producer"), call)
             chain = chains.slice_lines(args, "records")
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e
@@ -375,7 +374,7 @@ class Stages(Joins, BatchShapes):
             )
         except vectorize.Unbatchable:
             return None
-        code = body + self.module.code_for_node(returned)
+        code = body + self.code(returned)
         for batched in set(self.batch_helpers.values()):
             if re.search(rf"\b{batched}\(", code):
                 self._use_batch_helper(batched)
@@ -386,7 +385,7 @@ class Stages(Joins, BatchShapes):
             "\n",
             f"{pad}def per_batch({params}):\n",
             body,
-            f"{pad}    return {self.module.code_for_node(returned)}\n",
+            f"{pad}    return {self.code(returned)}\n",
             "\n",
             f"{pad}dataset = dataset.map(per_batch, num_parallel_calls={chains.AUTOTUNE})\n",
         ]

@@ -40,7 +40,9 @@ __all__ = [
 
 # The names migrated code gives its Datasets (a second pass reads them: NOTE
 # [ Several pipelines in one function ]).
-_DATASET_NAME = re.compile(r"(^|_)(dataset|records)$")
+# a Dataset's name: migrate's own, or the fresh one it takes beside the user's
+# (``records_1``, NOTE [ Names the written code binds ])
+_DATASET_NAME = re.compile(r"(^|_)(dataset|records)(_\d+)?$")
 
 
 def callee(call: cst.Call) -> str:
