@@ -31,6 +31,7 @@ import importlib
 import importlib.util
 import os
 import sys
+import traceback
 
 from queue_pipeline._convert import command as _convert_command
 from queue_pipeline._cli_support import (
@@ -222,12 +223,29 @@ def _migrate(args) -> int:
         return 2
     except (OSError, ValueError, TypeError) as e:
         return report_error("migrate", e, as_json=False)
+    except Exception as e:  # noqa: BLE001 - NOTE [ An internal error of migrate ]
+        return _migrate_bug(args.target, e)
     if args.diff:
         sys.stdout.write(result.diff)
     elif args.out is None and not args.in_place:
         sys.stdout.write(result.source)
     sys.stderr.write(result.report())
     return result.exit_status
+
+
+def _migrate_bug(target: str, error: Exception) -> int:
+    """Exit status 2 for an exception migrate did not expect (never 1, DIFFER's status): what
+    it was and the innermost line of migrate's own code it came from, for the report."""
+    from queue_pipeline._migrate.internal_errors import BUG
+
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [f for f in frames if f"{os.sep}queue_pipeline{os.sep}" in f.filename]
+    at = f" (at {os.path.basename(own[-1].filename)}:{own[-1].lineno})" if own else ""
+    sys.stderr.write(
+        f"queue-pipeline migrate: migrating {target} failed inside migrate{at}: "
+        f"{type(error).__name__}: {error}; {BUG}.\n"
+    )
+    return 2
 
 
 def build_parser() -> argparse.ArgumentParser:

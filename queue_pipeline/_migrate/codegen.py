@@ -56,6 +56,7 @@ from queue_pipeline._migrate import (
     epoch_limits,
     generated_names,
     headers,
+    internal_errors,
     legacy_aliases,
     preloaded,
     untaken_branches,
@@ -215,7 +216,8 @@ class _Rewriter(HelperCalls):
                 out.append(self.text(stmt, depth))
                 self.flag_queue_docstring(fn, stmt)
                 continue
-            out += self._statement(fn, stmt, state, depth)
+            with internal_errors.reported(self, fn, stmt):  # NOTE [ An internal error of migrate ]
+                out += self._statement(fn, stmt, state, depth)
         return out
 
     def _statement(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
