@@ -27,6 +27,7 @@ from queue_pipeline._migrate.syntax import (
 )
 from queue_pipeline._migrate.generated_names import mark
 from queue_pipeline._migrate.known_names import BATCHING, PRODUCERS, READS
+from queue_pipeline._migrate import record_objects
 from queue_pipeline._migrate.record_draws import draw_kind
 from queue_pipeline._migrate.trace import MigrateError, Trace
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
@@ -103,6 +104,9 @@ class Function:
                 self.argument_kinds[var] = rw.trace.kind_of(value)
         self.params = [p.name.value for p in all_params(node.params)]
         self._made: dict[str, int] | None = None
+        # NOTE [ A record passed as an object ]: parameter -> the attributes it batches
+        given = call.arguments if call is not None else {}
+        self.record_objects = record_objects.fields(node, given, rw.trace.kind_of)
 
     def kind(self, name: str) -> str:
         """What `name` held when the function returned (see :meth:`kind_at`)."""
@@ -176,13 +180,30 @@ class Function:
             for p in self.params
             # an object (``self``) holds what the run put in it, not what it was given:
             # NOTE [ A method reading what its constructor built ]
-            if not _is_object(arguments.get(p))
+            if not _is_object(arguments.get(p)) or p in self.record_objects
         }
         if "queue" in param_kinds:
             return "record"
         if "record" in param_kinds:
             return "batch"
         return "pipeline"
+
+    @property
+    def record_params(self) -> list[str]:
+        """The parameters that held per-record tensors when the function was called: a
+        batching helper may rebind them with its batch (``text, label =
+        tf.train.shuffle_batch([text, label], n)``), records before, batches after."""
+        given = self.call.arguments if self.call is not None else {}
+        kinds = {p: self.argument_kinds.get(p, self.kind(p)) for p in self.params}
+        objects = {p for p in self.params if _is_object(given.get(p))} - set(self.record_objects)
+        return [p for p in self.params if kinds[p] == "record" and p not in objects]
+
+    def element_of(self, param: str, passed: str) -> list[str]:
+        """What record parameter `param` stands for in a Dataset's element, spelled from
+        `passed` (the caller's text for it, or `param`): NOTE [ A record passed as an object ]."""
+        if param in self.record_objects:
+            return [f"{passed}.{a}" for a in self.record_objects[param]]
+        return [passed]
 
     def line(self, node: cst.CSTNode) -> int:
         return self.rw.positions[node].start.line

@@ -153,8 +153,8 @@ class _Rewriter(HelperCalls):
         state = State()
         params = list(fn.params)
         if role == "batch":
-            record_params = [p for p in fn.params if fn.kind(p) == "record"]
-            state.element = record_params
+            record_params = fn.record_params
+            state.element = [e for p in record_params for e in fn.element_of(p, p)]
             at = params.index(record_params[0])
             params = [p for p in params if p not in record_params]
             params.insert(at, "dataset")
@@ -258,8 +258,8 @@ class _Rewriter(HelperCalls):
             if not (isinstance(c.func, cst.Name) and c.func.value in self.functions)
         ]
         producer = next((c for c in api if callee(c) in PRODUCERS), None)
-        if producer is not None:
-            return self._producer(fn, stmt, producer, state, depth)
+        if producer is not None:  # NOTE [ A queue made in the call that reads it ]
+            return self.producer_and_reader(fn, stmt, producer, state, depth)
         slicer = next((c for c in api if callee(c) == "slice_input_producer"), None)
         if slicer is not None:
             return self._slice(fn, stmt, slicer, state, depth)

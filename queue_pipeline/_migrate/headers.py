@@ -24,7 +24,7 @@ def dataset_header(fn: Function, name: str, keep: list[str], code) -> tuple[str,
       (the header's text, ending in a newline; the names of its parameters).
     """
     params = fn.node.params
-    replaced = next((p for p in all_params(params) if fn.kind(p.name.value) == "record"), None)
+    replaced = next((p for p in all_params(params) if p.name.value in fn.record_params), None)
     dataset = cst.Param(
         cst.Name("dataset"),
         comma=replaced.comma

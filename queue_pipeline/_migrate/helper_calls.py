@@ -29,7 +29,7 @@ import libcst as cst
 import libcst.matchers as m
 import tensorflow as tf
 
-from queue_pipeline._migrate import chains
+from queue_pipeline._migrate import chains, record_objects
 from queue_pipeline._migrate.base import Function, State, Step, batch_params, fresh
 from queue_pipeline._migrate.branches import Branches
 from queue_pipeline._migrate.syntax import (
@@ -97,6 +97,7 @@ class HelperCalls(Branches):
                     "builds queue stages the run did not see; migrate with arguments that "
                     "take that branch (--call)"
                 )  # fmt: skip
+            self._record_object_passed(fn, stmt, call, helper)
             self._second_source(fn, stmt, state)  # one Dataset holds one pipeline
             self._refuse_record_object(fn, stmt, helper, targets, values)
         new = self.pipeline(helper)
@@ -115,8 +116,10 @@ class HelperCalls(Branches):
         replace: dict[str, str] = {}
         if role == "batch":
             bound = self.bound(getattr(self.trace.module, helper.name), call)
-            record_params = [p for p in helper.params if helper.kind(p) == "record"]
-            returns = ", ".join(bound[p] for p in record_params if p in bound)
+            record_params = helper.record_params
+            returns = ", ".join(
+                e for p in record_params if p in bound for e in helper.element_of(p, bound[p])
+            )
             if returns in state.copies:  # the N copies' lists: one copy's values
                 returns = self._element_of(state.copies.pop(returns)[0])
             elif state.pending:
@@ -213,7 +216,7 @@ class HelperCalls(Branches):
                 for n in assigned_names(st)
             }
             return isinstance(stmt, cst.For) and bool(names_in(stmt.iter) & kept)
-        return bool(names_in(stmt) & {p for p in fn.params if fn.kind(p) == "record"})
+        return bool(names_in(stmt) & set(fn.record_params))
 
     def _refuse_record_object(self, fn: Function, stmt, helper: Function, targets, values):
         """Refuses ``read_input = read_data(files)`` where the helper builds its own
@@ -245,6 +248,37 @@ class HelperCalls(Branches):
                     f"from {helper.name} (`return {', '.join(f'{own}.{k}' for k in held)}`), "
                     "unpack them where it is called, then migrate"
                 )  # fmt: skip
+
+    def producer_and_reader(self, fn: Function, stmt, producer, state: State, depth: int):
+        """A producer's statement; with the call of a reading helper the queue is handed to.
+
+        NOTE [ A queue made in the call that reads it ]
+        ``example = get_example(tf.train.string_input_producer([filename]))``
+        makes the queue inside the call of the reading helper that reads it:
+        the producer's chain is written first, its Dataset of file names known
+        by the producer call's text, then the helper call is migrated as if the
+        queue had a name of its own (was: the helper call dropped, and the
+        written code read names nothing bound).
+        """
+        for outer in self.calls_in(stmt):
+            helper = self.helper_of(outer)
+            if helper is not None and any(a.value is producer for a in outer.args):
+                key = self.code(producer)
+                out = self._producer(fn, stmt, producer, state, depth, key=key)
+                return out + self._helper_call(fn, stmt, outer, helper, state, depth)
+        return self._producer(fn, stmt, producer, state, depth)
+
+    def _record_object_passed(self, fn: Function, stmt, call, helper: Function) -> None:
+        """Refuses a record handed to `helper` as an object it uses for more than batching
+        its attributes (NOTE [ A record passed as an object ]; was: "a second pipeline")."""
+        given = helper.call.arguments if helper.call is not None else {}
+        bound = self.bound(getattr(self.trace.module, helper.name), call)
+        for param, value in given.items():
+            held = record_objects.record_fields(value, self.trace.kind_of)
+            if self.trace.kind_of(value) in ("queue", "reader"):
+                continue  # an object holding its queue: followed elsewhere
+            if held and param in bound and param not in ("self", "cls"):
+                raise self.fail(fn, stmt, record_objects.refusal(helper.name, bound[param], held))
 
     def _records_out(self, fn: Function, assign: cst.Assign) -> bool:
         """Whether what a batching helper's call assigns holds records, not batches.

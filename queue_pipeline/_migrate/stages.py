@@ -56,6 +56,8 @@ class Stages(Joins, BatchShapes):
             queue = arg.value
             if isinstance(queue, cst.Name) and queue.value in state.queues:
                 return state.queues[queue.value]
+            if isinstance(queue, cst.Call) and self.code(queue) in state.queues:
+                return state.queues[self.code(queue)]  # a queue made in the call
         raise self.fail(fn, stmt, FED_QUEUE_READ)
 
     def _legacy_arguments(self, fn, stmt, call) -> tuple[str, dict[str, str]]:
@@ -66,10 +68,12 @@ class Stages(Joins, BatchShapes):
         except (chains.Unsupported, TypeError) as e:
             raise self.fail(fn, stmt, str(e)) from e
 
-    def _producer(self, fn, stmt, call, state: State, depth: int) -> list[str]:
+    def _producer(self, fn, stmt, call, state: State, depth: int, key: str = "") -> list[str]:
+        """`call`'s chain; `key`: its queue's name when it has none (NOTE [ A queue made in
+        the call that reads it ])."""
         pad = "    " * depth
         kind, args = self._legacy_arguments(fn, stmt, call)
-        targets = assigned_names(stmt)
+        targets = [key] if key else assigned_names(stmt)
         if not targets:
             raise self.fail(fn, stmt, "the producer's queue is not assigned to a variable")
         single = self._single_row(args)
