@@ -20,6 +20,7 @@ import tensorflow as tf
 from queue_pipeline import cli
 from queue_pipeline._migrate import api as _api
 from queue_pipeline._migrate import base as _base
+from queue_pipeline._migrate import codegen as _codegen
 from queue_pipeline._migrate.api import MigrateError, migrate
 
 from helpers import copy_script, elements, line_of, tf1_mode
@@ -75,6 +76,21 @@ def test_an_internal_error_is_refused_at_the_line_being_rewritten(tmp_path, monk
     line = line_of(path, "return make_batches(text, label")
     assert f"reviews.py:{line}: cannot migrate `return make_batches(" in message
     assert "IndexError" in message and "bug in migrate" in message
+
+
+def test_an_internal_error_outside_the_statements_names_the_function(tmp_path, monkeypatch):
+    path = copy_script("unseen_helper_rebinds.py", tmp_path, "reviews.py")
+    call = f"{str(_csv(tmp_path))!r}, 4"
+
+    def broken(rw):
+        raise KeyError("owner")
+
+    monkeypatch.setattr(_codegen, "_drop_unused_record_helpers", broken)
+    with pytest.raises(MigrateError) as e:
+        migrate(str(path), "train_batches", call=call, tf1=tf1_mode())
+    message = str(e.value)
+    assert "reviews.py: migrating train_batches() failed inside migrate" in message
+    assert "KeyError: 'owner'" in message and "bug in migrate" in message
 
 
 def test_the_command_exits_2_on_an_exception_migrate_did_not_expect(monkeypatch, capsys):

@@ -8,7 +8,7 @@ import os
 import re
 import types
 
-from queue_pipeline._migrate import codegen, generated_names
+from queue_pipeline._migrate import codegen, generated_names, internal_errors
 from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
 
@@ -154,7 +154,8 @@ def rewrite_and_prove(
 ):  # fmt: skip
     """The rewrite of `traced` (batch-then-decode when allowed), its verdict and notes."""
     batched = verify if batch_decode is None else batch_decode
-    rewrite = codegen.rewrite(traced, original, batch_decode=batched)
+    with internal_errors.rewriting(traced.path, traced.function):
+        rewrite = codegen.rewrite(traced, original, batch_decode=batched)
     check_names(rewrite.source, _new_functions(rewrite), traced.path)
     verdict = None
     notes: list[str] = []
@@ -165,7 +166,8 @@ def rewrite_and_prove(
                 f"batch-then-decode ({', '.join(rewrite.batched)}) did not verify "
                 f"({verdict.status}); the per-record decode is written instead"
             )
-            rewrite = codegen.rewrite(traced, original, batch_decode=False)
+            with internal_errors.rewriting(traced.path, traced.function):
+                rewrite = codegen.rewrite(traced, original, batch_decode=False)
             check_names(rewrite.source, _new_functions(rewrite), traced.path)
             verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv, graph_call)
     elif rewrite.batched:

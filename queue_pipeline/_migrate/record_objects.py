@@ -15,7 +15,9 @@ every use of the parameter is ``param.attribute`` of a record tensor inside a
 batching call's list, and every such list is the same. Any other use (per-record
 code on the attributes, a method call, the object passed on) is refused at the
 call with the fix (:func:`refusal`); before, it was called a second pipeline,
-or the object's name was left unbound in the written code.
+or the object's name was left unbound in the written code. A method's ``self``
+is never such a record: it holds what its constructor built (NOTE [ A method
+reading what its constructor built ]).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def fields(node: cst.FunctionDef, arguments: dict[str, Any], kind_of) -> dict[st
     out: dict[str, list[str]] = {}
     for param, value in arguments.items():
         held = record_fields(value, kind_of)
-        if not held:
+        if not held or param in ("self", "cls"):  # NOTE [ A method reading what its ...
             continue
         lists = _batched_lists(node, param)
         uses = len(m.findall(node.body, m.Name(param)))
