@@ -95,7 +95,7 @@ class Reader(Base):
         ("Missing.feed", r"defines no class 'Missing'"),
         ("Reader.nothing", r"class Reader defines no method 'nothing'"),
         ("Reader.make", r"refused\.py:12: Reader\.make\(\) is a staticmethod"),
-        ("Reader.feed", r"refused\.py:15: Reader\.feed\(\) calls super\(\)"),
+        ("Reader.feed", r"refused\.py:16: Reader\.feed\(\) calls `super\(\)`"),
     ],
 )
 def test_methods_that_cannot_run_outside_their_class_are_refused(tmp_path, target, match):

@@ -336,10 +336,12 @@ class _Rewriter(HelperCalls):
             )  # fmt: skip
         kinds.update({draw} - {""})
         pending_names = {n for st, _ in state.pending for n in assigned_names(st)}
+        # a record's name the batching rebound (`stars, text = batch([stars, text])`) is the batch
+        record = set(state.element) - {e.lstrip("*") for e in state.batch_element}
         if (
             "record" in kinds
-            or (set(assigned_names(stmt)) & set(state.element))
-            or (names & set(state.element))  # reads the record
+            or (set(assigned_names(stmt)) & record)
+            or (names & record)  # reads the record
             # reads or changes (`defaults[4] = ...`) what a per-record statement defined
             or ((names | mutated_names(stmt)) & pending_names)
             or (state.element and not state.batch_element and self._collects_records(fn, stmt))
@@ -457,7 +459,8 @@ def rewrite(trace: Trace, source: str, *, batch_decode: bool = False) -> Rewrite
         )
     if fn.role != "pipeline":
         raise MigrateError(
-            f"{API}: {trace.function}() takes a queue or per-record tensors; name the function "
+            f"{API}: {rw.where(fn.line(fn.node.name))}: {trace.function}() takes a queue or "
+            "per-record tensors; name the function "
             "that builds the whole pipeline (the one that makes the queue and calls "
             f"{trace.function}), or the script that does (FILE.py without a FUNCTION)."
         )

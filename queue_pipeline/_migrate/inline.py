@@ -4,6 +4,7 @@ function ])."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dataclasses
 import functools
@@ -18,9 +19,10 @@ from queue_pipeline._migrate import preloaded as _preloaded
 from queue_pipeline._migrate import script as _script
 from queue_pipeline._migrate import trace as _trace
 from queue_pipeline._migrate import unwrap as _unwrap
+from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
 
-from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
+from queue_pipeline._migrate.loading import MigrateError, NoPipelineError, reads_arguments
 
 from queue_pipeline._migrate.line_maps import at_lines, at_lines_of, foreign_step, unchanged_lines
 from queue_pipeline._migrate.proven import MigrationResult, finish, merged, rewrite_and_prove
@@ -180,6 +182,8 @@ def _inline_pass(
                     f"{_script.LOADER} run", "the session's variable loads run"
                 ),
             )
+    if verdict is not None and function is None:
+        verdict = _for_a_script(verdict, original)
     where = f"{function}()" if function else "the script"
     if removed:
         steps.append(codegen.Step(0, f"the session code of {where}", "; ".join(removed)))
@@ -191,6 +195,21 @@ def _inline_pass(
         [fix(d) for d in rewrite.dropped], [fix(d) for d in differences + notes],
         verdict, traced.module, script=True,
     )  # fmt: skip
+
+
+def _for_a_script(verdict: _verify.Verdict, source: str) -> _verify.Verdict:
+    """`verdict` with its advice of ``--call`` said for a script, which takes no arguments.
+
+    A script's values are its literals, or its flags where it reads its
+    command line (then ``--argv`` sets them).
+    """
+    flags = (
+        ", or give the flag that sets it with --argv" if reads_arguments(ast.parse(source)) else ""
+    )
+    how = f"a script takes no --call: change the value in a copy of the script{flags}"
+    reason = verdict.reason.replace("(--call)", f"({how})")
+    reason = reason.replace("in --call", f"in a copy of the script{flags}")
+    return dataclasses.replace(verdict, reason=reason)
 
 
 def _reads_variables(traced: _trace.Trace) -> bool:

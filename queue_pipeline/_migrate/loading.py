@@ -286,14 +286,28 @@ def _run(
                     )
                 )
                 continue
-            usual = (
-                "run migrate where the file's imports and data are found, or give its "
-                "arguments with --argv"
+            usual = (  # --argv only where the program reads its arguments
+                "change the import (or install the module), or run migrate where the file's "
+                "own modules are found"
+                if isinstance(e, ImportError)
+                else "run migrate where the file's imports and data are found"
+                + (", or give its arguments with --argv" if reads_arguments(tree) else "")
             )
             raise MigrateError(
                 f"{_API}: {filename}:{stmt.lineno}: `{first_line(stmt)}` (needed by the "
-                f"function) raised {type(e).__name__}: {e}. Fix: {fix_for(e, usual)}."
+                f"function) raised {type(e).__name__}: {str(e).rstrip('.')}. Fix: "
+                f"{fix_for(e, usual)}."
             ) from e
+
+
+def reads_arguments(tree: ast.AST) -> bool:
+    """Whether the program reads its command line (``sys.argv``, a parser, flags)."""
+    names = {"argv", "parse_args", "parse_known_args", "FLAGS", "getopt", "DEFINE_string"}
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr in names)
+        or (isinstance(n, ast.Name) and n.id in names)
+        for n in ast.walk(tree)
+    )
 
 
 def raised_at(error: BaseException, path: str) -> str:

@@ -22,16 +22,17 @@ migrates such a method:
   Lines named in the report are the file's own.
 * **A constructor** (``FILE.py:Class``, NOTE [ Migrating a constructor ]
   below) is lifted the same way, its batch attributes made locals.
-* Refused: a method that calls ``super()`` or reads a name-mangled
-  ``self.__attribute`` (both change meaning outside the class), a static or
-  class method, and a class or method the file does not define at its top
-  level.
+* Refused: a method whose code (not a comment) calls ``super()`` or reads a
+  name-mangled ``self.__attribute`` (named at its line; both change meaning
+  outside the class), a static or class method, and a class or method the
+  file does not define at its top level.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -142,11 +143,12 @@ def lift(source: str, path: str, qualified: str) -> Lifted:
     params = method.params.params
     if not params or params[0].name.value != "self":
         raise MigrateError(f"{_API}: {where} takes no `self` first; migrate a plain method.")
-    text = module.code_for_node(method)
-    if "super(" in text or re.search(r"\bself\.__\w+", text):
+    for bound in _class_bound(method)[:1]:  # the first, at its own line
         raise MigrateError(
-            f"{_API}: {where} calls super() or reads a name-mangled self.__attribute, which "
-            "mean something else outside the class: migrate the function it calls, or "
+            f"{_API}: {path}:{positions[bound].start.line}: {qualified}() "
+            f"{'calls' if isinstance(bound, cst.Call) else 'reads'} "
+            f"`{module.code_for_node(bound)}`, which means something else outside the class "
+            "(super() / a name-mangled self.__attribute): migrate the function it calls, or "
             "rename the attribute."
         )
     indent = cls.body.indent if isinstance(cls.body, cst.IndentedBlock) else None
@@ -176,6 +178,16 @@ def lift(source: str, path: str, qualified: str) -> Lifted:
         method_first=first + def_offset,
         lifted_first=lifted_first,
         indent=unit,
+    )
+
+
+def _class_bound(method: cst.FunctionDef) -> Sequence[cst.CSTNode]:
+    """The ``super()`` calls and name-mangled ``self.__x`` (not ``__x__``) of `method`'s
+    code, in order: code only (comments and strings hold no CST names)."""
+    mangled: m.MatchIfTrue[str] = m.MatchIfTrue(lambda n: n.startswith("__") and n[-2:] != "__")
+    return m.findall(
+        method.body,
+        m.Call(func=m.Name("super")) | m.Attribute(value=m.Name("self"), attr=m.Name(mangled)),
     )
 
 
