@@ -26,18 +26,17 @@ Inside a pipeline function the statements are sorted by what they touch:
 a producer becomes ``from_tensor_slices(...).shuffle(...).repeat(...)``, a
 reader and its read ``tf.data.TFRecordDataset(files)`` (or the other
 readers; N readers on one queue an ``interleave``; the reader constructor
-line is dropped), ``slice_input_producer``
-``from_tensor_slices((...))``; statements that compute per-record values
-move, in order, into a nested ``per_record`` function mapped with
-``num_parallel_calls=AUTOTUNE`` (a nested function, so the plain values it
-uses stay visible); a batching call becomes ``shuffle`` / ``batch`` /
-``padded_batch`` / ``prefetch``; what the function computes from the batches
-becomes a ``map`` over the batched Dataset; summaries of batches are dropped
-and reported. Plain statements stay where they were, and the assignments
-nothing reads any more (the table lookup of the legacy module, a thread
-count) are dropped. Anything else (``py_func``, a ``maybe_*`` call's
-``keep_input``, a reader key the code reads) stops the migration with its
-file:line and reason.
+line is dropped), ``slice_input_producer`` ``from_tensor_slices((...))``;
+statements that compute per-record values move, in order, into a nested
+``per_record`` function mapped with ``num_parallel_calls=AUTOTUNE`` (a
+nested function, so the plain values it uses stay visible); a batching call
+becomes ``shuffle`` / ``batch`` / ``padded_batch`` / ``prefetch``; what the
+function computes from the batches becomes a ``map`` over the batched
+Dataset; summaries of batches are dropped and reported. Plain statements
+stay where they were, and the assignments nothing reads any more (the table
+lookup of the legacy module, a thread count) are dropped. Anything else
+(``py_func``, a ``maybe_*`` call's ``keep_input``, a reader key the code
+reads) stops the migration with its file:line and reason.
 """
 
 from __future__ import annotations
@@ -100,8 +99,7 @@ _FOLLOWED = frozenset(
 
 _EMPTY_LIST = re.compile(r"(\w+) = \[\]")
 
-# ``tf.train.match_filenames_once(`` however TF is spelled (see _matched_files)
-# (``tf.train .match_filenames_once (``: Python allows spaces around the dots)
+# ``tf.train.match_filenames_once(`` however TF is spelled, spaces around the dots too
 _MATCH_ONCE = re.compile(r"(?<![\w.])(?:\w+\s*\.\s*)*match_filenames_once\s*\(")
 
 
