@@ -63,14 +63,15 @@ def _augmented(path, *, seed=1234, py_func=False, epochs=2):
     return v1.train.batch([image, begin, noise], 8, num_threads=4)
 
 
-def _read(path, *, steps=None, saver_path=None, restore=None, **kwargs):
-    """Batches of `_augmented` on the dataset engine, in a fresh graph.
+def _read(path, *, steps=None, saver_path=None, restore=None, make=None, **kwargs):
+    """Batches of `_augmented` (or of ``make(path, **kwargs)``) on the dataset engine,
+    in a fresh graph.
 
     `steps` batches (else to the end); `saver_path`: save there after them;
     `restore`: restore this checkpoint first.
     """
     with running("dataset"), tf.Graph().as_default() as graph:
-        batch = _augmented(path, **kwargs)
+        batch = (make or _augmented)(path, **kwargs)
         saver = v1.train.Saver() if (saver_path or restore) else None
         out = []
         with new_session(graph) as sess:

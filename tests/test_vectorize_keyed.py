@@ -19,7 +19,8 @@ import logging
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import dataset_values, new_session, running
+from helpers import dataset_values
+from test_engine_stateless import _read
 from test_vectorize import NO_AUTOGRAPH, region_of
 from test_vectorize_random import AUG_BATCH, CROP, RECORDS, _epoch, _w7, image_records
 
@@ -131,34 +132,10 @@ def test_a_seeded_w8_is_vectorized_keyed_by_the_batch_and_repeats(image_records,
     assert first.reshape(len(first), -1, 3).mean(1).std(0).min() > 1.0
 
 
-def _w8_steps(path, *, steps=None, saver_path=None, restore=None):
-    """W8's batches on the engine: `steps` of them (else to the end); save or restore."""
-    with running("dataset"), tf.Graph().as_default() as graph:
-        batch = _w7(path, seed=1234)
-        saver = v1.train.Saver() if (saver_path or restore) else None
-        out = []
-        with new_session(graph) as sess:
-            sess.run([v1.global_variables_initializer(), v1.local_variables_initializer()])
-            if restore:
-                saver.restore(sess, restore)
-            coord = v1.train.Coordinator()
-            threads = v1.train.start_queue_runners(sess, coord)
-            try:
-                while steps is None or len(out) < steps:
-                    out.append(sess.run(batch))
-            except tf.errors.OutOfRangeError:
-                pass
-            if saver_path:
-                saver.save(sess, saver_path)
-            coord.request_stop()
-            coord.join(threads, stop_grace_period_secs=5)
-    return out
-
-
 def test_a_restored_w8_draws_for_the_next_batches_what_the_whole_run_drew(image_records, tmp_path):
-    whole = _w8_steps(image_records)
-    head = _w8_steps(image_records, steps=4, saver_path=str(tmp_path / "model"))
-    tail = _w8_steps(image_records, restore=str(tmp_path / "model"))
+    whole = _read(image_records, make=_w7, seed=1234)
+    head = _read(image_records, make=_w7, seed=1234, steps=4, saver_path=str(tmp_path / "model"))
+    tail = _read(image_records, make=_w7, seed=1234, restore=str(tmp_path / "model"))
     assert len(whole) == len(head) + len(tail) == RECORDS // AUG_BATCH
     for got, want in zip(head + tail, whole):
         np.testing.assert_array_equal(got, want)
