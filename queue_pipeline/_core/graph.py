@@ -8,7 +8,7 @@ functions.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 import tensorflow as tf
 
@@ -32,6 +32,8 @@ __all__ = [
     "queue_op",
     "queue_op_name",
     "upstream_ops",
+    "walk_back",
+    "walk_forward",
 ]
 
 # Each pair: the resource (V2) kernel, then TF's legacy ref-typed one.
@@ -86,18 +88,65 @@ def dense_components(values) -> list:
     return out
 
 
-def ancestors(start: Iterable[tf.Operation], limit: int = MAX_WALK_OPS) -> set[tf.Operation]:
-    """Ops `start` depends on (data and control inputs), `start` included; at most `limit`."""
-    seen: set[tf.Operation] = set()
+def walk_back(
+    start: Iterable[tf.Operation],
+    *,
+    stop: Callable[[tf.Operation], bool] | None = None,
+    inputs: Callable[[tf.Operation], Iterable[tf.Tensor]] | None = None,
+    control: bool = False,
+    limit: int = MAX_WALK_OPS,
+) -> Iterator[tf.Operation]:
+    """Each op `start` depends on, once, depth first from the last of `start`.
+
+    The one backward walk of the package (queue boundaries, record sources
+    and random draws are all found with it).
+
+    Args:
+      start: the ops to walk back from (yielded too).
+      stop: an op for which it is true is yielded but not walked past (a
+        dequeue, a reader's read: the edge of a step).
+      inputs: the input tensors to follow from an op (default: all of them).
+      control: follow control inputs too.
+      limit: at most this many ops are yielded (MAX_WALK_OPS: walks stay cheap).
+
+    Yields:
+      tf.Operation, each at most once; a consumer may stop early.
+    """
+    seen: set[str] = set()
     stack = list(start)
     while stack and len(seen) < limit:
         op = stack.pop()
-        if op in seen:
+        if op.name in seen:
             continue
-        seen.add(op)
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return seen
+        seen.add(op.name)
+        yield op
+        if stop is not None and stop(op):
+            continue
+        stack.extend(t.op for t in (op.inputs if inputs is None else inputs(op)))
+        if control:
+            stack.extend(op.control_inputs)
+
+
+def walk_forward(start: Iterable[tf.Tensor], limit: int = MAX_WALK_OPS) -> Iterator[tf.Tensor]:
+    """Each tensor computed from `start` (through data edges), `start` included, once.
+
+    Yields:
+      tf.Tensor, depth first, at most `limit` of them; a consumer may stop early.
+    """
+    seen: set[str] = set()
+    stack = list(start)
+    while stack and len(seen) < limit:
+        t = stack.pop()
+        if t.name in seen:
+            continue
+        seen.add(t.name)
+        yield t
+        stack.extend(out for consumer in t.consumers() for out in consumer.outputs)
+
+
+def ancestors(start: Iterable[tf.Operation], limit: int = MAX_WALK_OPS) -> set[tf.Operation]:
+    """Ops `start` depends on (data and control inputs), `start` included; at most `limit`."""
+    return set(walk_back(start, control=True, limit=limit))
 
 
 def enqueue_ops(runners, queue_name: str | None = None) -> list[tf.Operation]:

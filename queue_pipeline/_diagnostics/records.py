@@ -75,20 +75,12 @@ def _value_of(read_op: tf.Operation) -> tf.Tensor:
 
 def _step_reads(op: tf.Operation) -> list:
     """The reader reads in `op`'s own step (not across a queue), in name order."""
-    seen: set = set()
-    stack, reads = [op], []
-    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if current.type in graph_facts.RESOURCE_READ_OPS:
-            reads.append(current)
-            continue
-        if current.type.startswith("QueueDequeue"):
-            continue
-        stack.extend(t.op for t in current.inputs)
-        stack.extend(current.control_inputs)
+    walk = graph_facts.walk_back(
+        [op],
+        control=True,
+        stop=lambda o: o.type in graph_facts.RESOURCE_READ_OPS or o.type.startswith("QueueDequeue"),
+    )
+    reads = [o for o in walk if o.type in graph_facts.RESOURCE_READ_OPS]
     return sorted(reads, key=lambda r: r.name)
 
 

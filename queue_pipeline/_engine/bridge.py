@@ -344,18 +344,11 @@ def _counters(enqueue: list[tf.Operation]) -> list[tf.Operation]:
 
     Walks data inputs back to the queues and readers before them.
     """
-    found: dict[str, tf.Operation] = {}
-    stack = [t.op for e in enqueue for t in e.inputs[1:]]
-    seen: set[str] = set()
-    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        if op.type in graph_facts.COUNT_UP_TO_OPS:
-            found[op.name] = op
-        elif op.type not in graph_facts.DEQUEUE_OPS + graph_facts.READ_OPS:
-            stack.extend(t.op for t in op.inputs)
+    edges = graph_facts.COUNT_UP_TO_OPS + graph_facts.DEQUEUE_OPS + graph_facts.READ_OPS
+    walk = graph_facts.walk_back(
+        [t.op for e in enqueue for t in e.inputs[1:]], stop=lambda op: op.type in edges
+    )
+    found = {op.name: op for op in walk if op.type in graph_facts.COUNT_UP_TO_OPS}
     if not found:
         return []
     order = {op.name: i for i, op in enumerate(enqueue[0].graph.get_operations())}

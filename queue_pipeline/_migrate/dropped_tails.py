@@ -125,18 +125,10 @@ def accepted_tail(trace: Trace, report) -> DroppedTail | None:
 def _batched_dequeues(trace: Trace) -> list[tf.Operation]:
     """The ``dequeue_many`` / ``dequeue_up_to`` ops the returned tensors are computed from
     (the nearest ones)."""
-    found: dict[str, tf.Operation] = {}
-    seen: set[str] = set()
     leaves = tf.nest.flatten(_places.leaf_tensors(trace.outputs), expand_composites=True)
-    stack = [t.op for t in leaves if hasattr(t, "op")]
-    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        if op.type in graph_facts.DEQUEUE_OPS:
-            if op.type in graph_facts.BATCHED_DEQUEUE_OPS:
-                found[op.name] = op
-            continue
-        stack.extend(t.op for t in op.inputs)
+    walk = graph_facts.walk_back(
+        [t.op for t in leaves if hasattr(t, "op")],
+        stop=lambda op: op.type in graph_facts.DEQUEUE_OPS,
+    )
+    found = {op.name: op for op in walk if op.type in graph_facts.BATCHED_DEQUEUE_OPS}
     return [found[name] for name in sorted(found)]

@@ -173,18 +173,12 @@ _COMPARISONS = frozenset({"Less", "LessEqual", "Greater", "GreaterEqual", "Equal
 
 def tested_draws(graph: tf.Graph) -> bool:
     """Whether a pinnable draw of `graph` (the traced legacy graph) reaches a comparison."""
-    stack = [t for op in graph.get_operations() if op.type in _PINNED_OPS for t in op.outputs]
-    seen: set[str] = set()
-    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
-        t = stack.pop()
-        if t.name in seen:
-            continue
-        seen.add(t.name)
-        for consumer in t.consumers():
-            if consumer.type in _COMPARISONS:
-                return True
-            stack.extend(consumer.outputs)
-    return False
+    draws = [t for op in graph.get_operations() if op.type in _PINNED_OPS for t in op.outputs]
+    return any(
+        consumer.type in _COMPARISONS
+        for t in graph_facts.walk_forward(draws)
+        for consumer in t.consumers()
+    )
 
 
 def captured_draw(graph: tf.Graph, pinned: list[tf.Operation]) -> str:
@@ -196,13 +190,12 @@ def captured_draw(graph: tf.Graph, pinned: list[tf.Operation]) -> str:
     for op in graph.get_operations():
         if "Dataset" not in op.type or not any(a in op.node_def.attr for a in _FUNCTION_ATTRS):
             continue
-        stack = [t for t in op.inputs if t.dtype != tf.variant]
-        seen: set[str] = set()
-        while stack and len(seen) < graph_facts.MAX_WALK_OPS:
-            inner = stack.pop().op
-            if inner.name in seen:
-                continue
-            seen.add(inner.name)
+        walk = graph_facts.walk_back(
+            [t.op for t in _values(op)],
+            inputs=_values,
+            stop=lambda inner: inner.name in pins or _is_random(inner),
+        )
+        for inner in walk:
             if inner.name in pins or _is_random(inner):
                 kind = "a pinned draw" if inner.name in pins else f"{inner.type}"
                 return (
@@ -212,8 +205,12 @@ def captured_draw(graph: tf.Graph, pinned: list[tf.Operation]) -> str:
                     "(and a one-shot iterator cannot be made); the draw belongs inside the "
                     "mapped function"
                 )
-            stack.extend(t for t in inner.inputs if t.dtype != tf.variant)
     return ""
+
+
+def _values(op: tf.Operation) -> list[tf.Tensor]:
+    """`op`'s inputs but Datasets (variants): the values a Dataset op captures."""
+    return [t for t in op.inputs if t.dtype != tf.variant]
 
 
 _FUNCTION_ATTRS = ("f", "predicate", "key_func", "reduce_func", "init_func", "finalize_func")

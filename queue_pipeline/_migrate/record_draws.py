@@ -58,20 +58,11 @@ def is_draw(op: tf.Operation) -> bool:
 
 def drawn_by(tensors: list[tf.Tensor]) -> tf.Operation | None:
     """The first stateful op `tensors` are computed from (the walk stops at record sources)."""
-    stack = list(tensors)
-    seen: set[str] = set()
-    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
-        t = stack.pop()
-        op = t.op
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        if is_draw(op):
-            return op
-        if op.type in graph_facts.DEQUEUE_OPS or op.type in graph_facts.READ_OPS:
-            continue
-        stack.extend(op.inputs)
-    return None
+    sources = graph_facts.DEQUEUE_OPS + graph_facts.READ_OPS
+    walk = graph_facts.walk_back(
+        [t.op for t in tensors], stop=lambda op: is_draw(op) or op.type in sources
+    )
+    return next((op for op in walk if is_draw(op)), None)
 
 
 def _tensors(value: Any) -> list[tf.Tensor]:
@@ -89,17 +80,7 @@ def _tensors(value: Any) -> list[tf.Tensor]:
 
 def _feeds(tensors: list[tf.Tensor], names: set[str]) -> bool:
     """Whether one of `tensors`, or what is computed from it, is named in `names`."""
-    stack = list(tensors)
-    seen: set[str] = set()
-    while stack and len(seen) < graph_facts.MAX_WALK_OPS:
-        t = stack.pop()
-        if t.name in names:
-            return True
-        if t.name in seen:
-            continue
-        seen.add(t.name)
-        stack.extend(out for c in t.consumers() for out in c.outputs)
-    return False
+    return any(t.name in names for t in graph_facts.walk_forward(tensors))
 
 
 def draw_kind(

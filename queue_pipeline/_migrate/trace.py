@@ -450,7 +450,6 @@ def _classify(nodes, outputs, real: str, own=None) -> tuple[set[str], set[str]]:
             for out in n.outputs:
                 stage_outputs.update(c.name for c in graph_facts.components(out))
     batching = [n for n in nodes if n.kind in plan.BATCHING_KINDS]
-    batch: set[str] = set()
     frontier = [t for n in batching for out in n.outputs for t in _components(out)]
     # rows a producer's queue hands out n at a time (``names = queue.dequeue_many(n)``)
     producers = [graph_facts.queue_op(n.outputs[0]) for n in nodes if n.kind in PRODUCERS]
@@ -461,15 +460,7 @@ def _classify(nodes, outputs, real: str, own=None) -> tuple[set[str], set[str]]:
         if d.type in graph_facts.BATCHED_DEQUEUE_OPS
         for t in d.outputs
     ]
-    seen = 0
-    while frontier and seen < graph_facts.MAX_WALK_OPS:
-        t = frontier.pop()
-        if t.name in batch:
-            continue
-        batch.add(t.name)
-        for consumer in t.consumers():
-            seen += 1
-            frontier.extend(consumer.outputs)
+    batch = {t.name for t in graph_facts.walk_forward(frontier)}
     if batching:
         sinks = [c for n in batching for x in n.inputs for c in _components(x)]
     else:
