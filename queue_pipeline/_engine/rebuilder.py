@@ -23,6 +23,7 @@ from queue_pipeline._rebuild.rebuilder import Rebuilder
 from queue_pipeline._rebuild.stream import Stream
 from queue_pipeline.data import batching as data_batching
 from queue_pipeline.data import producers as data_producers
+from queue_pipeline.data._batch_engine import PositionedDecode
 
 __all__ = ["LARGE_ROWS_BYTES", "EngineRebuilder"]
 
@@ -175,7 +176,7 @@ class EngineRebuilder(Rebuilder):
         )
         return Stream(dataset, list(base.leaves), base.form, base.parts)
 
-    def batch_decoder(self, node: plan.PlanNode) -> Callable | None:
+    def batch_decoder(self, node: plan.PlanNode) -> Callable | PositionedDecode | None:
         """The vectorized region left out of `node`'s inputs, as the twin's `decode`.
 
         The twin maps it over each batch in parallel (order kept) before its
@@ -198,8 +199,7 @@ class EngineRebuilder(Rebuilder):
         def keyed_decode(position, batch):  # NOTE [ Seeded draws keyed by the batch ]
             return decode(*(batch if isinstance(batch, tuple) else (batch,)), position=position)
 
-        keyed_decode.takes_position = True  # type: ignore[attr-defined]
-        return tf.autograph.experimental.do_not_convert(keyed_decode)
+        return PositionedDecode(tf.autograph.experimental.do_not_convert(keyed_decode))
 
     def apply_region(
         self,

@@ -65,6 +65,7 @@ from queue_pipeline._rebuild.stream import (
 )
 from queue_pipeline._core import graph as graph_facts
 from queue_pipeline.data import batching as data_batching
+from queue_pipeline.data._batch_engine import PositionedDecode
 
 __all__ = ["Rebuilder"]
 
@@ -485,7 +486,7 @@ class Rebuilder(Sources):
         dealt = DealtRegion(tuple(parts))
         return self.apply_region(base, dealt, list(leaf_lists[0]), None, role=role)
 
-    def batch_decoder(self, node: plan.PlanNode) -> Callable | None:
+    def batch_decoder(self, node: plan.PlanNode) -> Callable | PositionedDecode | None:
         """A function the twin of `node` maps over each batch (its `decode`), or None.
 
         An extension point, called by :meth:`batching_stream` once the inputs

@@ -38,6 +38,20 @@ class Kind:
         return f"queue_pipeline.data.{self.name}"
 
 
+@dataclasses.dataclass(frozen=True)
+class PositionedDecode:
+    """A twin's `decode` that takes the batch's position in the epoch first.
+
+    ``fn(position, batch)``: position is an int64 scalar counting the epoch's
+    batches from 0. The dataset engine's decoder of a seeded pipeline is one
+    (NOTE [ Seeded draws keyed by the batch ] in
+    _engine/vectorize/rules_random.py): :func:`build` enumerates the batches
+    before it maps them, so the position is part of the iterator's state.
+    """
+
+    fn: Callable[..., Any]
+
+
 def build(
     kind: Kind,
     tensors,
@@ -52,7 +66,7 @@ def build(
     shapes=None,
     dynamic_pad=False,
     allow_smaller_final_batch=False,
-    decode=None,
+    decode: Callable[..., Any] | PositionedDecode | None = None,
 ) -> tf.data.Dataset:
     """Builds one twin: inputs -> examples -> shuffle -> batch -> decode -> prefetch."""
     api = kind.api
@@ -73,12 +87,11 @@ def build(
     ds = _batched(api, ds, batch_size, dynamic_pad, allow_smaller_final_batch)
     if decode is not None:
         # A map keeps its input order, so decoding batches in parallel changes
-        # nothing but the speed. The engine's decoder of a seeded pipeline
-        # takes the batch's position first (NOTE [ Seeded draws keyed by the
-        # batch ] in _engine/vectorize/rules_random.py).
-        if getattr(decode, "takes_position", False):
-            ds = ds.enumerate()
-        ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
+        # nothing but the speed.
+        if isinstance(decode, PositionedDecode):
+            ds = ds.enumerate().map(decode.fn, num_parallel_calls=tf.data.AUTOTUNE)
+        else:
+            ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE)
     ds = ds.prefetch(tf.data.AUTOTUNE)
     if not kind.join and threads > 1:
         options = tf.data.Options()

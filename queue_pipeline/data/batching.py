@@ -62,7 +62,7 @@ __all__ = [
     "shuffle_batch_join",
 ]
 
-_Decoder = Callable[..., Any]
+_Decoder = Callable[..., Any] | _batch_engine.PositionedDecode
 
 
 _BATCH = _batch_engine.Kind("batch", join=False, shuffle=False)
