@@ -269,10 +269,12 @@ def batch_params(fn: Function, target: str) -> list[str]:
     """The parameters naming a Dataset element that `fn` assigned to one name, `target`.
 
     ``batch = tf.train.batch([x], n)`` holds a tensor (TF returns a list of one
-    as its tensor): one parameter; a list of several is ``*batch``.
+    as its tensor): one parameter; a list of several is ``*batch``; a dict (the
+    batch of a dict of tensors) is one parameter too: a Dataset of dicts hands
+    its map function one dict.
     """
     values = fn.call.local_values if fn.call is not None else {}
-    if isinstance(values.get(target), (tf.Tensor, tf.SparseTensor)):
+    if isinstance(values.get(target), (tf.Tensor, tf.SparseTensor, dict)):
         return [target]
     return ["*" + target]
 

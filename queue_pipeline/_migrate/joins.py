@@ -24,6 +24,7 @@ from queue_pipeline._migrate.base import (
     Step,
 )
 from queue_pipeline._migrate.lockstep import Lockstep
+from queue_pipeline._migrate.repeated_lists import multiplied_list
 
 __all__ = ["Joins"]
 
@@ -194,6 +195,14 @@ class Joins(Lockstep):
         if not kind.endswith("_join"):
             return kind, args
         tensors = parse_expression(args.get("tensors_list", ""))
+        repeated = multiplied_list(tensors)
+        if repeated is not None:  # NOTE [ A join of one list repeated ]
+            item, threads = repeated
+            args = {k: v for k, v in args.items() if k != "tensors_list"}
+            args["tensors"] = self.code(item)
+            if threads.strip() != "1":
+                args["num_threads"] = threads
+            return kind[: -len("_join")], args
         if not (isinstance(tensors, cst.List) and len(tensors.elements) == 1):
             return kind, args
         only = tensors.elements[0]

@@ -48,6 +48,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import OWN_QUEUES, READS, State, Step
+from queue_pipeline._migrate.dequeued_values import is_whole_value, nested_dequeue
 from queue_pipeline._migrate.stages import Stages
 from queue_pipeline._migrate.syntax import (
     assigned_names,
@@ -257,6 +258,8 @@ class OwnQueues(Stages):
             state.pending.append((stmt, ((call, state.passed_on[name]),)))
             self.steps.append(Step(fn.line(stmt), f"{kind}.dequeue", "one record at a time"))
             return []
+        if not is_whole_value(stmt, call):  # NOTE [ A dequeue inside an expression ]
+            return nested_dequeue(self, fn, stmt, call, state, kind)
         if method == "dequeue":
             lines = self._own_single(fn, stmt, kind, state, depth)
             if isinstance(stmt.body[0], cst.Return):
@@ -293,8 +296,15 @@ class OwnQueues(Stages):
             names = [self.code(e.value) for e in target.elements]
         else:
             names = [self.code(target)]
-        if len(names) != len(state.element):
-            raise self.fail(fn, stmt, "unpack every value the queue holds")
+        values = fn.call.local_values if fn.call is not None else {}
+        whole = len(names) == 1 and isinstance(values.get(names[0]), list)
+        if len(names) != len(state.element) and not whole:
+            # NOTE [ A dequeued tuple read by index ]: one name for the whole list works
+            raise self.fail(
+                fn, stmt, f"it unpacks {len(names)} value(s) of a queue that holds "
+                f"{len(state.element)}: unpack every value (`{', '.join(state.element)} = "
+                "...dequeue()`) or assign the whole list to one name"
+            )  # fmt: skip
         state.element = self._element_names(fn, names, state)
         self.steps.append(Step(fn.line(stmt), f"{kind}.dequeue", "one record at a time"))
         return []
