@@ -240,12 +240,7 @@ def test_what_cannot_be_served_runs_locally_and_says_why_once(
         build = lambda: _csv_pipeline([os.path.basename(p) for p in files])  # noqa: E731
         expected, reason = list(range(RECORDS)), "by a relative name"
     else:  # NOTE [ Large preloaded arrays ]: fed to the iterator by the trainer
-        # "large" is the engine's LARGE_ROWS_BYTES (16 MiB), lowered here: the size of
-        # the rows changes nothing this test checks, 16.8 MB only cost seconds per mode
-        from queue_pipeline._engine import rebuilder  # noqa: PLC0415
-
-        monkeypatch.setattr(rebuilder, "LARGE_ROWS_BYTES", 1_000)
-        rows = np.arange(41 * 8, dtype=np.float32).reshape(41, 8)  # 1,312 bytes
+        rows = np.arange(4_100 * 1_024, dtype=np.float32).reshape(4_100, 1_024)  # 16.8 MB
         build = lambda: _slice_pipeline(rows)  # noqa: E731
         expected, reason = rows[:, 0].tolist(), "preloaded arrays are fed to it in the trainer's"
     with tf.Graph().as_default(), queue_pipeline.engine("dataset", service=service):
