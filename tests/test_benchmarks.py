@@ -134,6 +134,7 @@ def tf1_quick_run(tmp_path_factory):
 
 @pytest.mark.one_suite("the run is a --tf1 subprocess in either suite")
 @pytest.mark.slow
+@pytest.mark.xdist_group("bench_tf1_run")  # one worker makes the module's tf1_quick_run
 def test_harness_tf1_quick_run_every_variant_with_mode_recorded(tf1_quick_run):
     """``--tf1``: every variant runs with v2 behaviour disabled (tf.data through a
     one-shot iterator in a Session), and the result says so."""
@@ -164,6 +165,7 @@ def test_harness_child_measures_in_the_suites_mode(tmp_path):
 
 @pytest.mark.slow  # its fixture is a whole --tf1 benchmark run in a subprocess
 @pytest.mark.one_suite("the run is a --tf1 subprocess in either suite")
+@pytest.mark.xdist_group("bench_tf1_run")
 def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys):
     """report.py puts a TF 2.x run and a TF1 run side by side, every variant a row,
     with the ratios against tf_queue_1 and hand-written tf.data inside each run."""

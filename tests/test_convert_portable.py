@@ -39,6 +39,7 @@ import queue_pipeline as qp
 pytest.importorskip("apache_beam")
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.xdist_group("convert_portable"),
     pytest.mark.timeout(90),
     pytest.mark.one_suite(
         "images and tables on Beam's portable runner: no TF mode is involved (the workers "
