@@ -49,6 +49,13 @@ Usage::
     python benchmarks/own_queue.py                      # 3 repeats, about 3 minutes on 2 cores
     python benchmarks/own_queue.py --tf1 --repeats 5 --json out.json
     python benchmarks/own_queue.py --workloads W5 --quick   # tiny data, 1 repeat
+    python benchmarks/own_queue.py --quick --in-process     # a smoke run: no child processes
+
+``--in-process`` measures every variant in the run's own process, in its TF
+mode (queue_pipeline is then imported for ``tf_queue`` and ``tfdata`` too, and
+the processes' start-ups are not paid: figures for checking the harness, not
+for comparing); the suite runs it so, and checks the fresh-process path on its
+own (``_run_child``).
 """
 
 from __future__ import annotations
@@ -461,6 +468,7 @@ def run_benchmarks(args) -> dict:
         "tf_mode": run.tf_mode(),
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "mode": "quick" if args.quick else "full",
+        "in_process": args.in_process,
         "sizes": dataclasses.asdict(sizes),
         "batch_size": BATCH,
         "repeats": args.repeats,
@@ -478,7 +486,12 @@ def run_benchmarks(args) -> dict:
         write_data(tmp, sizes)
         for repeat in range(args.repeats):  # interleaved repetitions
             for workload, variant in samples:
-                sample = _run_child(tmp, workload, variant)
+                if args.in_process:
+                    sample = measure(variant, workload, data_files(tmp, workload))
+                    sample["peak_rss_mb"] = None
+                    sample["tf_mode"] = run.tf_mode()
+                else:
+                    sample = _run_child(tmp, workload, variant)
                 sample["load_1min"] = os.getloadavg()[0]  # the machine is shared: say how busy
                 samples[(workload, variant)].append(sample)
                 progress.step(f"{workload} {variant} repeat {repeat + 1}/{args.repeats}", sample)
@@ -493,11 +506,12 @@ def run_benchmarks(args) -> dict:
 
 
 def format_table(result: dict) -> str:
+    where = "in the run's own process" if result.get("in_process") else "per fresh process"
     lines = [
         f"# {result['machine']}, Python {result['python']}, TF {result['tensorflow']} in "
         f"{MODE_NAMES[result['tf_mode']]}, {result['date']}, {result['mode']} mode, "
         f"batch {result['batch_size']}, {result['repeats']} repeats (examples/s: median "
-        "[min-max] of one epoch per fresh process; CPU us/ex: the process's CPU time, all "
+        f"[min-max] of one epoch {where}; CPU us/ex: the process's CPU time, all "
         "threads, per example, median)"
     ]
     for workload, table in result["workloads"].items():
@@ -512,9 +526,11 @@ def format_table(result: dict) -> str:
             served = "-" if variant != "qp_dataset" else str(row["served"])
             cpu = row.get("cpu_us_per_example")
             cpu_cell = "-" if cpu is None else f"{cpu:.1f}"
+            peak = row["peak_rss_mb"]  # None --in-process: the process is the run's own
+            peak_cell = "-" if peak is None else f"{peak:.0f}"
             lines.append(
                 f"  {variant:12s} {row['median']:11,.0f} {row['min']:10,.0f} "
-                f"{row['max']:10,.0f} {examples:>9s} {row['peak_rss_mb']:8.0f} "
+                f"{row['max']:10,.0f} {examples:>9s} {peak_cell:>8s} "
                 f"{cpu_cell:>9s} {served:>7s}"
             )
         ratios = result["ratios"][workload]
@@ -546,6 +562,11 @@ def main(argv=None) -> int:
         "--tf1",
         action="store_true",
         help="TF1 mode: tf.compat.v1.disable_v2_behavior() in every child",
+    )
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="measure every variant in this process (a smoke run of the harness, not figures)",
     )
     parser.add_argument("--json", help="write the results to this JSON file")
     parser.add_argument("--one", nargs=2, metavar=("WORKLOAD", "VARIANT"), help=argparse.SUPPRESS)

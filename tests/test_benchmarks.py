@@ -44,10 +44,10 @@ def _expected_variants(run, workload):
     return {v for v in run.VARIANTS if run.applicable(v, workload)}
 
 
-def _check_quick_result(run, result, tf_mode):
+def _check_quick_result(run, result, tf_mode, workloads=("W1", "W2", "W3", "W4")):
     """Every variant of every workload ran, read the same epoch, in `tf_mode`."""
     assert result["mode"] == "quick" and result["tf_mode"] == tf_mode
-    assert set(result["workloads"]) == {"W1", "W2", "W3", "W4"}
+    assert set(result["workloads"]) == set(workloads)
     for workload, table in result["workloads"].items():
         assert set(table) == _expected_variants(run, workload)
         counts = {row["examples"] for row in table.values()}
@@ -55,13 +55,13 @@ def _check_quick_result(run, result, tf_mode):
         assert all(row["median"] > 0 for row in table.values())
 
 
-def _check_progress(run, stderr, stdout, repeats=1):
+def _check_progress(run, stderr, stdout, repeats=1, workloads=None):
     """A progress line per (workload, variant, repeat) on stderr, none on stdout."""
     lines = PROGRESS_LINE.findall(stderr)
     measured = {(w, v, int(r)) for _, _, w, v, r, _ in lines}
     expected = {
         (w, v, r)
-        for w in run.WORKLOADS
+        for w in workloads or run.WORKLOADS
         for v in _expected_variants(run, w)
         for r in range(1, repeats + 1)
     }
@@ -111,12 +111,19 @@ def test_harness_quick_mode_runs_every_variant(tmp_path, capsys):
     _check_progress(run, captured.err, captured.out)
 
 
+# The fresh --tf1 process measures one workload (W2, which has every variant): what
+# the process adds is its mode, set by the flag before anything is built; every
+# workload in TF1 mode is the in-process quick run's of the TF1 suite.
+TF1_RUN_WORKLOADS = ("W2",)
+
+
 @pytest.fixture(scope="module")
 def tf1_quick_run(tmp_path_factory):
-    """``python benchmarks/run.py --quick --tf1 --json FILE`` in a fresh process."""
+    """``python benchmarks/run.py --quick --tf1 --workloads W2 --json FILE`` in a fresh process."""
     out = tmp_path_factory.mktemp("bench_tf1") / "bench_tf1.json"
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--tf1", "--json", str(out)],
+        [sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--tf1", "--json", str(out)]
+        + ["--workloads", *TF1_RUN_WORKLOADS],
         capture_output=True,
         text=True,
         timeout=110,
@@ -127,16 +134,17 @@ def tf1_quick_run(tmp_path_factory):
 
 @pytest.mark.one_suite("the run is a --tf1 subprocess in either suite")
 @pytest.mark.slow
+@pytest.mark.xdist_group("bench_tf1_run")  # one worker makes the module's tf1_quick_run
 def test_harness_tf1_quick_run_every_variant_with_mode_recorded(tf1_quick_run):
     """``--tf1``: every variant runs with v2 behaviour disabled (tf.data through a
     one-shot iterator in a Session), and the result says so."""
     import run
 
     result, stdout, stderr, _ = tf1_quick_run
-    _check_quick_result(run, result, "tf1")
+    _check_quick_result(run, result, "tf1", TF1_RUN_WORKLOADS)
     header = stdout.splitlines()[0]
     assert "TF1 mode (disable_v2_behavior)" in header and "ratio vs tf_queue_1" in header
-    _check_progress(run, stderr, stdout)
+    _check_progress(run, stderr, stdout, workloads=TF1_RUN_WORKLOADS)
     assert "TF1 mode" in stderr.split("[bench]", 1)[1].splitlines()[0]
     _check_engine_lines(result, stdout)
 
@@ -157,6 +165,7 @@ def test_harness_child_measures_in_the_suites_mode(tmp_path):
 
 @pytest.mark.slow  # its fixture is a whole --tf1 benchmark run in a subprocess
 @pytest.mark.one_suite("the run is a --tf1 subprocess in either suite")
+@pytest.mark.xdist_group("bench_tf1_run")
 def test_report_renders_both_modes_side_by_side(tf1_quick_run, tmp_path, capsys):
     """report.py puts a TF 2.x run and a TF1 run side by side, every variant a row,
     with the ratios against tf_queue_1 and hand-written tf.data inside each run."""
@@ -313,24 +322,22 @@ def test_the_epochs_cpu_time_counts_every_thread_of_the_process():
     assert summary["cpu_us_per_example"] == pytest.approx(1e6 * sample["cpu_seconds"] / 4)
 
 
-@pytest.mark.one_suite("the run is a subprocess whose children set their own TF mode")
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # sixteen fresh processes, each importing TensorFlow
-def test_own_queue_quick_run_every_variant_reads_the_same_epoch(tmp_path):
-    """``benchmarks/own_queue.py --quick``: W5 (an own RandomShuffleQueue, drop-remainder
-    dequeue_many), W6 (a py_func stage) and W7/W8 (augmentation, unseeded and seeded)
-    run in every variant, each reading one whole epoch; the dataset engine's ``served``
-    is recorded, whatever it is."""
+@pytest.mark.timeout(300)  # sixteen epochs, each a graph and a Session (a shared machine)
+def test_own_queue_quick_run_every_variant_reads_the_same_epoch(tmp_path, capsys):
+    """``benchmarks/own_queue.py --quick --in-process``, in the suite's mode: W5 (an own
+    RandomShuffleQueue, drop-remainder dequeue_many), W6 (a py_func stage) and W7/W8
+    (augmentation, unseeded and seeded) run in every variant, each reading one whole
+    epoch; the dataset engine's ``served`` is recorded, whatever it is. (The fresh
+    processes of a measuring run: the next test.)"""
+    import own_queue  # benchmarks/own_queue.py
+
     out = tmp_path / "own_queue.json"
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "own_queue.py"), "--quick", "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=580,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert own_queue.main(["--quick", "--in-process", "--json", str(out)]) == 0
+    stdout = capsys.readouterr().out
     result = json.loads(out.read_text())
-    assert result["mode"] == "quick" and result["repeats"] == 1 and result["tf_mode"] == "tf2"
+    assert result["mode"] == "quick" and result["repeats"] == 1 and result["in_process"]
+    assert result["tf_mode"] == ("tf1" if tf1_mode() else "tf2")
     sizes = result["sizes"]
     records = sizes["cifar_files"] * sizes["cifar_records"]
     augmented = sizes["augment_files"] * sizes["augment_records"]
@@ -350,7 +357,31 @@ def test_own_queue_quick_run_every_variant_reads_the_same_epoch(tmp_path):
             "qp_dataset/tfdata",
             "qp_queue/tf_queue",
         }
-        assert f"\n{workload}  ({expected[workload]:,} examples per epoch expected)" in done.stdout
+        assert f"\n{workload}  ({expected[workload]:,} examples per epoch expected)" in stdout
     assert set(result["workloads"]) == {"W5", "W6", "W7", "W8"}
     for workload in ("W7", "W8"):  # the augmentation workloads are served
         assert result["workloads"][workload]["qp_dataset"]["served"] is True
+    assert "one epoch in the run's own process" in stdout.splitlines()[0]
+
+
+@pytest.mark.tf1_only(
+    "the child is passed --tf1 by a TF1 parent; a TF 2.x parent's child runs the same code "
+    "in TF's default mode, which the in-process run above measures in the TF 2.x suite"
+)
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # two fresh processes, each importing TensorFlow
+def test_own_queue_child_measures_in_a_fresh_process_in_the_suites_mode(tmp_path):
+    """A measuring run's child (``own_queue.py --one W V``, a fresh process) gets the
+    parent's TF mode, reads the whole epoch, and imports queue_pipeline only for the
+    ``qp_*`` variants (``_run_child`` checks both and raises otherwise)."""
+    import own_queue
+
+    own_queue.write_data(str(tmp_path), own_queue.QUICK)
+    expected = own_queue.expected_examples("W6", own_queue.QUICK)
+    for variant in ("tf_queue", "qp_dataset"):
+        sample = own_queue._run_child(str(tmp_path), "W6", variant)
+        assert sample["examples"] == expected, variant
+        assert sample["seconds"] > 0 and sample["peak_rss_mb"] > 0
+        assert sample["tf_mode"] == ("tf1" if tf1_mode() else "tf2")
+        assert sample["queue_pipeline_imported"] == (variant == "qp_dataset")
+    assert isinstance(sample["served"], bool)

@@ -27,7 +27,14 @@ import queue_pipeline as qp
 from queue_pipeline._convert.pipeline import beam_options
 
 distributed = pytest.importorskip("distributed")
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("convert_dask"),
+    pytest.mark.one_suite(
+        "images and tables on Beam's Dask runner: no TF mode is involved (the workers import no "
+        "TensorFlow; the launcher only opens files with tf.io.gfile and reads records back)"
+    ),
+]
 
 
 @pytest.fixture(scope="module")

@@ -37,7 +37,16 @@ from convert_helpers import (
 import queue_pipeline as qp
 
 pytest.importorskip("apache_beam")
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.xdist_group("convert_portable"),
+    pytest.mark.timeout(90),
+    pytest.mark.one_suite(
+        "images and tables on Beam's portable runner: no TF mode is involved (the workers "
+        "import no TensorFlow; the launcher only opens files with tf.io.gfile and reads "
+        "records back)"
+    ),
+]
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 START_TIMEOUT_S = 60.0  # the pool imports Beam (a few seconds on a busy machine)

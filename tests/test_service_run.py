@@ -27,7 +27,7 @@ from helpers import session_config, tf1_mode
 from service_cluster import REPO, cluster, server_env
 
 # Most tests here start subprocess servers or trainers (seconds each).
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("service_run")]
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scripts", "served_trainer.py")
 RECORDS = 100  # four files of 25

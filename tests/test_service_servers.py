@@ -35,7 +35,10 @@ from service_cluster import (
 # The servers are subprocesses under TF 2.x defaults whatever the suite's mode, and
 # what runs in-process here only proves the cluster helper; reading through the
 # service in TF1 mode (a Session, a legacy script) is tests/test_service_run.py's.
-pytestmark = pytest.mark.one_suite("the servers run under TF 2.x defaults in either suite mode")
+pytestmark = [
+    pytest.mark.one_suite("the servers run under TF 2.x defaults in either suite mode"),
+    pytest.mark.xdist_group("service_servers"),
+]
 
 # A server command that cannot start fails before it imports TensorFlow, in a
 # fraction of a second (its probes wait addresses.PROBE_TIMEOUT_S at most);

@@ -149,6 +149,7 @@ def tensorflow_cpu_venv(tmp_path_factory):
 
 @pytest.mark.one_suite("pip resolves in a subprocess; no TF mode is involved")
 @pytest.mark.slow
+@pytest.mark.xdist_group("tensorflow_cpu_venv")  # one worker makes the module's venv
 @pytest.mark.parametrize("requirement", ["queue_pipeline", "queue_pipeline[tensorflow-cpu]"])
 def test_pip_install_into_a_tensorflow_cpu_venv_installs_the_package_alone(
     tensorflow_cpu_venv, tmp_path, requirement
