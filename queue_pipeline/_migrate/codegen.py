@@ -56,6 +56,7 @@ from queue_pipeline._migrate import (
     headers,
     internal_errors,
     legacy_aliases,
+    map_values,
     preloaded,
     untaken_branches,
 )
@@ -147,7 +148,7 @@ class _Rewriter(HelperCalls):
         name = f"{fn.name}_dataset"
         if fn.name in self.generated and name in self.generated[fn.name]:
             return name
-        state = State()
+        state = State(fn=fn)
         params = list(fn.params)
         if role == "batch":
             record_params = fn.record_params
@@ -307,6 +308,8 @@ class _Rewriter(HelperCalls):
             or (names & record)  # reads the record
             # reads or changes (`defaults[4] = ...`) what a per-record statement defined
             or ((names | mutated_names(stmt)) & pending_names)
+            # rebinds what they read: NOTE [ Python values changed between per-record lines ]
+            or map_values.changes_moved(stmt, state.pending)
             or (state.element and not state.batch_element and self._collects_records(fn, stmt))
         ):
             state.pending.append((stmt, ()))
