@@ -215,7 +215,12 @@ class _Rewriter(HelperCalls):
                 self.flag_queue_docstring(fn, stmt)
                 continue
             with internal_errors.reported(self, fn, stmt):  # NOTE [ An internal error of migrate ]
-                out += self._statement(fn, stmt, state, depth)
+                moved = list(state.pending)
+                written = self._statement(fn, stmt, state, depth)
+                out += written
+            # NOTE [ Python values changed between per-record lines ]: never run out of order
+            if written and moved and state.pending[: len(moved)] == moved:
+                map_values.check_order(self, fn, stmt, moved, state.pending)
         return out
 
     def _statement(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
@@ -299,7 +304,7 @@ class _Rewriter(HelperCalls):
                 "the legacy graph runs at every step; move it after the batching call"
             )  # fmt: skip
         kinds.update({draw} - {""})
-        pending_names = {n for st, _ in state.pending for n in assigned_names(st)}
+        pending_names = map_values.changed_by(state.pending)  # bound or changed there
         # a record's name the batching rebound (`stars, text = batch([stars, text])`) is the batch
         record = set(state.element) - {e.lstrip("*") for e in state.batch_element}
         if (

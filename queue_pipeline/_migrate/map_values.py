@@ -30,13 +30,25 @@ record's element, or refused elsewhere.
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 import libcst.matchers as m
+import numpy as np
 import tensorflow as tf
 
-from queue_pipeline._migrate.syntax import assigned_names, mutated_names, names_in
+from queue_pipeline._migrate.base import STAGE_CALLS
+from queue_pipeline._migrate.syntax import assigned_names, callee, mutated_names, names_in
 
-__all__ = ["HOLDER", "changes_moved", "handed_out", "holder_lines", "with_outer_values"]
+__all__ = [
+    "HOLDER",
+    "changed_by",
+    "changes_moved",
+    "check_order",
+    "handed_out",
+    "holder_lines",
+    "with_outer_values",
+]
 
 # the dict the written ``per_record`` leaves its plain values in
 HOLDER = "per_record_values"
@@ -55,15 +67,42 @@ def changes_moved(stmt: cst.CSTNode, pending) -> set[str]:
     return (set(assigned_names(stmt)) | mutated_names(stmt)) & moved
 
 
-def _holds_tensor(value) -> bool:
+_PLAIN = (int, float, bool, str, bytes, type(None), np.generic, np.ndarray)
+
+
+def check_order(rw, fn, stmt: cst.CSTNode, moved, pending) -> None:
+    """Refuses `stmt`, written in place while `moved` wait for the map, if it changes what
+    they use: it would run before them (a statement the map cannot hold: a helper's call,
+    a block with a stage).
+
+    Raises:
+      MigrateError: at `stmt`'s line.
+    """
+    if any(st is stmt for st, _ in pending):
+        return
+    if any(callee(c) in STAGE_CALLS for c in rw.calls_in(stmt)):
+        return  # a read, producer or batching call: its own rewrite keeps the order
+    changed = changes_moved(stmt, moved)
+    if changed:
+        name = sorted(changed)[0]
+        first = min(fn.line(st) for st, _ in moved if name in names_in(st))
+        raise rw.fail(
+            fn, stmt, f"it changes `{name}`, which the per-record code above it reads (line "
+            f"{first}); that code runs in Dataset.map, after this statement, and would see "
+            f"the changed value. Fix: compute `{name}` for each use before the first "
+            "per-record line, or move this statement into the per-record code"
+        )  # fmt: skip
+
+
+def _plain(value) -> bool:
+    """Whether `value` is a nest of plain Python and numpy values (no tensor, no object)."""
     try:
-        flat = tf.nest.flatten(value)
-    except (TypeError, ValueError):  # pragma: no cover - an object nest cannot walk
-        return True
-    return any(isinstance(v, (tf.Tensor, tf.SparseTensor, tf.Operation)) for v in flat)
+        return all(isinstance(v, _PLAIN) for v in tf.nest.flatten(value))
+    except (TypeError, ValueError):  # pragma: no cover - a nest tf.nest cannot walk
+        return False
 
 
-def handed_out(rw, fn, pending) -> list[str]:
+def handed_out(rw, fn, pending, returns: str = "") -> list[str]:
     """The plain names the pending statements bind that code after them reads.
 
     Args:
@@ -71,12 +110,17 @@ def handed_out(rw, fn, pending) -> list[str]:
       fn: the :class:`~queue_pipeline._migrate.base.Function` being rewritten,
         or None (nothing is handed out).
       pending: the statements moving into the map.
+      returns: what ``per_record`` returns (its names are the element, not handed out).
     """
     if fn is None or not pending:
         return []
     values = fn.call.local_values if fn.call is not None else {}
     bound = {n for st in pending for n in assigned_names(st) if isinstance(n, str)}
-    bound = {n for n in bound if n in values and not _holds_tensor(values[n])}
+    try:
+        bound -= names_in(cst.parse_expression(returns)) if returns.strip() else set()
+    except cst.ParserSyntaxError:  # pragma: no cover - a starred element list
+        bound -= set(re.findall(r"\w+", returns))
+    bound = {n for n in bound if n in values and _plain(values[n])}
     if not bound:
         return []
     last = max(rw.positions[st].end.line for st in pending)
@@ -118,21 +162,54 @@ def with_outer_values(params: str, stmts) -> str:
     own = {p.strip().lstrip("*").split("=")[0].strip() for p in params.split(",")}
     done: set[str] = set()
     outer: list[str] = []
-    for st in stmts:
-        if not isinstance(st, cst.SimpleStatementLine):  # a block: only what it assigns
-            done |= names_in(st)
-            continue
-        line = st.body[0] if st.body else None
-        value = line.value if isinstance(line, (cst.Assign, cst.AugAssign)) else None
-        reads = names_in(value) if value is not None else names_in(st)
-        if isinstance(line, cst.AugAssign):
-            reads |= names_in(line.target)
-        reads |= mutated_names(st)
+    for st in _in_order(stmts):
+        reads, binds = _reads_and_binds(st)
         outer += sorted((reads & assigned) - done - own - set(outer))
-        done |= _rebound(st)
+        done |= binds
     if not outer:
         return params
     return ", ".join([*([params] if params else []), *(f"{n}={n}" for n in outer)])
+
+
+_STEPS = m.SimpleStatementLine() | m.For() | m.If() | m.While() | m.With()
+
+
+def _in_order(stmts) -> list[cst.CSTNode]:
+    """`stmts` and the statements and block headers inside them, in the order they run
+    first (a loop's body after its header)."""
+    out: list[cst.CSTNode] = []
+    for st in stmts:
+        inner = [st, *(n for n in m.findall(st, _STEPS) if n is not st)]
+        out += [n for n in inner if isinstance(n, cst.CSTNode)]
+    return out
+
+
+def _reads_and_binds(st: cst.CSTNode) -> tuple[set[str], set[str]]:
+    """What one statement, or one block's header, reads and binds anew."""
+    if isinstance(st, cst.For):
+        return names_in(st.iter), _rebound(cst.Assign([cst.AssignTarget(st.target)], st.iter))
+    if isinstance(st, (cst.If, cst.While)):
+        return names_in(st.test), set()
+    if isinstance(st, cst.With):
+        return set().union(*(names_in(item.item) for item in st.items)), set()
+    if not isinstance(st, cst.SimpleStatementLine):
+        return set(), set()
+    line = st.body[0] if st.body else None
+    value = line.value if isinstance(line, (cst.Assign, cst.AugAssign)) else None
+    reads = names_in(value) if value is not None else names_in(st)
+    if isinstance(line, cst.AugAssign):
+        reads |= names_in(line.target)
+    return reads | mutated_names(st), _rebound(st)
+
+
+def changed_by(pending) -> set[str]:
+    """The names the pending statements bind or change in place, in blocks too."""
+    out: set[str] = set()
+    for st, _ in pending:
+        out |= set(assigned_names(st))
+        for line in m.findall(st, m.SimpleStatementLine()):
+            out |= mutated_names(line)
+    return out
 
 
 def _rebound(stmt: cst.CSTNode) -> set[str]:

@@ -332,7 +332,7 @@ class Stages(Joins, BatchShapes):
         # NOTE [ Python values changed between per-record lines ]
         moved = [st for st, _ in state.pending]
         before, leave, after = map_values.holder_lines(
-            map_values.handed_out(self, state.fn, moved), pad
+            map_values.handed_out(self, state.fn, moved, returns), pad
         )
         body += f"{leave}{pad}    return {returns}\n"
         params = map_values.with_outer_values(params, moved)
@@ -371,7 +371,8 @@ class Stages(Joins, BatchShapes):
             return [
                 f"{pad}dataset = dataset.map({batched}, num_parallel_calls={chains.AUTOTUNE})\n"
             ]
-        if not state.pending:
+        moved = [st for st, _ in state.pending]
+        if not moved or map_values.handed_out(self, fn, moved, returns):  # those stay per record
             return None
         try:
             expression = cst.parse_expression(returns)
@@ -390,7 +391,7 @@ class Stages(Joins, BatchShapes):
                 self._use_batch_helper(batched)
         state.pending = []
         self.batched.append(f"{fn.name}'s per_batch")
-        params = ", ".join(state.element)
+        params = map_values.with_outer_values(", ".join(state.element), moved)
         return [
             "\n",
             f"{pad}def per_batch({params}):\n",

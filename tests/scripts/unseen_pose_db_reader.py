@@ -20,30 +20,32 @@ def record_size(num_kp=NUM_KP, image_hw=IMAGE_HW):
 def read_pose_batch(path, batch_size, use_wrist=True):
     """One batch of (xyz, uv, visible) read inline, a byte counter between the slices."""
     record_bytes = record_size()
-    reader = tf.FixedLengthRecordReader(header_bytes=0, record_bytes=record_bytes)
-    _, value = reader.read(tf.train.string_input_producer([path], shuffle=False))
+    reader = tf.compat.v1.FixedLengthRecordReader(header_bytes=0, record_bytes=record_bytes)
+    _, value = reader.read(tf.compat.v1.train.string_input_producer([path], shuffle=False))
     bytes_read = 0
-    as_float = tf.decode_raw(value, tf.float32)
+    as_float = tf.io.decode_raw(value, tf.float32)
     xyz = tf.reshape(tf.slice(as_float, [bytes_read // 4], [NUM_KP * 3]), [NUM_KP, 3])
     bytes_read += 4 * NUM_KP * 3
     if not use_wrist:
         xyz = tf.concat([0.5 * (xyz[:1] + xyz[1:2]), xyz[1:]], 0)
     uv = tf.reshape(tf.slice(as_float, [bytes_read // 4], [NUM_KP * 2]), [NUM_KP, 2])
     bytes_read += 4 * NUM_KP * 2
-    as_bytes = tf.decode_raw(value, tf.uint8)
+    as_bytes = tf.io.decode_raw(value, tf.uint8)
     bytes_read += IMAGE_HW[0] * IMAGE_HW[1] * 3
     visible = tf.cast(tf.slice(as_bytes, [bytes_read], [NUM_KP]), tf.bool)
     bytes_read += NUM_KP
     assert bytes_read == record_bytes, "the record layout does not add up"
-    return tf.train.batch([xyz, uv, visible], batch_size=batch_size)
+    return tf.compat.v1.train.batch([xyz, uv, visible], batch_size=batch_size)
 
 
 def read_lines_batch(path, batch_size):
     """Two CSV columns read inline, the producer inside the read call."""
-    reader = tf.TextLineReader()
-    _, line = reader.read(tf.train.string_input_producer([path], shuffle=False, num_epochs=1))
-    first, second = tf.decode_csv(line, record_defaults=[[0], [0]])
-    return tf.train.batch([first, second], batch_size=batch_size)
+    reader = tf.compat.v1.TextLineReader()
+    _, line = reader.read(
+        tf.compat.v1.train.string_input_producer([path], shuffle=False, num_epochs=1)
+    )
+    first, second = tf.io.decode_csv(line, record_defaults=[[0], [0]])
+    return tf.compat.v1.train.batch([first, second], batch_size=batch_size)
 
 
 class PoseDbReader(object):
@@ -69,12 +71,12 @@ class PoseDbReader(object):
         record_bytes += image_bytes
         record_bytes += self.num_kp
 
-        reader = tf.FixedLengthRecordReader(header_bytes=0, record_bytes=record_bytes)
-        _, value = reader.read(tf.train.string_input_producer([self.path_to_db]))
+        reader = tf.compat.v1.FixedLengthRecordReader(header_bytes=0, record_bytes=record_bytes)
+        _, value = reader.read(tf.compat.v1.train.string_input_producer([self.path_to_db]))
 
         bytes_read = 0
         data_dict = dict()
-        record_float = tf.decode_raw(value, tf.float32)
+        record_float = tf.io.decode_raw(value, tf.float32)
 
         keypoint_xyz = tf.reshape(
             tf.slice(record_float, [bytes_read // 4], [kp_xyz_entries]), [self.num_kp, 3]
@@ -91,7 +93,7 @@ class PoseDbReader(object):
         bytes_read += encoding_bytes * kp_uv_entries
         data_dict["keypoint_uv"] = keypoint_uv
 
-        record_uint8 = tf.decode_raw(value, tf.uint8)
+        record_uint8 = tf.io.decode_raw(value, tf.uint8)
         image = tf.reshape(
             tf.slice(record_uint8, [bytes_read], [image_bytes]),
             [self.image_size[0], self.image_size[1], 3],
@@ -106,7 +108,7 @@ class PoseDbReader(object):
 
         names, tensors = zip(*data_dict.items())
         if self.shuffle:
-            tensors = tf.train.shuffle_batch_join(
+            tensors = tf.compat.v1.train.shuffle_batch_join(
                 [tensors],
                 batch_size=self.batch_size,
                 capacity=100,
@@ -114,7 +116,7 @@ class PoseDbReader(object):
                 enqueue_many=False,
             )
         else:
-            tensors = tf.train.batch_join(
+            tensors = tf.compat.v1.train.batch_join(
                 [tensors], batch_size=self.batch_size, capacity=100, enqueue_many=False
             )
         return dict(zip(names, tensors))
