@@ -78,11 +78,13 @@ def check_order(rw, fn, stmt: cst.CSTNode, moved, pending) -> None:
     Raises:
       MigrateError: at `stmt`'s line.
     """
-    if any(st is stmt for st, _ in pending):
-        return
     if any(callee(c) in STAGE_CALLS for c in rw.calls_in(stmt)):
         return  # a read, producer or batching call: its own rewrite keeps the order
-    changed = changes_moved(stmt, moved)
+    into_map = {id(n) for st, _ in pending for n in m.findall(st, m.SimpleStatementLine())}
+    changed: set[str] = set()
+    for line in m.findall(stmt, m.SimpleStatementLine()):  # its lines written in place
+        if id(line) not in into_map:
+            changed |= changes_moved(line, moved)
     if changed:
         name = sorted(changed)[0]
         first = min(fn.line(st) for st, _ in moved if name in names_in(st))

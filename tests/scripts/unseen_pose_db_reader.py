@@ -48,6 +48,37 @@ def read_lines_batch(path, batch_size):
     return tf.compat.v1.train.batch([first, second], batch_size=batch_size)
 
 
+def read_named_parts(path, batch_size):
+    """A dict of parts sliced in a loop; the names and the byte count are read after the batch."""
+    record_bytes = record_size()
+    reader = tf.compat.v1.FixedLengthRecordReader(header_bytes=0, record_bytes=record_bytes)
+    _, value = reader.read(tf.compat.v1.train.string_input_producer([path], shuffle=False))
+    names = []
+    as_float = tf.io.decode_raw(value, tf.float32)
+    parts = {}
+    offset = 0
+    for name, entries in (("xyz", 3 * NUM_KP), ("uv", 2 * NUM_KP)):
+        parts[name] = tf.slice(as_float, [offset // 4], [entries])
+        names.append(name)
+        offset += 4 * entries
+    count = len(names)
+    batch = tf.compat.v1.train.batch(parts, batch_size=batch_size)
+    return batch, count, offset
+
+
+def read_uv_in_scope(path, batch_size):
+    """The counter moved on inside a name scope that also slices."""
+    reader = tf.compat.v1.FixedLengthRecordReader(header_bytes=0, record_bytes=record_size())
+    _, value = reader.read(tf.compat.v1.train.string_input_producer([path], shuffle=False))
+    offset = 0
+    as_float = tf.io.decode_raw(value, tf.float32)
+    xyz = tf.slice(as_float, [offset // 4], [3 * NUM_KP])
+    with tf.name_scope("uv"):
+        offset += 4 * 3 * NUM_KP
+        uv = tf.slice(as_float, [offset // 4], [2 * NUM_KP])
+    return tf.compat.v1.train.batch([xyz, uv], batch_size=batch_size)
+
+
 class PoseDbReader(object):
     """Reads the binary database written by the converter, one dict of batches per step."""
 
