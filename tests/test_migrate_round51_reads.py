@@ -111,6 +111,7 @@ def test_the_pose_reader_method_migrates_with_its_counter_and_names(tmp_path, us
     result = migrate(str(path), "PoseDbReader.get", call=call, tf1=tf1_mode())
     assert result.verdict.status == "MATCH", result.report()
     assert result.function == "PoseDbReader.get_dataset"
+    assert "enqueue_many: False, the default: one record per element" in result.report()
     assert 'names = per_record_values["names"]' in result.source
     assert "bytes_read += encoding_bytes * kp_xyz_entries" in _per_record_body(result.source)
     module = result.load()
