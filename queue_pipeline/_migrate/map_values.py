@@ -15,9 +15,11 @@ So a statement that rebinds or changes (``+=``, ``x[k] = v``,
 ``names.append(v)``) a name the moved statements read or bind goes into the
 map at its place, after the lines that read the old value; the value it
 starts from comes in as a default (``bytes_read=bytes_read``, see
-:func:`~queue_pipeline._migrate.base.with_outer_values`). A statement that
-cannot go into the map (it builds a stage, or uses the batches) is refused
-at its line.
+:func:`with_outer_values`); a statement reading what the moved code changes
+(``count = len(names)``) follows it in. A statement still written in place
+while per-record lines wait for the map (the shell of a block around a
+stage, a helper's call) that changes what they use would run before them:
+it is refused at its line (:func:`check_order`), never written out of order.
 
 A plain value the moved code leaves and the code after the map reads
 (``names, tensors = zip(*data_dict.items())`` before the batching call,
@@ -67,9 +69,6 @@ def changes_moved(stmt: cst.CSTNode, pending) -> set[str]:
     return (set(assigned_names(stmt)) | mutated_names(stmt)) & moved
 
 
-_PLAIN = (int, float, bool, str, bytes, type(None), np.generic, np.ndarray)
-
-
 def check_order(rw, fn, stmt: cst.CSTNode, moved, pending) -> None:
     """Refuses `stmt`, written in place while `moved` wait for the map, if it changes what
     they use: it would run before them (a statement the map cannot hold: a helper's call,
@@ -94,6 +93,9 @@ def check_order(rw, fn, stmt: cst.CSTNode, moved, pending) -> None:
             f"the changed value. Fix: compute `{name}` for each use before the first "
             "per-record line, or move this statement into the per-record code"
         )  # fmt: skip
+
+
+_PLAIN = (int, float, bool, str, bytes, type(None), np.generic, np.ndarray)
 
 
 def _plain(value) -> bool:
