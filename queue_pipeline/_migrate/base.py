@@ -248,6 +248,7 @@ class State:
     read_from: list[str] = dataclasses.field(default_factory=list)
     read_by: set = dataclasses.field(default_factory=set)
     shuffled: set = dataclasses.field(default_factory=set)
+    fn: Any = None  # the Function rewritten (its statements read after the map)
 
 
 def _is_object(value: Any) -> bool:
@@ -277,38 +278,6 @@ def batch_params(fn: Function, target: str) -> list[str]:
     if isinstance(values.get(target), (tf.Tensor, tf.SparseTensor, dict)):
         return [target]
     return ["*" + target]
-
-
-def with_outer_values(params: str, stmts) -> str:
-    """`params` of a function holding `stmts`, with ``name=name`` for each name they
-    read from the enclosing function before they assign it.
-
-    entnet's ``context_features, sequence_features =
-    tf.parse_single_sequence_example(serialized, context_features=context_features,
-    ...)`` reads the feature specs made outside, then reuses their names: moved
-    into ``per_record`` as is, the names would be its locals, unbound when read
-    (UnboundLocalError). As defaults, the enclosing values are read once, when the
-    function is defined; ``Dataset.map`` passes only the elements.
-    """
-    stmts = list(stmts)
-    assigned = {n for st in stmts for n in assigned_names(st)}
-    own = {p.strip().lstrip("*").split("=")[0].strip() for p in params.split(",")}
-    done: set[str] = set()
-    outer: list[str] = []
-    for st in stmts:
-        if not isinstance(st, cst.SimpleStatementLine):  # a block: only what it assigns
-            done |= names_in(st)
-            continue
-        line = st.body[0] if st.body else None
-        value = line.value if isinstance(line, (cst.Assign, cst.AugAssign)) else None
-        reads = names_in(value) if value is not None else names_in(st)
-        if isinstance(line, cst.AugAssign):
-            reads |= names_in(line.target)
-        outer += sorted((reads & assigned) - done - own - set(outer))
-        done |= set(assigned_names(st))
-    if not outer:
-        return params
-    return ", ".join([*([params] if params else []), *(f"{n}={n}" for n in outer)])
 
 
 def fresh(fn: Function, *candidates: str) -> str:

@@ -64,6 +64,9 @@ def fates(kind: str, given: Mapping[str, str]) -> list[tuple[str, str]]:
         if arg in _WRITTEN and kind in BATCHING_KINDS:
             out.append((arg, _WRITTEN[arg]))
             continue
+        if arg == "enqueue_many" and _is_true(given[arg]) is False:  # the table's is for True
+            out.append((arg, "False, the default: one record per element, nothing to unbatch"))
+            continue
         fate = "used as written"
         if row is not None:
             for names, words in row.arguments:

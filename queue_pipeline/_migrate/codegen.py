@@ -51,12 +51,12 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._migrate import (
-    chains,
     epoch_limits,
     generated_names,
     headers,
     internal_errors,
     legacy_aliases,
+    map_values,
     preloaded,
     untaken_branches,
 )
@@ -148,7 +148,7 @@ class _Rewriter(HelperCalls):
         name = f"{fn.name}_dataset"
         if fn.name in self.generated and name in self.generated[fn.name]:
             return name
-        state = State()
+        state = State(fn=fn)
         params = list(fn.params)
         if role == "batch":
             record_params = fn.record_params
@@ -215,11 +215,15 @@ class _Rewriter(HelperCalls):
                 self.flag_queue_docstring(fn, stmt)
                 continue
             with internal_errors.reported(self, fn, stmt):  # NOTE [ An internal error of migrate ]
-                out += self._statement(fn, stmt, state, depth)
+                moved = list(state.pending)
+                written = self._statement(fn, stmt, state, depth)
+                out += written
+            # NOTE [ Python values changed between per-record lines ]: never run out of order
+            if written and moved and state.pending[: len(moved)] == moved:
+                map_values.check_order(self, fn, stmt, moved, state.pending)
         return out
 
     def _statement(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
-        pad = "    " * depth
         calls = self.calls_in(stmt)
         names = names_in(stmt)
         line = fn.line(stmt)
@@ -287,40 +291,7 @@ class _Rewriter(HelperCalls):
             return []
         reads = [c for c in calls if callee(c) in READS]
         if reads and any(fn.kind_at(n, line) in ("queue", "reader") for n in names):
-            if state.read_from and not state.batch_element:  # NOTE [ Records read in lockstep ]
-                return self.lockstep_read(fn, stmt, reads[0], state, depth)
-            kind, reader_fn, value, key_used = self._read(fn, stmt, reads[0], state.readers)
-            files = self._files(fn, stmt, reads[0], state)
-            state.read_from, state.read_by = [files], {self.reader_name(reads[0])}
-            if state.parallel_readers:  # NOTE [ Migrating the function's own queue ]
-                if key_used:
-                    raise self.fail(fn, stmt, "a key read by one of several parallel readers")
-                records = (
-                    f"{files}.interleave(\n    {reader_fn}, cycle_length={state.parallel_readers}, "
-                    f"num_parallel_calls={chains.AUTOTUNE}\n)"
-                )
-                state.element = [value]
-                self.steps.append(
-                    Step(
-                        line,
-                        f"{kind}.{callee(reads[0])} x {state.parallel_readers}",
-                        " ".join(records.split()),
-                    )
-                )
-                return [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
-            if key_used:  # (key, value) pairs with the legacy reader's key strings
-                spec = self._reader_spec(fn, stmt, reads[0], state.readers)
-                try:
-                    records = chains.keyed_records_of(spec[0], spec[1], files)
-                except chains.Unsupported as e:
-                    raise self.fail(fn, stmt, str(e)) from e
-                state.element = [self._read_key(stmt), value]
-            else:
-                records = chains.records_of(reader_fn, files)
-                state.element = [value]
-            self.steps.append(Step(line, f"{kind}.{callee(reads[0])}", records))
-            records = records.replace("\n", "\n" + pad)
-            return [f"{pad}records = {records}\n"]
+            return self.read_records(fn, stmt, reads[0], state, depth)
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Return):
             return self._return(fn, stmt, state, depth)
         kinds = {self._kind_used(fn, stmt, n, line) for n in names}
@@ -333,7 +304,7 @@ class _Rewriter(HelperCalls):
                 "the legacy graph runs at every step; move it after the batching call"
             )  # fmt: skip
         kinds.update({draw} - {""})
-        pending_names = {n for st, _ in state.pending for n in assigned_names(st)}
+        pending_names = map_values.changed_by(state.pending)  # bound or changed there
         # a record's name the batching rebound (`stars, text = batch([stars, text])`) is the batch
         record = set(state.element) - {e.lstrip("*") for e in state.batch_element}
         if (
@@ -342,6 +313,8 @@ class _Rewriter(HelperCalls):
             or (names & record)  # reads the record
             # reads or changes (`defaults[4] = ...`) what a per-record statement defined
             or ((names | mutated_names(stmt)) & pending_names)
+            # rebinds what they read: NOTE [ Python values changed between per-record lines ]
+            or map_values.changes_moved(stmt, state.pending)
             or (state.element and not state.batch_element and self._collects_records(fn, stmt))
         ):
             state.pending.append((stmt, ()))

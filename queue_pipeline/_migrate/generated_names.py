@@ -41,7 +41,7 @@ from queue_pipeline._migrate.syntax import callee, names_in
 __all__ = ["GENERATED", "kept_apart", "maps_per_batch", "mark", "script_scope", "unmark", "uses"]
 
 # the names the written code binds in a pipeline function's version
-GENERATED = ("dataset", "records", "per_record", "per_batch")
+GENERATED = ("dataset", "records", "per_record", "per_batch", "per_record_values")
 _MARK = "__qp_user_name__"
 # the names of the scope a script's pipeline lines go back into (see script_scope)
 _SCRIPT_SCOPE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(

@@ -30,7 +30,7 @@ import libcst.matchers as m
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains, record_objects
-from queue_pipeline._migrate.base import Function, State, Step, batch_params, fresh
+from queue_pipeline._migrate.base import READS, Function, State, Step, batch_params, fresh
 from queue_pipeline._migrate.branches import Branches
 from queue_pipeline._migrate.syntax import (
     assigned_names,
@@ -261,12 +261,50 @@ class HelperCalls(Branches):
         written code read names nothing bound).
         """
         for outer in self.calls_in(stmt):
+            if not any(a.value is producer for a in outer.args):
+                continue
             helper = self.helper_of(outer)
-            if helper is not None and any(a.value is producer for a in outer.args):
+            if helper is not None:
                 key = self.code(producer)
                 out = self._producer(fn, stmt, producer, state, depth, key=key)
                 return out + self._helper_call(fn, stmt, outer, helper, state, depth)
+            if callee(outer) in READS:  # ``reader.read(tf.train.string_input_producer(...))``
+                out = self._producer(fn, stmt, producer, state, depth, key=self.code(producer))
+                return out + self.read_records(fn, stmt, outer, state, depth)
         return self._producer(fn, stmt, producer, state, depth)
+
+    def read_records(self, fn: Function, stmt, read: cst.Call, state: State, depth: int):
+        """A reader's ``read(queue)`` (or ``read_up_to``) as ``records = <its Dataset>``."""
+        pad, line = "    " * depth, fn.line(stmt)
+        if state.read_from and not state.batch_element:  # NOTE [ Records read in lockstep ]
+            return self.lockstep_read(fn, stmt, read, state, depth)
+        kind, reader_fn, value, key_used = self._read(fn, stmt, read, state.readers)
+        files = self._files(fn, stmt, read, state)
+        state.read_from, state.read_by = [files], {self.reader_name(read)}
+        if state.parallel_readers:  # NOTE [ Migrating the function's own queue ]
+            if key_used:
+                raise self.fail(fn, stmt, "a key read by one of several parallel readers")
+            records = (
+                f"{files}.interleave(\n    {reader_fn}, cycle_length={state.parallel_readers}, "
+                f"num_parallel_calls={chains.AUTOTUNE}\n)"
+            )
+            state.element = [value]
+            step = f"{kind}.{callee(read)} x {state.parallel_readers}"
+            self.steps.append(Step(line, step, " ".join(records.split())))
+            return [f"{pad}records = {records.replace(chr(10), chr(10) + pad)}\n"]
+        if key_used:  # (key, value) pairs with the legacy reader's key strings
+            spec = self._reader_spec(fn, stmt, read, state.readers)
+            try:
+                records = chains.keyed_records_of(spec[0], spec[1], files)
+            except chains.Unsupported as e:
+                raise self.fail(fn, stmt, str(e)) from e
+            state.element = [self._read_key(stmt), value]
+        else:
+            records = chains.records_of(reader_fn, files)
+            state.element = [value]
+        self.steps.append(Step(line, f"{kind}.{callee(read)}", records))
+        records = records.replace("\n", "\n" + pad)
+        return [f"{pad}records = {records}\n"]
 
     def _record_object_passed(self, fn: Function, stmt, call, helper: Function) -> None:
         """Refuses a record handed to `helper` as an object it uses for more than batching

@@ -8,7 +8,7 @@ import os
 import re
 import types
 
-from queue_pipeline._migrate import codegen, generated_names, internal_errors
+from queue_pipeline._migrate import codegen, generated_names, internal_errors, twin_failures
 from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
 
@@ -143,9 +143,24 @@ def _prove(
                 f"wrote fails where the legacy code runs: {text}\nThis is a bug in migrate: "
                 "please report it with the file and the --call arguments."
             ) from e
+        if not hint:  # NOTE [ The user's line of a failing twin op ]
+            hint = twin_failures.user_line_of_failure(
+                str(e),
+                lambda: _build_twin(migrated, rewrite.function, args, kwargs, graph_call),
+                migrated.__dict__.get("__qp_code_path__", ""),
+                rewrite.source,
+                traced.path,
+            )
         raise MigrateError(
             f"{_API}: the migrated code was written nowhere: verifying it failed: {e}{hint}"
         ) from e
+
+
+def _build_twin(migrated, function: str, args, kwargs, graph_call):
+    """The migrated function's result, its arguments made anew if `graph_call` says so."""
+    if graph_call is not None:
+        args, kwargs = graph_call.arguments()
+    return getattr(migrated, function)(*args, **kwargs)
 
 
 def rewrite_and_prove(

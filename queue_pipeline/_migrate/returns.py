@@ -26,7 +26,8 @@ import libcst as cst
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains
-from queue_pipeline._migrate.base import Function, State, Step, with_outer_values
+from queue_pipeline._migrate.base import Function, State, Step
+from queue_pipeline._migrate.map_values import with_outer_values
 from queue_pipeline._migrate.own_queues import OwnQueues
 from queue_pipeline._migrate.plain_values import nones_dropped
 from queue_pipeline._migrate.syntax import names_in

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline import plan
-from queue_pipeline._migrate import chains, preloaded, vectorize
+from queue_pipeline._migrate import chains, map_values, preloaded, vectorize
 from queue_pipeline._migrate.graph_checks import (
     reads_in_lockstep,
     settings_fed,
@@ -35,7 +35,6 @@ from queue_pipeline._migrate.base import (
     is_shuffled,
     starred_params,
     tensor_names,
-    with_outer_values,
 )
 from queue_pipeline._migrate.batch_shapes import BatchShapes
 from queue_pipeline._migrate.joins import Joins
@@ -330,15 +329,22 @@ class Stages(Joins, BatchShapes):
             self.text(st, depth + 1, [*rep, *self._numpy_functions(st)])
             for st, rep in state.pending
         )
-        body += f"{pad}    return {returns}\n"
-        params = with_outer_values(params, [st for st, _ in state.pending])
+        # NOTE [ Python values changed between per-record lines ]
+        moved = [st for st, _ in state.pending]
+        before, leave, after = map_values.holder_lines(
+            map_values.handed_out(self, state.fn, moved, returns), pad
+        )
+        body += f"{leave}{pad}    return {returns}\n"
+        params = map_values.with_outer_values(params, moved)
         state.pending = []
         return [
             "\n",
+            *before,
             f"{pad}def per_record({params}):\n",
             body,
             "\n",
             f"{pad}records = records.map(per_record, num_parallel_calls={chains.AUTOTUNE})\n",
+            *after,
         ]
 
     def _batched_flush(self, fn, state: State, returns: str, args, kind, depth):
@@ -365,7 +371,8 @@ class Stages(Joins, BatchShapes):
             return [
                 f"{pad}dataset = dataset.map({batched}, num_parallel_calls={chains.AUTOTUNE})\n"
             ]
-        if not state.pending:
+        moved = [st for st, _ in state.pending]
+        if not moved or map_values.handed_out(self, fn, moved, returns):  # those stay per record
             return None
         try:
             expression = cst.parse_expression(returns)
@@ -384,7 +391,7 @@ class Stages(Joins, BatchShapes):
                 self._use_batch_helper(batched)
         state.pending = []
         self.batched.append(f"{fn.name}'s per_batch")
-        params = ", ".join(state.element)
+        params = map_values.with_outer_values(", ".join(state.element), moved)
         return [
             "\n",
             f"{pad}def per_batch({params}):\n",
