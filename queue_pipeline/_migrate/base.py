@@ -248,6 +248,8 @@ class State:
     read_from: list[str] = dataclasses.field(default_factory=list)
     read_by: set = dataclasses.field(default_factory=set)
     shuffled: set = dataclasses.field(default_factory=set)
+    # a batching helper's records mapped (its Dataset is ``records`` from then on)
+    mapped: bool = False
 
 
 def _is_object(value: Any) -> bool:

@@ -51,6 +51,7 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._migrate import (
+    batching_helpers,
     chains,
     epoch_limits,
     generated_names,
@@ -134,8 +135,6 @@ class Rewrite:
 class _Rewriter(HelperCalls):
     """One rewrite of a traced function and the helpers on its path."""
 
-    # ----------------------------------------------------------- record helpers
-
     # -------------------------------------------------------------- pipelines
 
     def pipeline(self, fn: Function) -> str:
@@ -152,7 +151,7 @@ class _Rewriter(HelperCalls):
         params = list(fn.params)
         if role == "batch":
             record_params = fn.record_params
-            state.element = [e for p in record_params for e in fn.element_of(p, p)]
+            state.element = batching_helpers.element(fn)
             at = params.index(record_params[0])
             params = [p for p in params if p not in record_params]
             params.insert(at, "dataset")
@@ -162,6 +161,8 @@ class _Rewriter(HelperCalls):
         # NOTE [ Copies of the per-record code for a join ]: the list of copies goes
         lines = [ln for ln in lines if not self._copy_list(ln)]
         lines = preloaded.drop_constant_lines(lines, state.unwrapped)
+        if role == "batch":  # NOTE [ A batching helper computing on its records ]
+            lines = batching_helpers.finished(fn, lines)
         used = "".join(lines)
         if fn.name != self.trace.function:  # a helper: keep only what its version uses
             params = [

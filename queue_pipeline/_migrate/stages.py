@@ -301,7 +301,7 @@ class Stages(Joins, BatchShapes):
         params = ", ".join(f"*{e}" if e in state.starred else e for e in state.element)
         direct = self._direct_helper(state, returns)
         if direct:
-            state.pending = []
+            state.pending, state.mapped = [], True
             return [f"{pad}records = records.map({direct}, num_parallel_calls={chains.AUTOTUNE})\n"]
         call = parse_expression(returns)
         if (
@@ -313,6 +313,7 @@ class Stages(Joins, BatchShapes):
             and len(call.args) == len(state.element)
         ):
             function = self.code(call.func)
+            state.mapped = True
             return [
                 f"{pad}records = records.map({function}, num_parallel_calls={chains.AUTOTUNE})\n"
             ]
@@ -332,7 +333,7 @@ class Stages(Joins, BatchShapes):
         )
         body += f"{pad}    return {returns}\n"
         params = with_outer_values(params, [st for st, _ in state.pending])
-        state.pending = []
+        state.pending, state.mapped = [], True
         return [
             "\n",
             f"{pad}def per_record({params}):\n",
@@ -429,7 +430,7 @@ class Stages(Joins, BatchShapes):
         if kind.endswith("_join"):
             out += self._join_records(fn, stmt, call, args, state, depth)
             source = "records"
-        elif fn.role == "batch" and not state.pending and not legacy_copies:
+        elif fn.role == "batch" and not state.pending and not state.mapped and not legacy_copies:
             element = self._element_of(args[first])
             if element.replace(" ", "").rstrip(",") != ",".join(state.element):
                 out.append(
