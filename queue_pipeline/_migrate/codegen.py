@@ -58,20 +58,13 @@ from queue_pipeline._migrate import (
     headers,
     internal_errors,
     legacy_aliases,
+    module_stages,
     preloaded,
     untaken_branches,
 )
-from queue_pipeline._migrate.syntax import (
-    registers_runner,
-    assigned_names,
-    attributes_read,
-    callee,
-    dead_code,
-    filled_blocks,
-    list_of_reads,
-    mutated_names,
-    names_in,
-)
+from queue_pipeline._migrate.syntax import assigned_names, attributes_read, callee, dead_code
+from queue_pipeline._migrate.syntax import filled_blocks, list_of_reads, mutated_names, names_in
+from queue_pipeline._migrate.syntax import registers_runner
 from queue_pipeline._migrate.arguments import attribute
 from queue_pipeline._migrate.trace import MigrateError, Trace
 from queue_pipeline._migrate.base import (
@@ -155,7 +148,7 @@ class _Rewriter(HelperCalls):
             at = params.index(record_params[0])
             params = [p for p in params if p not in record_params]
             params.insert(at, "dataset")
-        stmts = list(fn.node.body.body)
+        stmts = module_stages.body(self, fn)  # NOTE [ A queue made at module level ]
         lines = filled_blocks(dead_code(self._block(fn, stmts, state, depth=1)))
         lines = self._matched_files(fn, lines)
         # NOTE [ Copies of the per-record code for a join ]: the list of copies goes

@@ -7,7 +7,9 @@ an object of a module-level class whose attributes hold its tensors
 ``make_batch(record, batch_size, shuffle)`` does the per-record work on the
 object's fields itself (cast, scale, a random flip, the label reshaped) and then
 batches. ``inputs`` hands the reader's result straight to the batching helper;
-``train_inputs`` names the object first and repeats forever; ``sized_inputs``
+``train_inputs`` names the object first and repeats forever; ``tensor_inputs``
+hands the object's tensors to ``batch_scaled``, which computes on them before
+batching; ``sized_inputs``
 calls a helper that reads a plain attribute (``record.height``) of the object
 besides its tensors; ``distorted_inputs`` distorts the object's image between two helpers (a random
 crop and brightness, as cifar10_input does) and hands plain tensors to
@@ -61,6 +63,11 @@ def sized_batch(record, batch_size):
     return tf.compat.v1.train.batch([image, tf.reshape(record.label, [])], batch_size)
 
 
+def batch_scaled(image, label, batch_size):
+    image = tf.image.per_image_standardization(tf.cast(image, tf.float32))
+    return tf.compat.v1.train.batch([image, tf.reshape(label, [])], batch_size=batch_size)
+
+
 def batch_pair(image, label, batch_size):
     images, labels = tf.compat.v1.train.batch([image, label], batch_size=batch_size, capacity=40)
     return images, tf.reshape(labels, [batch_size])
@@ -82,6 +89,14 @@ def train_inputs(data_dir, batch_size):
     record = read_record(filename_queue)
     images, labels = make_batch(record, batch_size, shuffle=True)
     return images, labels
+
+
+def tensor_inputs(data_dir, batch_size):
+    filename_queue = tf.compat.v1.train.string_input_producer(
+        _files(data_dir), num_epochs=1, shuffle=False
+    )
+    record = read_record(filename_queue)
+    return batch_scaled(record.image, record.label, batch_size)
 
 
 def sized_inputs(data_dir, batch_size):
