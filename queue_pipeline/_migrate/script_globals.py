@@ -17,12 +17,12 @@ NOTE [ A stage only the script's other functions read ]
 A script may make at module level, among its pipeline's lines, a stage its
 pipeline never reads (``eval_queue = tf.train.string_input_producer(...)``
 and ``eval_reader = tf.TFRecordReader()``, read as globals by an
-``eval_inputs()`` the session code does not call there). Rewritten with the
+``eval_inputs()`` the script does not call). Rewritten with the
 pipeline, such a line became an unused chain of Datasets and the names the
 other function reads were gone from the written script. Such a statement (it
 makes a producer or reader; no other statement of the region, no function the
-region calls and no code after the region reads what it binds; a function of
-the script that the region does not call does) is set aside
+script calls at module level and no code after the region reads what it binds;
+a function of the script that it does not call there does) is set aside
 (:func:`set_aside`): it is not traced with the pipeline, and the written script
 keeps it as written, right after the tf.data code.
 """
@@ -74,9 +74,9 @@ def set_aside(module: cst.Module, region: list, after: list, builders) -> tuple[
     region left with none of them is no pipeline (the region comes back empty)."""
     functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     reads = {name: _global_reads(f) for name, f in functions.items()}
-    called = {
+    called = {  # by the script: at module level, its session code included
         c.func.value
-        for s in region
+        for s in [*region, *after]
         for c in m.findall(s, m.Call())
         if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value in functions
     }
