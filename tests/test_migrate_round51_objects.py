@@ -82,6 +82,16 @@ def test_a_helper_computing_on_a_record_object_read_in_its_call_matches(tmp_path
             assert np.allclose(image, scaled) or np.allclose(image, scaled[:, ::-1])
 
 
+def test_a_queue_made_in_the_reading_helpers_call_inside_the_batching_helpers_matches(tmp_path):
+    """``make_batch(read_record(string_input_producer(...)), n)``: was a version that
+    returned nothing (the batching helper's call was lost)."""
+    _, _, result = _objects(tmp_path, "inline_inputs")
+    assert result.verdict.status == "MATCH", result.report()
+    written = result.source[result.source.index("def inline_inputs_dataset(") :]
+    assert "record = read_record_record(value)" in written
+    assert "return make_batch_dataset(records, batch_size)" in written
+
+
 def test_a_named_record_object_of_an_endless_producer_matches(tmp_path):
     _, _, result = _objects(tmp_path, "train_inputs")
     assert result.verdict.status == "MATCH", result.report()

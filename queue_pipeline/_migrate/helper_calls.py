@@ -259,13 +259,22 @@ class HelperCalls(Branches):
         the producer's chain is written first, its Dataset of file names known
         by the producer call's text, then the helper call is migrated as if the
         queue had a name of its own (was: the helper call dropped, and the
-        written code read names nothing bound).
+        written code read names nothing bound). The reading helper's call may
+        itself be an argument of a batching helper's (``make_batch(read_record(
+        producer(...)), n)``): that call is migrated, which reads the record first
+        (NOTE [ A batching helper computing on its records ]).
         """
-        for outer in self.calls_in(stmt):
+        calls = self.calls_in(stmt)
+        for outer in calls:
             helper = self.helper_of(outer)
             if helper is not None and any(a.value is producer for a in outer.args):
                 key = self.code(producer)
                 out = self._producer(fn, stmt, producer, state, depth, key=key)
+                # `make_batch(read_record(producer(...)), n)`: the batching helper's call
+                for batching in calls:
+                    taker = self.helper_of(batching)
+                    if taker is not None and any(a.value is outer for a in batching.args):
+                        outer, helper = batching, taker
                 return out + self._helper_call(fn, stmt, outer, helper, state, depth)
         return self._producer(fn, stmt, producer, state, depth)
 

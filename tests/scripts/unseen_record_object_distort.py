@@ -7,7 +7,9 @@ an object of a module-level class whose attributes hold its tensors
 ``make_batch(record, batch_size, shuffle)`` does the per-record work on the
 object's fields itself (cast, scale, a random flip, the label reshaped) and then
 batches. ``inputs`` hands the reader's result straight to the batching helper;
-``train_inputs`` names the object first and repeats forever; ``tensor_inputs``
+``inline_inputs`` makes the queue inside the reading helper's call, itself in
+the batching helper's call; ``train_inputs`` names the object first and
+repeats forever; ``tensor_inputs``
 hands the object's tensors to ``batch_scaled``, which computes on them before
 batching; ``sized_inputs``
 calls a helper that reads a plain attribute (``record.height``) of the object
@@ -82,6 +84,15 @@ def inputs(data_dir, batch_size, shuffle=False):
         _files(data_dir), num_epochs=1, shuffle=False
     )
     return make_batch(read_record(filename_queue), batch_size, shuffle=shuffle)
+
+
+def inline_inputs(data_dir, batch_size):
+    return make_batch(
+        read_record(
+            tf.compat.v1.train.string_input_producer(_files(data_dir), num_epochs=1, shuffle=False)
+        ),
+        batch_size,
+    )
 
 
 def train_inputs(data_dir, batch_size):
