@@ -143,17 +143,15 @@ def test_a_record_handed_over_as_an_object_matches(tmp_path, function, extra):
     assert list(np.asarray(got[1][1])) == [4, 5, 6, 7]
 
 
-def test_a_record_object_the_helper_computes_on_is_refused_naming_it(tmp_path):
-    """The helper computes on the object's attributes before batching: refused at the
-    call, naming the object and the fix, not "a second pipeline"."""
+def test_a_record_object_the_helper_computes_on_matches(tmp_path):
+    """The helper computes on the object's attributes before batching them: refused
+    here before round 51, now its per-record code is mapped over the Dataset
+    (NOTE [ A batching helper computing on its records ]; more in
+    tests/test_migrate_round51_objects.py)."""
     path = copy_script("unseen_record_object_helper.py", tmp_path, "stars.py")
     _records(tmp_path)
     call = f"{str(tmp_path / 'stars.tfrecords')!r}, 4"
-    with pytest.raises(MigrateError) as e:
-        migrate(str(path), "scaled_inputs", call=call, tf1=tf1_mode())
-    message = str(e.value)
-    line = line_of(path, "return scaled_batch(example, batch_size)")
-    assert f"stars.py:{line}: cannot migrate `return scaled_batch(example, batch_size)`" in message
-    assert "`scaled_batch` is handed `example`" in message and "example.image" in message
-    assert "Fix: pass the tensors themselves" in message
-    assert "second pipeline" not in message
+    result = migrate(str(path), "scaled_inputs", call=call, tf1=tf1_mode())
+    assert result.verdict.status == "MATCH", result.report()
+    assert "image = tf.cast(example_image, tf.float32) / 255.0" in result.source
+    assert "return example.label, example.image" in result.source

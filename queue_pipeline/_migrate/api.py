@@ -28,6 +28,7 @@ from queue_pipeline._migrate import classes as _classes
 from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import function_pipelines as _fp
+from queue_pipeline._migrate import module_stages as _module_stages
 from queue_pipeline._migrate import object_returns as _objret
 from queue_pipeline._migrate import plain_values as _plain_values
 from queue_pipeline._migrate.callers import rewrite_callers
@@ -344,7 +345,11 @@ def _trace_plain(path, foreign, function, argv, call, args, kwargs) -> tuple:
     if foreign is not None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(foreign.source)
-    module, _ = _trace.load_module(path, function, argv, call)
+    # NOTE [ A queue made at module level ]: made again in each graph the function runs in
+    stages = _module_stages.find(_trace.read_source(path)[1], function, os.path.realpath(path))
+    with _module_stages.deferred(stages):
+        module, _ = _trace.load_module(path, function, argv, call)
+    _module_stages.wrap(module, function, stages, os.path.realpath(path))
     graph_call = None
     if call is not None or (args is None and kwargs is None):
         args, kwargs, graph_call = _arguments.call_arguments(module, call)
@@ -354,6 +359,7 @@ def _trace_plain(path, foreign, function, argv, call, args, kwargs) -> tuple:
     traced = _trace.trace(
         path, function, args, kwargs, module=module, argv=argv, graph_call=graph_call
     )
+    _module_stages.held(module)
     return module, traced, args, kwargs, graph_call
 
 

@@ -249,6 +249,8 @@ class State:
     read_by: set = dataclasses.field(default_factory=set)
     shuffled: set = dataclasses.field(default_factory=set)
     fn: Any = None  # the Function rewritten (its statements read after the map)
+    # a batching helper's records mapped (its Dataset is ``records`` from then on)
+    mapped: bool = False
 
 
 def _is_object(value: Any) -> bool:

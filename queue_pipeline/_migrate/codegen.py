@@ -51,26 +51,20 @@ import numpy as np
 import tensorflow as tf
 
 from queue_pipeline._migrate import (
+    batching_helpers,
     epoch_limits,
     generated_names,
     headers,
     internal_errors,
     legacy_aliases,
     map_values,
+    module_stages,
     preloaded,
     untaken_branches,
 )
-from queue_pipeline._migrate.syntax import (
-    registers_runner,
-    assigned_names,
-    attributes_read,
-    callee,
-    dead_code,
-    filled_blocks,
-    list_of_reads,
-    mutated_names,
-    names_in,
-)
+from queue_pipeline._migrate.syntax import assigned_names, attributes_read, callee, dead_code
+from queue_pipeline._migrate.syntax import filled_blocks, list_of_reads, mutated_names, names_in
+from queue_pipeline._migrate.syntax import registers_runner
 from queue_pipeline._migrate.arguments import attribute
 from queue_pipeline._migrate.trace import MigrateError, Trace
 from queue_pipeline._migrate.base import (
@@ -134,8 +128,6 @@ class Rewrite:
 class _Rewriter(HelperCalls):
     """One rewrite of a traced function and the helpers on its path."""
 
-    # ----------------------------------------------------------- record helpers
-
     # -------------------------------------------------------------- pipelines
 
     def pipeline(self, fn: Function) -> str:
@@ -152,16 +144,18 @@ class _Rewriter(HelperCalls):
         params = list(fn.params)
         if role == "batch":
             record_params = fn.record_params
-            state.element = [e for p in record_params for e in fn.element_of(p, p)]
+            state.element = batching_helpers.element(fn)
             at = params.index(record_params[0])
             params = [p for p in params if p not in record_params]
             params.insert(at, "dataset")
-        stmts = list(fn.node.body.body)
+        stmts = module_stages.body(self, fn)  # NOTE [ A queue made at module level ]
         lines = filled_blocks(dead_code(self._block(fn, stmts, state, depth=1)))
         lines = self._matched_files(fn, lines)
         # NOTE [ Copies of the per-record code for a join ]: the list of copies goes
         lines = [ln for ln in lines if not self._copy_list(ln)]
         lines = preloaded.drop_constant_lines(lines, state.unwrapped)
+        if role == "batch":  # NOTE [ A batching helper computing on its records ]
+            lines = batching_helpers.finished(fn, lines)
         used = "".join(lines)
         if fn.name != self.trace.function:  # a helper: keep only what its version uses
             params = [

@@ -117,6 +117,7 @@ class HelperCalls(Branches):
         if role == "batch":
             bound = self.bound(getattr(self.trace.module, helper.name), call)
             record_params = helper.record_params
+            out += self._record_read_in_call(fn, stmt, call, helper, bound, state, depth)
             returns = ", ".join(
                 e for p in record_params if p in bound for e in helper.element_of(p, bound[p])
             )
@@ -258,15 +259,24 @@ class HelperCalls(Branches):
         the producer's chain is written first, its Dataset of file names known
         by the producer call's text, then the helper call is migrated as if the
         queue had a name of its own (was: the helper call dropped, and the
-        written code read names nothing bound).
+        written code read names nothing bound). The reading helper's call may
+        itself be an argument of a batching helper's (``make_batch(read_record(
+        producer(...)), n)``): that call is migrated, which reads the record first
+        (NOTE [ A batching helper computing on its records ]).
         """
-        for outer in self.calls_in(stmt):
+        calls = self.calls_in(stmt)
+        for outer in calls:
             if not any(a.value is producer for a in outer.args):
                 continue
             helper = self.helper_of(outer)
             if helper is not None:
                 key = self.code(producer)
                 out = self._producer(fn, stmt, producer, state, depth, key=key)
+                # `make_batch(read_record(producer(...)), n)`: the batching helper's call
+                for batching in calls:
+                    taker = self.helper_of(batching)
+                    if taker is not None and any(a.value is outer for a in batching.args):
+                        outer, helper = batching, taker
                 return out + self._helper_call(fn, stmt, outer, helper, state, depth)
             if callee(outer) in READS:  # ``reader.read(tf.train.string_input_producer(...))``
                 out = self._producer(fn, stmt, producer, state, depth, key=self.code(producer))
@@ -306,6 +316,25 @@ class HelperCalls(Branches):
         records = records.replace("\n", "\n" + pad)
         return [f"{pad}records = {records}\n"]
 
+    def _record_read_in_call(self, fn, stmt, call, helper: Function, bound, state, depth):
+        """``make_batch(read_record(queue), n)``: the reading helper's call, read first and
+        named (its record object once per record; NOTE [ A batching helper computing on
+        its records ]); `bound` then passes that name. The lines that read the records."""
+        for param in helper.record_objects:
+            inner = next(
+                (a.value for a in call.args if self.code(a.value) == bound.get(param)), None
+            )
+            reader = self.helper_of(inner) if isinstance(inner, cst.Call) else None
+            if reader is None or reader.role != "record":
+                continue
+            out = self._helper_call(fn, stmt, inner, reader, state, depth)
+            name = fresh(fn, param, "record")
+            _, ((_, read),) = state.pending.pop()
+            state.pending.append((stmt, ((stmt.body[0], f"{name} = {read}"),)))
+            state.direct, bound[param] = (None, ""), name
+            return out
+        return []
+
     def _record_object_passed(self, fn: Function, stmt, call, helper: Function) -> None:
         """Refuses a record handed to `helper` as an object it uses for more than batching
         its attributes (NOTE [ A record passed as an object ]; was: "a second pipeline")."""
@@ -316,7 +345,9 @@ class HelperCalls(Branches):
             if self.trace.kind_of(value) in ("queue", "reader"):
                 continue  # an object holding its queue: followed elsewhere
             if held and param in bound and param not in ("self", "cls"):
-                raise self.fail(fn, stmt, record_objects.refusal(helper.name, bound[param], held))
+                use = record_objects.misuse(helper.node, param, held)
+                why = record_objects.refusal(helper.name, bound[param], held, use, param)
+                raise self.fail(fn, stmt, why)
 
     def _records_out(self, fn: Function, assign: cst.Assign) -> bool:
         """Whether what a batching helper's call assigns holds records, not batches.

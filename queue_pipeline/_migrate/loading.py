@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import contextvars
 import dataclasses
 import importlib.util
 import itertools
@@ -59,6 +60,7 @@ from queue_pipeline._migrate import selection
 from queue_pipeline._migrate.selection import DEFINITIONS, first_line, names_read, select
 
 __all__ = [
+    "DEFERRED",
     "Loaded",
     "MigrateError",
     "fix_for",
@@ -72,6 +74,11 @@ __all__ = [
 
 _API = "queue-pipeline migrate"
 _counter = itertools.count(1)
+# the lines of top-level statements the load leaves to each graph the function runs
+# in (NOTE [ A queue made at module level ], in module_stages.py)
+DEFERRED: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "deferred", default=frozenset()
+)
 
 
 class MigrateError(Exception):
@@ -266,6 +273,8 @@ def _run(
     """Runs `keep` in `module`; a failing statement whose id is in `optional` is added to
     `skipped` (the statements not run) instead of failing the load."""
     for stmt in keep:
+        if stmt.lineno in DEFERRED.get():
+            continue
         code = compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec")
         try:
             exec(code, module.__dict__)  # noqa: S102 - the user's own definitions

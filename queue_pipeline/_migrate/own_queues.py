@@ -170,7 +170,11 @@ class OwnQueues(Stages):
             return []
         # The shuffle is the queue's, where it is made (a branch may make
         # another queue): the records it is fed, in a buffer of its capacity.
-        var = "dataset" if fn.role == "batch" and not state.pending else "records"
+        var = (
+            "dataset"
+            if fn.role == "batch" and not state.pending and not state.mapped
+            else "records"
+        )
         seed = f", seed={args['seed']}" if "seed" in args else ""
         line = f"{var} = {var}.shuffle({args['capacity']}{seed})"
         self.steps.append(Step(fn.line(stmt), kind, line))
@@ -264,7 +268,7 @@ class OwnQueues(Stages):
             lines = self._own_single(fn, stmt, kind, state, depth)
             if isinstance(stmt.body[0], cst.Return):
                 return lines
-            if fn.role == "batch" and not state.pending:
+            if fn.role == "batch" and not state.pending and not state.mapped:
                 # records in, records out: NOTE [ A helper that shuffles the records ]
                 return ["    " * depth + "records = dataset\n"]
             return lines

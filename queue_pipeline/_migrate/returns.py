@@ -385,7 +385,7 @@ class Returns(OwnQueues):
                 f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n",
             ]
         if fn.role == "batch" or state.element:
-            if fn.role == "batch" and not state.pending:
+            if fn.role == "batch" and not state.pending and not state.mapped:
                 return [f"{pad}return dataset.prefetch({chains.AUTOTUNE})\n"]
             return self._flush(state, value, depth) + [
                 f"{pad}return records.prefetch({chains.AUTOTUNE})\n"

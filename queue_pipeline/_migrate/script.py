@@ -63,7 +63,7 @@ from queue_pipeline._migrate.base import API
 from queue_pipeline._migrate.helper_module_advice import helper_elsewhere
 from queue_pipeline._migrate.known_names import WRAPPER
 from queue_pipeline._migrate.program_files import imported, inline_objects
-from queue_pipeline._migrate.script_globals import hand_globals
+from queue_pipeline._migrate.script_globals import hand_globals, set_aside
 from queue_pipeline._migrate.script_reads import (
     needed_before,
     read_before_assigned,
@@ -276,7 +276,13 @@ def wrap(
     found = find_region(scope_stmts, builders, batchers, script=fn is None)
     if found is not None and found[1] >= found[2]:
         found = None  # nothing before the session code builds a stage
-    if found is None:
+    region: list = []
+    aside: list = []
+    if found is not None:  # NOTE [ Definitions among a script's pipeline ]
+        region, definitions = split_definitions(found[0][found[1] : found[2]])
+        if fn is None:  # NOTE [ A stage only the script's other functions read ]
+            region, aside = set_aside(module, region, found[0][found[2] :], builders)
+    if not region:
         # NOTE [ A script's pipeline built in another module ]
         elsewhere = helper_elsewhere(module, positions, scope_stmts, path, where)
         if elsewhere:
@@ -286,9 +292,8 @@ def wrap(
             "before its session code). Fix: name the function that builds it "
             "(FILE.py:FUNCTION)."
         )
+    assert found is not None
     block, start, end, path_blocks = found
-    # NOTE [ Definitions among a script's pipeline ]
-    region, definitions = split_definitions(block[start:end])
     last = positions[region[-1]].end.line
     after: list = [*block[end:]]
     head = session_head(block, start, end, builders, batchers) if fn is None else []
@@ -401,6 +406,8 @@ def wrap(
             use = next((s for s in after if names_in(s) & bound), None)
             if use is not None:
                 kept.append((st, positions[use].start.line))
+    # as written: in place above the region, after the tf.data code within it
+    kept += [(st, last + 1) for st in aside[::-1] if positions[st].start.line > first_line]
     return Wrapped(
         text, names, lines, (first, last), indent, unit, function, lead,
         prologue_lines, before, kept, len(definitions),

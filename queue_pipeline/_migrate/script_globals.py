@@ -12,6 +12,19 @@ filename_queue):``) and the region's calls of it pass them
 rewrite it is a reading helper handed its queue, as usual. The written script
 keeps the function as the user wrote it (:attr:`Wrapped.restore
 <queue_pipeline._migrate.script.Wrapped>`).
+
+NOTE [ A stage only the script's other functions read ]
+A script may make at module level, among its pipeline's lines, a stage its
+pipeline never reads (``eval_queue = tf.train.string_input_producer(...)``
+and ``eval_reader = tf.TFRecordReader()``, read as globals by an
+``eval_inputs()`` the script does not call). Rewritten with the
+pipeline, such a line became an unused chain of Datasets and the names the
+other function reads were gone from the written script. Such a statement (it
+makes a producer or reader; no other statement of the region, no function the
+script calls at module level and no code after the region reads what it binds;
+a function of the script that it does not call there does) is set aside
+(:func:`set_aside`): it is not traced with the pipeline, and the written script
+keeps it as written, right after the tf.data code.
 """
 
 from __future__ import annotations
@@ -21,9 +34,10 @@ import symtable
 import libcst as cst
 import libcst.matchers as m
 
-from queue_pipeline._migrate.syntax import assigned_names
+from queue_pipeline._migrate.base import PRODUCERS, READER_CLASSES
+from queue_pipeline._migrate.syntax import assigned_names, callee, names_in
 
-__all__ = ["hand_globals"]
+__all__ = ["hand_globals", "set_aside"]
 
 
 def hand_globals(module: cst.Module, region: list) -> tuple[str, list[tuple[str, str]]] | None:
@@ -49,6 +63,50 @@ def hand_globals(module: cst.Module, region: list) -> tuple[str, list[tuple[str,
     code = cst.Module([], default_indent=module.default_indent).code_for_node
     restore = [(code(transformer.changed[n]), code(functions[n])) for n in transformer.changed]
     return new.code, restore
+
+
+_STAGES = frozenset(PRODUCERS + READER_CLASSES + ("slice_input_producer",))
+
+
+def set_aside(module: cst.Module, region: list, after: list, builders) -> tuple[list, list]:
+    """(the region but the statements set aside, those statements): NOTE [ A stage only
+    the script's other functions read ]. `builders`: the calls that build a stage; a
+    region left with none of them is no pipeline (the region comes back empty)."""
+    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    reads = {name: _global_reads(f) for name, f in functions.items()}
+    called = {  # by the script: at module level, its session code included
+        c.func.value
+        for s in [*region, *after]
+        for c in m.findall(s, m.Call())
+        if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value in functions
+    }
+    while True:  # and the functions they read (call) in turn
+        more = {n for f in called for n in reads[f] if n in functions} - called
+        if not more:
+            break
+        called |= more
+    used = {n for s in after for n in names_in(s)} | {n for f in called for n in reads[f]}
+    others = {n for f in set(functions) - called for n in reads[f]}
+    aside = []
+    for st in region:
+        bound = set(assigned_names(st))
+        makes = {callee(c) for c in m.findall(st, m.Call()) if isinstance(c, cst.Call)}
+        in_region = {n for s in region if s is not st for n in names_in(s)}
+        if (
+            isinstance(st, cst.SimpleStatementLine)
+            and bound & others
+            and not bound & (used | in_region)
+            and makes & _STAGES
+        ):
+            aside.append(st)
+    rest = [s for s in region if not any(s is a for a in aside)]
+    builds = any(
+        callee(c) in builders
+        for s in rest
+        for c in m.findall(s, m.Call())
+        if isinstance(c, cst.Call)
+    )
+    return (rest if builds else []), aside
 
 
 def _global_reads(fn: cst.FunctionDef) -> set[str]:

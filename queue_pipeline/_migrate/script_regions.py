@@ -31,6 +31,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from queue_pipeline._migrate.base import BATCHING, PRODUCERS, READER_CLASSES
+from queue_pipeline._migrate.script_globals import set_aside
 from queue_pipeline._migrate.syntax import assigned_names, callee, names_in, registers_runner
 
 __all__ = [
@@ -197,8 +198,15 @@ def has_pipeline(source: str, path: str, function: str | None) -> bool:
         if fn is None or not isinstance(fn.body, cst.IndentedBlock):
             return False
         scope = list(fn.body.body)
-    found = find_region(scope, *pipeline_functions(module), script=function is None)
-    return found is not None and found[1] < found[2]
+    builders, batchers = pipeline_functions(module)
+    found = find_region(scope, builders, batchers, script=function is None)
+    if found is None or found[1] >= found[2]:
+        return False
+    if function is not None:
+        return True
+    region = split_definitions(found[0][found[1] : found[2]])[0]
+    # NOTE [ A stage only the script's other functions read ]: no pipeline of its own
+    return bool(set_aside(module, region, found[0][found[2] :], builders)[0])
 
 
 def _second_pipeline(

@@ -300,7 +300,7 @@ class Stages(Joins, BatchShapes):
         params = ", ".join(f"*{e}" if e in state.starred else e for e in state.element)
         direct = self._direct_helper(state, returns)
         if direct:
-            state.pending = []
+            state.pending, state.mapped = [], True
             return [f"{pad}records = records.map({direct}, num_parallel_calls={chains.AUTOTUNE})\n"]
         call = parse_expression(returns)
         if (
@@ -312,6 +312,7 @@ class Stages(Joins, BatchShapes):
             and len(call.args) == len(state.element)
         ):
             function = self.code(call.func)
+            state.mapped = True
             return [
                 f"{pad}records = records.map({function}, num_parallel_calls={chains.AUTOTUNE})\n"
             ]
@@ -336,7 +337,7 @@ class Stages(Joins, BatchShapes):
         )
         body += f"{leave}{pad}    return {returns}\n"
         params = map_values.with_outer_values(params, moved)
-        state.pending = []
+        state.pending, state.mapped = [], True
         return [
             "\n",
             *before,
@@ -436,7 +437,7 @@ class Stages(Joins, BatchShapes):
         if kind.endswith("_join"):
             out += self._join_records(fn, stmt, call, args, state, depth)
             source = "records"
-        elif fn.role == "batch" and not state.pending and not legacy_copies:
+        elif fn.role == "batch" and not state.pending and not state.mapped and not legacy_copies:
             element = self._element_of(args[first])
             if element.replace(" ", "").rstrip(",") != ",".join(state.element):
                 out.append(
