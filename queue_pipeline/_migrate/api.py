@@ -29,6 +29,7 @@ from queue_pipeline._migrate import codegen
 from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import function_pipelines as _fp
 from queue_pipeline._migrate import object_returns as _objret
+from queue_pipeline._migrate import nested_helpers as _nested
 from queue_pipeline._migrate import plain_values as _plain_values
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import script as _script
@@ -172,6 +173,15 @@ def migrate(
                 max_batches, batch_decode, program_argv,
             )  # fmt: skip
         given, options = (call, args, kwargs), (verify, epochs, max_batches, batch_decode)
+        real, original = _trace.read_source(path)
+        try:  # NOTE [ A nested function that makes a stage ]
+            inlined = _nested.inline(original, function)
+        except MigrateError as e:
+            raise MigrateError(str(e).replace("<path>", real)) from e
+        if inlined is not None:
+            return _inlined(
+                path, function, inlined, given, options, program_argv, target, in_place, callers
+            )  # fmt: skip
         try:
             return _plain(path, function, given, options, program_argv, target, in_place, callers)
         except ReturnedBuilder as e:  # NOTE [ Migrating an input_fn factory ]
@@ -275,6 +285,41 @@ def _plain(
         path, original, source, target, in_place, rewrite, steps, rewrite.dropped,
         rewrite.differences + notes, verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
+    )  # fmt: skip
+
+
+def _inlined(
+    path, function, inlined, given, options, argv, target, in_place, callers
+) -> MigrationResult:  # fmt: skip
+    """NOTE [ A nested function that makes a stage ]: `function` migrated from a copy of
+    the file with its nested stage helpers inlined, reported in the file's lines and
+    written back as the user wrote it."""
+    real, original = _trace.read_source(path)
+    copy = _script.copy_path_for(real, kind="pipeline")
+    lines = inlined.line_map()
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(inlined.source)
+    try:
+        result = _plain(copy, function, given, options, argv, None, False, callers)
+    except MigrateError as e:
+        raise MigrateError(at_lines(str(e).replace(copy, real), real, lines)) from e
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(copy)
+    result = at_lines_of(
+        dataclasses.replace(
+            result,
+            dropped=[d.replace(copy, real) for d in result.dropped],
+            differences=[d.replace(copy, real) for d in result.differences],
+        ),
+        real,
+        lines,
+    )
+    source = _fp.with_function(result.source, _fp.function_node(original, function))
+    rewrite = codegen.Rewrite(source, result.added, result.function, [], [], [])
+    return finish(
+        path, original, source, target, in_place, rewrite, result.steps, result.dropped,
+        result.differences, result.verdict, result.original, not_run=result.not_run,
     )  # fmt: skip
 
 
