@@ -90,3 +90,19 @@ def test_own_queue_of_arrays_advice_slices_enqueue_many(tmp_path):
     assert "Dataset.from_tensor_slices((a, b)).repeat()" in message
     assert "`enqueue_many([a, b])` splits the first axis" in message
     assert "from_tensors(...).repeat().map" not in message
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_nested_helper_of_another_shape_is_refused_where_the_run_took_it(tmp_path, train):
+    path = copy_script("unseen_nested_stage_helpers.py", tmp_path, "data.py")
+    pattern = _images(tmp_path)
+    with pytest.raises(MigrateError) as e:
+        migrate(str(path), "tested", call=f"{pattern!r}, 2, train={train}")
+    message = str(e.value)
+    first = line_of(path, "def tested(")
+    text = path.read_text().splitlines()
+    defs = [first + i for i, line in enumerate(text[first:]) if "def group(" in line]
+    assert f"{path}:{defs[0 if train else 1] + 1}: cannot migrate `def group(name, image):`" in (
+        message
+    )
+    assert "no loop or test" in message and "Fix:" in message

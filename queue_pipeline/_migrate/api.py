@@ -176,8 +176,8 @@ def migrate(
         real, original = _trace.read_source(path)
         try:  # NOTE [ A nested function that makes a stage ]
             inlined = _nested.inline(original, function)
-        except MigrateError as e:
-            raise MigrateError(str(e).replace("<path>", real)) from e
+        except _nested.Refusal as e:
+            raise MigrateError(_taken(e, path, function, given, program_argv, real)) from e
         if inlined is not None:
             return _inlined(
                 path, function, inlined, given, options, program_argv, target, in_place, callers
@@ -286,6 +286,19 @@ def _plain(
         rewrite.differences + notes, verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
     )  # fmt: skip
+
+
+def _taken(refusal: _nested.Refusal, path, function, given, argv, real) -> str:
+    """The refusal of a nested stage helper at the definition the run took (traced)."""
+    message = refusal.choices[0][2]
+    if len(refusal.choices) > 1:
+        try:
+            traced = _trace_plain(path, None, function, argv, *given)[1]
+        except MigrateError:
+            traced = None
+        ran = set(traced.calls) if traced is not None else set()
+        message = next((text for c, n, text in refusal.choices if (c, n) in ran), message)
+    return message.replace("<path>", real)
 
 
 def _inlined(

@@ -34,7 +34,7 @@ from queue_pipeline._migrate.base import STAGE_CALLS
 from queue_pipeline._migrate.syntax import callee
 from queue_pipeline._migrate.trace import MigrateError
 
-__all__ = ["Inlined", "inline"]
+__all__ = ["Inlined", "Refusal", "inline"]
 
 API = "queue-pipeline migrate"
 
@@ -129,15 +129,36 @@ class _Inliner:
             p = self.parent.get(p)
         return False
 
-    def refuse(self, node, why: str) -> MigrateError:
-        text = self.module.code_for_node(node).strip().splitlines()[0]
-        return MigrateError(
-            f"{API}: <path>:{self.line(node)}: cannot migrate `{text}`: a nested function "
-            f"that makes a pipeline stage is inlined where it is called only when {why}. "
-            "Fix: make its body plain statements ending in `return` of the stage, define it "
-            "once (or once in every branch of one `if`, `else` included) and call it, or "
-            "move it to module level."
-        )
+    def refuse(self, nodes, why: str) -> Refusal:
+        """The refusal of a helper at each of its definitions `nodes` (or one statement)."""
+        choices = []
+        for node in nodes if isinstance(nodes, list) else [nodes]:
+            text = self.module.code_for_node(node).strip().splitlines()[0]
+            code = node.name.value if isinstance(node, cst.FunctionDef) else "<lambda>"
+            choices.append((code, self.line(node), _refusal(self.line(node), text, why)))
+        return Refusal(choices)
+
+
+def _refusal(line: int, text: str, why: str) -> str:
+    return (
+        f"{API}: <path>:{line}: cannot migrate `{text}`: a nested function that makes a "
+        f"pipeline stage is inlined where it is called only when {why}. Fix: make its body "
+        "plain statements ending in `return` of the stage, define it once (or once in every "
+        "branch of one `if`, `else` included) and call it, or move it to module level."
+    )
+
+
+class Refusal(MigrateError):
+    """A nested stage helper not inlined, refused at one of its definitions.
+
+    Attributes:
+      choices: per definition, (its code object's name, its line, the refusal there): the
+        caller names the one the run took (the first if it cannot tell).
+    """
+
+    def __init__(self, choices: list[tuple[str, int, str]]):
+        super().__init__(choices[0][2])
+        self.choices = choices
 
 
 def _body(helper_node) -> tuple[list, Any, Any, Any]:
@@ -247,7 +268,7 @@ def _inline(source: str, function: str) -> Inlined | None:
                 _body(node)
             branches[h.name] = _branching(ins, h)
         except _Refused as e:
-            raise ins.refuse(h.nodes[0], str(e)) from e
+            raise ins.refuse(h.nodes, str(e)) from e
     # the calls: statements of the function (outside the helpers) calling a helper
     sites: list[tuple[Any, list[Any]]] = []
     for stmt in m.findall(ins.fn.body, m.SimpleStatementLine()):
@@ -271,7 +292,7 @@ def _inline(source: str, function: str) -> Inlined | None:
         uses = [n for n in uses if not any(_targets(d, n) for d in h.nodes)]
         uses = [n for n in uses if not _a_field(ins.parent.get(n), n)]
         if uses or h.name not in called:
-            raise ins.refuse(h.nodes[0], "it is only ever called (not passed or kept)")
+            raise ins.refuse(h.nodes, "it is only ever called (not passed or kept)")
     replaced: dict[int, list[tuple[str, int]]] = {}
     for stmt, calls in sites:
         try:

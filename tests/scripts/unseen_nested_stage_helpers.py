@@ -115,3 +115,25 @@ def partial(pattern, batch_size, train=True):
     )
     name, contents = tf.WholeFileReader().read(queue)
     return group(name, tf.image.decode_png(contents, 3))
+
+
+def tested(pattern, batch_size, train=True):
+    if train:
+
+        def group(name, image):
+            if batch_size > 1:
+                return tf.train.shuffle_batch(
+                    [name, image], batch_size, capacity=4 * batch_size, min_after_dequeue=batch_size
+                )
+            return tf.train.batch([name, image], 1)
+
+    else:
+
+        def group(name, image):
+            if batch_size > 1:
+                return tf.train.batch([name, image], batch_size)
+            return tf.train.batch([name, image], 1)
+
+    queue = tf.train.string_input_producer(tf.train.match_filenames_once(pattern), shuffle=False)
+    name, contents = tf.WholeFileReader().read(queue)
+    return group(name, tf.image.resize_images(tf.image.decode_png(contents, 3), [8, 8]))
