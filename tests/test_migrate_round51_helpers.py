@@ -106,3 +106,15 @@ def test_nested_helper_of_another_shape_is_refused_where_the_run_took_it(tmp_pat
         message
     )
     assert "no loop or test" in message and "Fix:" in message
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_lambda_reading_a_local_the_map_moves_is_refused_where_the_run_took_it(tmp_path, train):
+    path = copy_script("unseen_nested_stage_helpers.py", tmp_path, "data.py")
+    pattern = _images(tmp_path)
+    with pytest.raises(MigrateError) as e:
+        migrate(str(path), "image_batches_closure", call=f"{pattern!r}, 2, train={train}")
+    message = str(e.value)
+    taken = line_of(path, "resize_images(image, [6, 6])" if train else "[4, 4])")
+    assert f"{path}:{taken}: cannot migrate the lambda of image_batches_closure()" in message
+    assert "reads `image`" in message and "Fix:" in message and "bug in migrate" not in message

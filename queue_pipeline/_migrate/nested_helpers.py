@@ -256,10 +256,14 @@ def _inline(source: str, function: str) -> Inlined | None:
     ins = _Inliner(source, function)
     if ins.fn is None:
         return None
+    # only a helper the function only ever calls is inlined: one it returns or passes on
+    # (an input_fn factory's `_input_fn`: NOTE [ Migrating an input_fn factory ]) is not
     helpers = ins.helpers()
+    sites = _sites(ins, helpers)
+    helpers = {n: h for n, h in helpers.items() if _only_called(ins, h, sites)}
     if not helpers:
         return None
-    defs = {id(n) for h in helpers.values() for n in h.nodes}
+    sites = _sites(ins, helpers)
     # each helper's definitions: one, or one per branch of one `if` (else included)
     branches: dict[str, tuple[cst.If | None, list]] = {}
     for h in helpers.values():
@@ -269,30 +273,6 @@ def _inline(source: str, function: str) -> Inlined | None:
             branches[h.name] = _branching(ins, h)
         except _Refused as e:
             raise ins.refuse(h.nodes, str(e)) from e
-    # the calls: statements of the function (outside the helpers) calling a helper
-    sites: list[tuple[Any, list[Any]]] = []
-    for stmt in m.findall(ins.fn.body, m.SimpleStatementLine()):
-        if id(stmt) in defs or ins._inside_def(stmt):
-            continue
-        calls = [
-            c
-            for c in m.findall(stmt, m.Call(func=m.Name()))
-            if c.func.value in helpers  # type: ignore[attr-defined]
-        ]
-        if calls:
-            sites.append((stmt, calls))
-    called = {c.func.value for _, calls in sites for c in calls}
-    for h in helpers.values():
-        uses = [
-            n
-            for n in m.findall(ins.fn.body, m.Name(h.name))
-            if not any(n is c.func for _, calls in sites for c in calls)
-        ]
-        uses = [n for n in uses if not any(n is getattr(d, "name", None) for d in h.nodes)]
-        uses = [n for n in uses if not any(_targets(d, n) for d in h.nodes)]
-        uses = [n for n in uses if not _a_field(ins.parent.get(n), n)]
-        if uses or h.name not in called:
-            raise ins.refuse(h.nodes, "it is only ever called (not passed or kept)")
     replaced: dict[int, list[tuple[str, int]]] = {}
     for stmt, calls in sites:
         try:
@@ -300,6 +280,38 @@ def _inline(source: str, function: str) -> Inlined | None:
         except _Refused as e:
             raise ins.refuse(stmt, str(e)) from e
     return _assembled(ins, helpers, replaced)
+
+
+def _sites(ins: _Inliner, helpers: dict) -> list[tuple[Any, list[Any]]]:
+    """The statements of the function (outside the helpers) calling a helper, with the calls."""
+    defs = {id(n) for h in helpers.values() for n in h.nodes}
+    sites: list[tuple[Any, list[Any]]] = []
+    for stmt in m.findall(ins.fn.body, m.SimpleStatementLine()):
+        if id(stmt) in defs or ins._inside_def(stmt):
+            continue
+        calls = [
+            c
+            for c in m.findall(stmt, m.Call(func=m.Name()))
+            if cast(cst.Name, cast(cst.Call, c).func).value in helpers
+        ]
+        if calls:
+            sites.append((stmt, calls))
+    return sites
+
+
+def _only_called(ins: _Inliner, h: _Helper, sites) -> bool:
+    """Whether the function calls `h` and reads its name nowhere else."""
+    funcs = {id(c.func) for _, calls in sites for c in calls}
+    uses = [
+        n
+        for n in m.findall(ins.fn.body, m.Name(h.name))
+        if id(n) not in funcs
+        and not any(n is getattr(d, "name", None) or _targets(d, n) for d in h.nodes)
+        and not _a_field(ins.parent.get(n), n)
+        and not isinstance(ins.parent.get(n), cst.AssignTarget)  # `group = None` first
+    ]
+    called = any(c.func.value == h.name for _, calls in sites for c in calls)
+    return called and not uses
 
 
 def _a_field(parent, name: cst.CSTNode) -> bool:

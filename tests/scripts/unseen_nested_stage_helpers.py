@@ -137,3 +137,18 @@ def tested(pattern, batch_size, train=True):
     queue = tf.train.string_input_producer(tf.train.match_filenames_once(pattern), shuffle=False)
     name, contents = tf.WholeFileReader().read(queue)
     return group(name, tf.image.resize_images(tf.image.decode_png(contents, 3), [8, 8]))
+
+
+def image_batches_closure(pattern, batch_size, train=True):
+    if train:
+        shrink = lambda x: tf.image.resize_images(image, [6, 6])  # noqa: E731
+        group = lambda n, x: tf.train.shuffle_batch(  # noqa: E731
+            [n, x], batch_size, capacity=batch_size * 4, min_after_dequeue=batch_size * 2
+        )
+    else:
+        shrink = lambda x: tf.image.resize_images(image, [4, 4])  # noqa: E731
+        group = lambda n, x: tf.train.batch([n, x], batch_size)  # noqa: E731
+    queue = tf.train.string_input_producer(tf.train.match_filenames_once(pattern), shuffle=False)
+    name, contents = tf.WholeFileReader().read(queue)
+    image = tf.image.decode_png(contents, 3)
+    return group(name, shrink(tf.image.flip_left_right(image)))
