@@ -68,17 +68,14 @@ def test_nested_stage_helpers_migrate_in_both_branches(tmp_path, function, train
     assert any(s.line == batch_line for s in result.steps), result.report()
 
 
-def test_nested_helper_defined_in_one_branch_is_refused_at_its_line(tmp_path):
+def test_nested_helper_defined_in_a_lone_if_migrates_under_its_test(tmp_path):
     path = copy_script("unseen_nested_stage_helpers.py", tmp_path, "data.py")
     pattern = _images(tmp_path)
-    with pytest.raises(MigrateError) as e:
-        migrate(str(path), "partial", call=f"{pattern!r}, 2")
-    message = str(e.value)
-    first = line_of(path, "def partial(")
-    where = line_of(path, "return group(name, tf.image.decode_png")
-    assert f"{path}:" in message and "Fix:" in message
-    assert "nested function that makes a pipeline stage" in message
-    assert any(f"{path}:{n}:" in message for n in range(first, where + 1))
+    result = migrate(str(path), "partial", call=f"{pattern!r}, 2")
+    assert result.verdict.status == "MATCH", result.report()
+    new = result.source.split("def partial_dataset")[1].split("\ndef ")[0]
+    assert "    if train:\n" in new and "dataset = records.batch(batch_size" in new, new
+    assert "tf.train." not in new
 
 
 def test_own_queue_of_arrays_advice_slices_enqueue_many(tmp_path):

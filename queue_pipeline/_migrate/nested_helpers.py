@@ -3,22 +3,19 @@
 NOTE [ A nested function that makes a stage ]
 CycleGAN's ``get_image_batch`` defines, in each branch of ``if train:``, a
 ``def queue(): return tf.train.string_input_producer(...)`` and a ``def
-batch(f, x): return tf.train.shuffle_batch([f, x], ...)`` (or the same as
-lambdas), and calls ``queue()`` and ``batch(filename, image)`` after the
-``if``. Such a helper is what a module-level helper returning a producer or
-a batch is, written where it is used: its body is a few plain statements and
-a ``return`` of the stage. So the function is migrated from a copy of the
-file where each call of such a helper is replaced by the helper's statements
-and its returned expression, its parameters by the call's arguments; where
-the helper is defined once per branch of one ``if`` (every branch, ``else``
-included) the call's statement is written once per branch under the same
-tests (a returned call bound first to a fresh name), as if the user had
-written the stages there: both branches are migrated, and the run proves the
-one it takes. The copy's lines are the user's: each written line counts as
-the line of the helper statement it comes from. The function is written back
-as the user wrote it. A helper of another shape (a loop or a test in its
-body, ``*args``, a decorator, a use other than a call, or defined in some
-branches only) is refused at its definition, with the fix.
+batch(f, x): return tf.train.shuffle_batch([f, x], ...)`` (or lambdas), and
+calls them after the ``if``: module-level helpers returning a producer or a
+batch, written where they are used. So the function is migrated from a copy
+of the file where each call of such a helper (one the function only ever
+calls) is replaced by the helper's statements and returned expression, its
+parameters by the call's arguments; a helper defined once per branch of one
+``if`` (``else`` included), or in a lone ``if``, has its call's statement
+written once per branch under the same test (a returned call bound to a fresh
+name first). Both branches are migrated; the run proves the one it takes.
+Each written line counts as the user's line it comes from, and the function
+is written back as the user wrote it. A helper of another shape (a loop or
+a test in its body, ``*args``, a decorator) is refused at the definition the
+run took, with the fix.
 """
 
 from __future__ import annotations
@@ -59,7 +56,6 @@ class Inlined:
 class _Helper:
     name: str
     nodes: list  # each a FunctionDef, or the SimpleStatementLine of `name = lambda ...`
-    params: list = dataclasses.field(default_factory=list)
 
 
 def _makes_stage(node: cst.CSTNode) -> bool:
@@ -79,7 +75,7 @@ def _lambda_of(stmt: cst.CSTNode) -> tuple[str, cst.Lambda] | None:
     return None
 
 
-class _Refused(Exception):
+class _Refused(Exception):  # the shape not inlined: the end of "inlined only when ..."
     pass
 
 
@@ -91,14 +87,8 @@ class _Inliner:
         self.module = wrapper.module
         self.pos = wrapper.resolve(PositionProvider)
         self.parent: Any = wrapper.resolve(ParentNodeProvider)
-        self.fn: Any = next(
-            (
-                s
-                for s in self.module.body
-                if isinstance(s, cst.FunctionDef) and s.name.value == function
-            ),
-            None,
-        )
+        tops = [s for s in self.module.body if isinstance(s, cst.FunctionDef)]
+        self.fn: Any = next((s for s in tops if s.name.value == function), None)
 
     def line(self, node) -> int:
         return self.pos[node].start.line
@@ -364,12 +354,22 @@ def _written(ins, stmt, calls, helpers, branches) -> list[tuple[str, int]]:
         raise _Refused("the helpers one statement calls are defined in the same `if`")
     if not branching:
         choice = {c.func.value: helpers[c.func.value].nodes[0] for c in calls}
-        for node in choice.values():
-            if not _encloses(ins, ins.parent.get(node), stmt):
-                raise _Refused("it is defined in a block its call runs in, or in every branch")
-        return _variant(ins, stmt, calls, choice, pad)
-    top = branching.pop()
-    arms = next(branches[c.func.value][1] for c in calls if branches[c.func.value][0] is top)
+        outside = {
+            n: node for n, node in choice.items() if not _encloses(ins, ins.parent.get(node), stmt)
+        }
+        if not outside:
+            return _variant(ins, stmt, calls, choice, pad)
+        # defined in an `if` with no other branch (`if True:`): the call under that test
+        owners = {id(_lone_if(ins, node)) for node in choice.values()}
+        top = _lone_if(ins, next(iter(choice.values())))
+        if top is None or len(owners) != 1:
+            raise _Refused("it is defined in a block its call runs in, or in every branch")
+        arms_of = {n: {id(top): node} for n, node in choice.items()}
+        arms = [(top, None)]
+    else:
+        top = branching.pop()
+        arms = next(branches[c.func.value][1] for c in calls if branches[c.func.value][0] is top)
+        arms_of = {c.func.value: {id(a): n for a, n in branches[c.func.value][1]} for c in calls}
     out: list[tuple[str, int]] = []
     value = stmt.body[0] if len(stmt.body) == 1 else None
     fresh = ""
@@ -389,14 +389,20 @@ def _written(ins, stmt, calls, helpers, branches) -> list[tuple[str, int]]:
         else:
             head = ("if " if i == 0 else "elif ") + ins.module.code_for_node(arm.test) + ":"
         out.append((pad + head + "\n", ins.line(arm)))
-        choice = {
-            c.func.value: dict((id(a), n) for a, n in branches[c.func.value][1])[id(arm)]
-            for c in calls
-        }
+        choice = {c.func.value: arms_of[c.func.value][id(arm)] for c in calls}
         out += _variant(ins, stmt, calls, choice, pad + "    ")
     if fresh:
         out.append((f"{pad}return {fresh}\n", ins.line(value)))
     return out
+
+
+def _lone_if(ins: _Inliner, node) -> Any:
+    """The `if` (no `elif`, no `else`) whose body defines `node`, or None."""
+    owner = ins.parent.get(ins.parent.get(node))
+    if isinstance(owner, cst.If) and owner.orelse is None:
+        if not isinstance(ins.parent.get(owner), cst.If):
+            return owner
+    return None
 
 
 def _encloses(ins: _Inliner, block, stmt) -> bool:

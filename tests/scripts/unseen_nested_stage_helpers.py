@@ -114,7 +114,7 @@ def partial(pattern, batch_size, train=True):
         tf.train.match_filenames_once(pattern), num_epochs=None, shuffle=False
     )
     name, contents = tf.WholeFileReader().read(queue)
-    return group(name, tf.image.decode_png(contents, 3))
+    return group(name, tf.image.resize_images(tf.image.decode_png(contents, 3), [8, 8]))
 
 
 def tested(pattern, batch_size, train=True):
