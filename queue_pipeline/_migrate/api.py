@@ -30,6 +30,7 @@ from queue_pipeline._migrate import foreign as _foreign
 from queue_pipeline._migrate import function_pipelines as _fp
 from queue_pipeline._migrate import module_stages as _module_stages
 from queue_pipeline._migrate import object_returns as _objret
+from queue_pipeline._migrate import nested_helpers as _nested
 from queue_pipeline._migrate import plain_values as _plain_values
 from queue_pipeline._migrate.callers import rewrite_callers
 from queue_pipeline._migrate import script as _script
@@ -173,6 +174,15 @@ def migrate(
                 max_batches, batch_decode, program_argv,
             )  # fmt: skip
         given, options = (call, args, kwargs), (verify, epochs, max_batches, batch_decode)
+        real, original = _trace.read_source(path)
+        try:  # NOTE [ A nested function that makes a stage ]
+            inlined = _nested.inline(original, function)
+        except _nested.Refusal as e:
+            raise MigrateError(_taken(e, path, function, given, program_argv, real)) from e
+        if inlined is not None:
+            return _inlined(
+                path, function, inlined, given, options, program_argv, target, in_place, callers
+            )  # fmt: skip
         try:
             return _plain(path, function, given, options, program_argv, target, in_place, callers)
         except ReturnedBuilder as e:  # NOTE [ Migrating an input_fn factory ]
@@ -276,6 +286,54 @@ def _plain(
         path, original, source, target, in_place, rewrite, steps, rewrite.dropped,
         rewrite.differences + notes, verdict, traced.module,
         not_run=module.__dict__.get("__qp_skipped__", []),
+    )  # fmt: skip
+
+
+def _taken(refusal: _nested.Refusal, path, function, given, argv, real) -> str:
+    """The refusal of a nested stage helper at the definition the run took (traced)."""
+    message = refusal.choices[0][2]
+    if len(refusal.choices) > 1:
+        try:
+            traced = _trace_plain(path, None, function, argv, *given)[1]
+        except MigrateError:
+            traced = None
+        ran = set(traced.calls) if traced is not None else set()
+        message = next((text for c, n, text in refusal.choices if (c, n) in ran), message)
+    return message.replace("<path>", real)
+
+
+def _inlined(
+    path, function, inlined, given, options, argv, target, in_place, callers
+) -> MigrationResult:  # fmt: skip
+    """NOTE [ A nested function that makes a stage ]: `function` migrated from a copy of
+    the file with its nested stage helpers inlined, reported in the file's lines and
+    written back as the user wrote it."""
+    real, original = _trace.read_source(path)
+    copy = _script.copy_path_for(real, kind="pipeline")
+    lines = inlined.line_map()
+    with open(copy, "w", encoding="utf-8") as f:
+        f.write(inlined.source)
+    try:
+        result = _plain(copy, function, given, options, argv, None, False, callers)
+    except MigrateError as e:
+        raise MigrateError(at_lines(str(e).replace(copy, real), real, lines)) from e
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(copy)
+    result = at_lines_of(
+        dataclasses.replace(
+            result,
+            dropped=[d.replace(copy, real) for d in result.dropped],
+            differences=[d.replace(copy, real) for d in result.differences],
+        ),
+        real,
+        lines,
+    )
+    source = _fp.with_function(result.source, _fp.function_node(original, function))
+    rewrite = codegen.Rewrite(source, result.added, result.function, [], [], [])
+    return finish(
+        path, original, source, target, in_place, rewrite, result.steps, result.dropped,
+        result.differences, result.verdict, result.original, not_run=result.not_run,
     )  # fmt: skip
 
 

@@ -145,8 +145,10 @@ def _inline_pass(
             "queue or input call to the last statement before the session): a queue the "
             "program fills itself with ops that read no files is not an input pipeline "
             "migrate rewrites. Fix: migrate the code that reads the input files, or write "
-            "the queue's ops as a tf.data.Dataset by hand (Dataset.from_tensors(...).repeat()"
-            ".map(...))."
+            "the queue's ops as a tf.data.Dataset by hand: `enqueue_many([a, b])` splits "
+            "the first axis, Dataset.from_tensor_slices((a, b)).repeat(); `enqueue([a, b])` "
+            "adds one element, Dataset.from_tensors((a, b)).repeat(); then .map(...) for the "
+            "ops on the dequeued values."
         ) from e
     except MigrateError as e:
         message = foreign.map_lines(str(e), copy) if foreign is not None else str(e)

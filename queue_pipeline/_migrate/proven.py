@@ -171,7 +171,9 @@ def rewrite_and_prove(
     batched = verify if batch_decode is None else batch_decode
     with internal_errors.rewriting(traced.path, traced.function):
         rewrite = codegen.rewrite(traced, original, batch_decode=batched)
-    check_names(rewrite.source, _new_functions(rewrite), traced.path)
+    check_names(
+        rewrite.source, _new_functions(rewrite), traced.path, original, frozenset(traced.calls)
+    )
     verdict = None
     notes: list[str] = []
     if verify:
@@ -183,7 +185,10 @@ def rewrite_and_prove(
             )
             with internal_errors.rewriting(traced.path, traced.function):
                 rewrite = codegen.rewrite(traced, original, batch_decode=False)
-            check_names(rewrite.source, _new_functions(rewrite), traced.path)
+            check_names(
+                rewrite.source, _new_functions(rewrite), traced.path, original,
+                frozenset(traced.calls),
+            )  # fmt: skip
             verdict = _prove(traced, rewrite, args, kwargs, epochs, max_batches, argv, graph_call)
     elif rewrite.batched:
         notes.append("batch-then-decode was not verified (verify=False)")

@@ -30,13 +30,17 @@ __all__ = ["check_names", "check_rewritten_scope"]
 _API = "queue-pipeline migrate"
 
 
-def check_names(source: str, functions: list[str], where: str) -> None:
+def check_names(
+    source: str, functions: list[str], where: str, user: str = "", ran: frozenset = frozenset()
+) -> None:
     """Raises MigrateError when `source` does not parse or a new function reads an unbound name.
 
     Args:
       source: the migrated module's source.
       functions: the names of the functions the migration wrote.
       where: the user's file, for the message.
+      user: the source the rewrite read (`where`'s), and `ran` the (code name, first line)
+        of its functions the run called: NOTE [ A closure over a local the map moves ].
     """
     try:
         tree = ast.parse(source)
@@ -57,6 +61,9 @@ def check_names(source: str, functions: list[str], where: str) -> None:
             continue
         for name, scope in _global_reads(child):
             if name not in bound:
+                closure = _closure_over_local(_user_tree(user, tree), functions, name, ran)
+                if closure is not None:  # NOTE [ A closure over a local the map moves ]
+                    raise MigrateError(closure.replace("<where>", where))
                 line = _first_read(tree, scope, name, lines.get(child.get_name(), 0))
                 raise MigrateError(
                     f"{_API}: the migrated code reads `{name}` in {scope}() (line {line} of the "
@@ -64,6 +71,63 @@ def check_names(source: str, functions: list[str], where: str) -> None:
                     f"migrate: please report it with {_evidence(where, source)}. Nothing was "
                     "written."
                 )
+
+
+def _user_tree(user: str, tree: ast.Module) -> ast.Module:
+    try:
+        return ast.parse(user) if user else tree
+    except SyntaxError:
+        return tree
+
+
+def _closure_over_local(
+    tree: ast.Module, functions: list[str], name: str, ran: frozenset
+) -> str | None:
+    """The refusal of a user's nested function reading its function's local `name`, or None.
+
+    NOTE [ A closure over a local the map moves ]
+    ``crop = lambda x: tf.random_crop(image, ...)`` in the user's function reads
+    that function's ``image`` when it is called (after ``image = decode(...)``),
+    not its argument. The tf.data version computes ``image`` per record inside
+    the mapped function, where the closure, defined in the outer function,
+    cannot see it: not a bug in migrate but a read the rewrite cannot keep, so
+    it is refused at the user's line with the fix (the one the run called, of
+    one per branch).
+    """
+    found = []
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name in functions:
+            continue
+        nested = [n for n in ast.walk(fn) if isinstance(n, (ast.Lambda, ast.FunctionDef))]
+        nested = [n for n in nested if n is not fn]
+        inner = {id(x) for n in nested for x in ast.walk(n)}
+        for n in nested:
+            params = {a.arg for a in ast.walk(n.args) if isinstance(a, ast.arg)}
+            reads = any(
+                isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Load)
+                for x in ast.walk(n)
+            )
+            if reads and name not in params and _assigns(fn, name, inner):
+                kind = "lambda" if isinstance(n, ast.Lambda) else f"def {n.name}"
+                code = "<lambda>" if isinstance(n, ast.Lambda) else n.name
+                message = (
+                    f"{_API}: <where>:{n.lineno}: cannot migrate the {kind} of {fn.name}(): "
+                    f"it reads `{name}`, a local of {fn.name}() it is not given, so it reads "
+                    f"the value `{name}` holds when it is called; the tf.data version "
+                    f"computes `{name}` per record inside Dataset.map, where the {kind} "
+                    f"cannot see it. Fix: pass `{name}` (or the argument it stands for) as a "
+                    "parameter, then migrate."
+                )
+                found.append(((code, n.lineno) not in ran, message))
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
+def _assigns(fn: ast.FunctionDef, name: str, inner: set) -> bool:
+    return any(
+        isinstance(x, ast.Name) and x.id == name and isinstance(x.ctx, ast.Store)
+        and id(x) not in inner
+        for x in ast.walk(fn)
+    )  # fmt: skip
 
 
 def check_rewritten_scope(original: str, source: str, function: str | None, where: str) -> None:
