@@ -20,6 +20,7 @@ from typing import Any
 import tensorflow as tf
 
 from queue_pipeline import plan
+from queue_pipeline._core import graph as graph_facts
 
 __all__ = [
     "MODEL_OPS",
@@ -88,18 +89,9 @@ MODEL_OPS = frozenset(
 )
 
 
-def _walk(tensor, stop=lambda op: False, limit: int = 2000):
+def _walk(tensor, stop=None, limit: int = 2000):
     """The ops `tensor` is computed from (its own first), not past those `stop` accepts."""
-    seen: set[str] = set()
-    stack = [tensor.op]
-    while stack and len(seen) < limit:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        yield op
-        if not stop(op):
-            stack.extend(t.op for t in op.inputs)
+    return graph_facts.walk_back([tensor.op], stop=stop, limit=limit)
 
 
 def nearest(tensor, accept) -> set[str]:
