@@ -536,7 +536,9 @@ def main(argv=None) -> int:
         "--quick", action="store_true", help="a smoke run: 200 JPEGs, 5,000 rows, one repeat"
     )
     parser.add_argument(
-        "--workloads", default="images,table", help="conversions to run, comma-separated: images, table (default: images,table)"
+        "--workloads",
+        default="images,table",
+        help="conversions to run, comma-separated: images, table (default: images,table)",
     )
     parser.add_argument(
         "--variants",
