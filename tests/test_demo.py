@@ -17,6 +17,11 @@ from queue_pipeline import cli, demo
 MODE_ARGS = ["--tf1"] if tf1_mode() else []
 
 
+# The tests of `summary` run on one xdist worker (pytest.ini's --dist loadgroup),
+# which runs the demo once.
+SUMMARY = pytest.mark.xdist_group("demo_summary")
+
+
 @pytest.fixture(scope="module")
 def summary(tmp_path_factory):
     page = tmp_path_factory.mktemp("demo") / "demo.html"
@@ -38,6 +43,7 @@ def test_demo_json_summary(capsys):
         assert result[side]["examples_per_second"] > 0
 
 
+@SUMMARY
 def test_demo_report_shows_source_comparison_throughput_and_accuracy(summary):
     assert summary["ok"]
     text = demo.render(summary)
@@ -50,6 +56,7 @@ def test_demo_report_shows_source_comparison_throughput_and_accuracy(summary):
         assert summary[side]["steps"] == -(-3 * 1437 // 64)
 
 
+@SUMMARY
 def test_demo_page_has_the_comparison_and_both_training_runs(summary):
     text = open(summary["html"], encoding="utf-8").read()
     assert '<p id="verdict" class="match">MATCH</p>' in text
@@ -66,6 +73,7 @@ def test_demo_page_has_the_comparison_and_both_training_runs(summary):
     assert f"page    {summary['html']}" in demo.render(summary)
 
 
+@SUMMARY
 def test_demo_subcommand_quiet(capsys, monkeypatch, summary):
     monkeypatch.setattr(demo, "run_demo", lambda **kwargs: summary)
     assert cli.main(["demo", "--quiet", "--epochs", "3"]) == 0
@@ -73,6 +81,7 @@ def test_demo_subcommand_quiet(capsys, monkeypatch, summary):
     assert out.count("\n") == 1 and out.startswith("OK: ")
 
 
+@SUMMARY
 def test_demo_html_option_reaches_run_demo(capsys, monkeypatch, summary, tmp_path):
     seen = {}
 
@@ -86,6 +95,7 @@ def test_demo_html_option_reaches_run_demo(capsys, monkeypatch, summary, tmp_pat
     capsys.readouterr()
 
 
+@SUMMARY
 def test_demo_mismatch_exits_1(capsys, monkeypatch, summary):
     monkeypatch.setattr(demo, "run_demo", lambda **kwargs: {**summary, "ok": False})
     assert cli.main(["demo", "--quiet"]) == 1
@@ -126,6 +136,7 @@ def test_demo_command_line_runs_in_the_suites_mode():
     assert result["twin"]["test_accuracy"] > 0.5
 
 
+@SUMMARY
 @pytest.mark.parametrize("flags", [[], ["--tf1"]], ids=["default", "tf1"])
 def test_demo_tf1_flag_disables_v2_before_the_demo_runs(monkeypatch, summary, flags):
     calls = []
@@ -135,6 +146,7 @@ def test_demo_tf1_flag_disables_v2_before_the_demo_runs(monkeypatch, summary, fl
     assert calls == (["disable", "run"] if flags else ["run"])
 
 
+@SUMMARY
 @pytest.mark.v2_only(
     "Keras 3 needs eager execution; TF1 mode: test_demo_twin_trains_in_a_session_without_eager"
 )

@@ -113,6 +113,11 @@ def test_a_session_training_loop_on_a_rebuilt_pipeline(csv_files):
 # ------------------------------------------------------------------ tf.data service
 
 
+# The tests of `service` run on one xdist worker (pytest.ini's --dist loadgroup),
+# which starts its servers once.
+SERVICE = pytest.mark.xdist_group("rebuild_service")
+
+
 @pytest.fixture(scope="module")
 def service():
     """A dispatcher and two workers on localhost; stopped at teardown."""
@@ -137,6 +142,7 @@ def _rebuilt_slices(num_epochs=1):
     return qp.to_dataset(batch)
 
 
+@SERVICE
 def test_service_distributed_epoch_delivers_each_element_once(service):
     dataset = data.distribute(_rebuilt_slices(), service)
     batches = [tuple(c.tolist() for c in b) for b in dataset_values(dataset)]
@@ -145,6 +151,7 @@ def test_service_distributed_epoch_delivers_each_element_once(service):
     assert all([2 * v for v in first] == second for first, second in batches)
 
 
+@SERVICE
 def test_service_with_a_rebuilt_reader_pipeline_and_an_address(service, csv_files):
     with tf.Graph().as_default():
         queue = qp.string_input_producer(csv_files, num_epochs=2, seed=3)
@@ -160,6 +167,7 @@ def test_service_with_a_rebuilt_reader_pipeline_and_an_address(service, csv_file
     assert lines == sorted(expected)
 
 
+@SERVICE
 def test_service_parallel_epochs_runs_the_whole_pipeline_on_each_worker(service):
     dataset = data.distribute(_rebuilt_slices(), service, processing_mode="parallel_epochs")
     rows = sorted(v for first, _ in dataset_values(dataset) for v in first.tolist())

@@ -45,6 +45,13 @@ _TIMEOUT = pytest.mark.timeout(6 * TIMEOUT_S)
 _ONE_SUITE = pytest.mark.one_suite("each subprocess sets its own TF mode")
 
 
+# The tests of one module fixture run on one xdist worker (pytest.ini's --dist
+# loadgroup): each worker that ran one of them would start the fixture's
+# subprocesses again.
+_READER = pytest.mark.xdist_group("run_tf1_reader_runs")
+_OTHER = pytest.mark.xdist_group("run_tf1_other_runs")
+
+
 def SLOW(test):  # noqa: N802 - used as a marker
     return _ONE_SUITE(_TIMEOUT(test))
 
@@ -132,6 +139,7 @@ def _without_impl(out: str) -> list[str]:
 
 
 @SLOW
+@_READER
 @pytest.mark.parametrize("engine", ["queue", "dataset"])
 @pytest.mark.parametrize("order", ["fifo", "shuffle"])
 def test_reader_script_prints_what_native_tf1_prints(reader_runs, order, engine):
@@ -185,6 +193,7 @@ def other_runs(tmp_path_factory):
 
 
 @SLOW
+@_OTHER
 @pytest.mark.parametrize("run", ["probe", "probe-dataset"])
 def test_alias_reaches_the_script_and_its_modules_only(other_runs, run):
     _, out, _ = _ok(run, other_runs[run])
@@ -194,6 +203,7 @@ def test_alias_reaches_the_script_and_its_modules_only(other_runs, run):
 
 
 @SLOW
+@_OTHER
 def test_contrib_is_reported_with_its_replacement_and_exits_1(other_runs):
     code, out, err = other_runs["slim"]
     assert code == 1, err[-3000:]
@@ -204,6 +214,7 @@ def test_contrib_is_reported_with_its_replacement_and_exits_1(other_runs):
 
 
 @SLOW
+@_OTHER
 def test_tf1_reaches_subprocesses_and_the_variable_alone_turns_it_on(other_runs):
     _, out, _ = _ok("env-parent", other_runs["env-parent"])
     assert "parent: QUEUE_PIPELINE_TF1=1 eager=False" in out
@@ -213,6 +224,7 @@ def test_tf1_reaches_subprocesses_and_the_variable_alone_turns_it_on(other_runs)
 
 
 @SLOW
+@_OTHER
 @pytest.mark.parametrize("engine", ["queue", "dataset"])
 def test_compat_v1_scripts_run_unchanged_under_tf1(other_runs, engine):
     _, out, _ = _ok(engine, other_runs[f"compat-{engine}"])

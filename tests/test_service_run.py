@@ -45,20 +45,29 @@ def files(tmp_path):
 
 
 class Trainer:
-    """One ``queue-pipeline run --service ... served_trainer.py`` process."""
+    """One ``queue-pipeline run --service ... served_trainer.py`` process.
 
-    def __init__(self, tmp_path, name, address, files, *args, job=None, env=None):
+    A `held` trainer starts (imports TensorFlow) at once but builds and reads
+    nothing until :meth:`go`: its start-up runs beside the test's other work.
+    """
+
+    def __init__(self, tmp_path, name, address, files, *args, job=None, env=None, held=False):
         self.out = tmp_path / f"{name}.stdout"
         self.err = tmp_path / f"{name}.stderr"
+        self._go = tmp_path / f"{name}.go"
         argv = [sys.executable, "-m", "queue_pipeline", "run"]
         argv += ["--tf1"] if tf1_mode() else []
         argv += ["--service", address] + (["--service-job", job] if job else [])
-        argv += [SCRIPT, *files, *args]
+        argv += [SCRIPT, *files, *args] + (["--wait-for", str(self._go)] if held else [])
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
             self.process = subprocess.Popen(
                 argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=REPO,
                 env=server_env(env),
             )  # fmt: skip
+
+    def go(self) -> None:
+        """Lets a `held` trainer build its pipeline and read."""
+        self._go.touch()
 
     def records(self) -> list[int]:
         lines = self.out.read_text().splitlines()
@@ -84,6 +93,12 @@ class Trainer:
 
     def stderr(self) -> str:
         return self.err.read_text()
+
+    def kill(self) -> None:
+        """Kills the process if it still runs (a held one when its test failed first)."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
 
 
 @pytest.fixture(scope="module")
@@ -130,37 +145,44 @@ def test_faults_a_restarted_dispatcher_a_lost_worker_and_lost_servers(tmp_path, 
         restarted = Trainer(tmp_path, "restarted", address, files, "--slow", "0.1")
         restarted.wait_for_records(8)
         c.restart_dispatcher()
-        status = restarted.finish()
-        journal = f"fault-tolerant: state journaled in {tmp_path / 'dispatcher'}"
-        assert journal in c.dispatcher.output()[1]
-        assert status == 0, restarted.stderr()[-3000:]
-        assert sorted(restarted.records()) == list(range(RECORDS))  # each once, none lost
-
+        # The next two trainers start now, held: their start-up runs beside this epoch.
         trainer = Trainer(
             tmp_path, "t", address, files, "--slow", "0.1",
-            env={"QUEUE_PIPELINE_SERVICE_STALL": "5"},
+            env={"QUEUE_PIPELINE_SERVICE_STALL": "5"}, held=True,
         )  # fmt: skip
-        trainer.wait_for_records(12)
-        c.kill_worker(0)
-        status = trainer.finish()
-        records = trainer.records()
-        assert status == 0, trainer.stderr()[-3000:]
-        assert len(records) == len(set(records)) and set(records) <= set(range(RECORDS))
-        assert f"done {len(records)}" in trainer.out.read_text()
-        lost = RECORDS - len(records)
-        if lost:  # the dead worker held unread records: the end is reported
-            assert "a worker was lost mid-epoch" in trainer.stderr()
-        print(f"worker killed mid-epoch: {len(records)} of {RECORDS} delivered, {lost} lost, "
-              "none twice")  # fmt: skip
-
         forever = Trainer(
             tmp_path, "forever", address, files, "--epochs", "0", "--slow", "0.05",
-            env={"QUEUE_PIPELINE_SERVICE_TIMEOUT": "3"},
+            env={"QUEUE_PIPELINE_SERVICE_TIMEOUT": "3"}, held=True,
         )  # fmt: skip
-        forever.wait_for_records(8)
-        c.stop_dispatcher()
-        c.stop_worker(1)
-        status = forever.finish(timeout=60)
+        try:
+            status = restarted.finish()
+            journal = f"fault-tolerant: state journaled in {tmp_path / 'dispatcher'}"
+            assert journal in c.dispatcher.output()[1]
+            assert status == 0, restarted.stderr()[-3000:]
+            assert sorted(restarted.records()) == list(range(RECORDS))  # each once, none lost
+
+            trainer.go()
+            trainer.wait_for_records(12)
+            c.kill_worker(0)
+            status = trainer.finish()
+            records = trainer.records()
+            assert status == 0, trainer.stderr()[-3000:]
+            assert len(records) == len(set(records)) and set(records) <= set(range(RECORDS))
+            assert f"done {len(records)}" in trainer.out.read_text()
+            lost = RECORDS - len(records)
+            if lost:  # the dead worker held unread records: the end is reported
+                assert "a worker was lost mid-epoch" in trainer.stderr()
+            print(f"worker killed mid-epoch: {len(records)} of {RECORDS} delivered, {lost} lost, "
+                  "none twice")  # fmt: skip
+
+            forever.go()
+            forever.wait_for_records(8)
+            c.stop_dispatcher()
+            c.stop_worker(1)
+            status = forever.finish(timeout=60)
+        finally:  # a held trainer a failure left waiting
+            for held in (trainer, forever):
+                held.kill()
     assert status == 1
     err = forever.stderr()
     assert f"dispatcher at {address} has not answered for 3 s" in err

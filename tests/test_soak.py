@@ -150,6 +150,11 @@ def _one_pipeline(files, how):
     return weakref.ref(g), weakref.ref(sess), [t for t in threads if t.is_alive()]
 
 
+# Its tests run on one xdist worker (pytest.ini's --dist loadgroup), which builds the
+# hundred pipelines once.
+HUNDRED = pytest.mark.xdist_group("soak_hundred_pipelines")
+
+
 @pytest.fixture(scope="module")
 def hundred_pipelines(tmp_path_factory):
     """Runs 100 pipelines, a third each drained, stopped early, and closed without a
@@ -174,20 +179,24 @@ def hundred_pipelines(tmp_path_factory):
     }
 
 
+@HUNDRED
 def test_hundred_pipelines_leave_no_thread_behind(hundred_pipelines):
     assert hundred_pipelines["unjoined"] == []
     assert hundred_pipelines["alive_threads"] == []
 
 
+@HUNDRED
 def test_hundred_pipelines_leave_no_session_behind(hundred_pipelines):
     assert hundred_pipelines["sessions"] == 0
 
 
+@HUNDRED
 def test_hundred_pipelines_leave_no_graph_behind(hundred_pipelines):
     assert hundred_pipelines["graphs"] == 0
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+@HUNDRED
 def test_hundred_pipelines_keep_memory_flat(hundred_pipelines):
     """RSS after pipeline 20 and after pipeline 100 (flat to the MB when nothing
     leaks; a leaked graph costs about 0.5 MB, so 80 of them exceed the margin)."""

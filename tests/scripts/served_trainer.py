@@ -6,14 +6,18 @@ tf.data service cluster on loopback. string_input_producer over CSV files
 with a per-record computation -> shuffle_batch, driven by Coordinator and
 start_queue_runners in a plain Session. It prints one ``record N`` line per
 record it received, ``done N`` at the end of the input and, with --slow,
-sleeps between steps (so a test can kill a server mid-epoch).
+sleeps between steps (so a test can kill a server mid-epoch). With
+--wait-for PATH it waits, TensorFlow imported, until PATH exists before it
+builds anything: a test starts it early, its start-up beside other work.
 
 ``--epochs 0`` reads forever (stop it with ``--steps N``).
 
 Usage: served_trainer.py CSV... [--epochs N] [--batch N] [--slow SECONDS] [--steps N]
+                         [--wait-for PATH]
 """
 
 import argparse
+import os
 import sys
 import time
 
@@ -27,7 +31,15 @@ def main():
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--slow", type=float, default=0.0)
     parser.add_argument("--steps", type=int, default=0, help="stop after N steps (0: at the end)")
+    parser.add_argument("--wait-for", default="", help="build nothing until this file exists")
     flags = parser.parse_args()
+    if flags.wait_for:
+        deadline = time.monotonic() + 600
+        while not os.path.exists(flags.wait_for):
+            if time.monotonic() > deadline:
+                print(f"served_trainer.py: {flags.wait_for} never appeared", file=sys.stderr)
+                return 3
+            time.sleep(0.05)
 
     with tf.Graph().as_default():
         epochs = flags.epochs if flags.epochs > 0 else None
