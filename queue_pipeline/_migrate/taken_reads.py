@@ -25,7 +25,14 @@ import libcst as cst
 from queue_pipeline._migrate.base import READS
 from queue_pipeline._migrate.syntax import callee, names_in
 
-__all__ = ["Guard", "taken_statements", "test_names", "written_guarded"]
+__all__ = [
+    "Guard",
+    "refuse_repeated_reads",
+    "repeated_reads",
+    "taken_statements",
+    "test_names",
+    "written_guarded",
+]
 
 
 @dataclasses.dataclass(eq=False)
@@ -152,3 +159,50 @@ def _guard(rw, fn, stmt) -> Guard | None:
     ):
         return None
     return Guard(stmt, branches, taken[0])
+
+
+def repeated_reads(rw, fn, stmt, helper) -> int:
+    """How many reads the run made through `helper` called at `stmt` in `fn`, on one of
+    its read lines (more than one: the call ran in a loop, each call a reader of its own;
+    NOTE [ Readers in lockstep on one queue ])."""
+    first, last = rw.positions[stmt].start.line, rw.positions[stmt].end.line
+    counts: dict[int, int] = {}
+    for node in rw.trace.nodes:
+        if not node.kind.endswith(tuple("." + m for m in READS)):
+            continue
+        frames = rw.trace.sites.get(node.index, ())
+        if not any(name == fn.name and first <= line <= last for name, line in frames):
+            continue
+        for name, line in frames:
+            if name == helper.name and helper.first <= line <= helper.last:
+                counts[line] = counts.get(line, 0) + 1
+    return max(counts.values(), default=0)
+
+
+def refuse_repeated_reads(rw, fn, stmt, helper) -> None:
+    """Refuses a reading helper called in a loop, each call a reader of the same queue.
+
+    NOTE [ Readers in lockstep on one queue ]
+    hGRU's loader calls its reading helper once per example of a batch (``for
+    idx in range(batch_size): images, labels = read_and_decode(queue)``), then
+    concatenates the N results into one element: N readers of one file-name
+    queue, read in lockstep. In TF 1.x each reader takes a file of its own and
+    each step takes one record of each (probed: 3 readers on a one-file queue
+    with num_epochs=3 give elements of 3 copies of record j, one pass's worth;
+    with num_epochs=1 the readers past the first find the queue closed and TF
+    delivers nothing). A Dataset map reads one record per element: the N
+    calls would decode that one record N times, a different stream. Refused
+    at the call, with the likely intent as the way around.
+    """
+    count = repeated_reads(rw, fn, stmt, helper)
+    if count > 1:
+        raise rw.fail(
+            fn, stmt, f"`{helper.name}` is called {count} times here (in a loop), each call a "
+            "reader of the same queue read in lockstep: in TF 1.x each reader takes a file of "
+            "its own and an element holds one record of each (with fewer files per epoch than "
+            "readers, the readers left without one end the pipeline, and TF delivers nothing); "
+            "a tf.data map reads one record per element, so this is not migrated. The way "
+            f"around: call {helper.name} once and batch its records (tf.train.batch or "
+            f"shuffle_batch with batch_size={count}: {count} different records per batch), "
+            "which migrate rewrites and proves"
+        )  # fmt: skip
