@@ -51,6 +51,7 @@ import importlib.util
 import itertools
 import linecache
 import os
+import re
 import shlex
 import sys
 import types
@@ -58,6 +59,7 @@ from typing import Iterable, Iterator, Sequence
 
 from queue_pipeline._migrate import selection
 from queue_pipeline._migrate.selection import DEFINITIONS, first_line, names_read, select
+from queue_pipeline._migrate.python2_hints import python2_fix
 
 __all__ = [
     "DEFERRED",
@@ -350,6 +352,9 @@ def fix_for(error: BaseException, usual: str) -> str:
     """The fix to suggest for the user's code raising `error`: `usual`, or ``--tf1`` for a
     file written for TensorFlow 1.x (``tf.gfile``, ``tf.train.batch`` missing on 2.x)."""
     text = str(error)
+    ported = python2_fix(error)  # NOTE [ A Python 2 file's errors ]
+    if ported:
+        return ported
     if isinstance(error, AttributeError) and (
         "removed in TensorFlow 2.x" in text or "has no attribute 'contrib'" in text
     ):
@@ -360,6 +365,16 @@ def fix_for(error: BaseException, usual: str) -> str:
             if "contrib" in text
             else ""
         )
+        renamed = re.search(
+            r"`(tf\.[\w.]+)` was removed in TensorFlow 2\.x; (?:it was renamed|use) `(tf\.[\w.]+)`",
+            text,
+        )
+        if renamed:  # its replacement is known (a TF 0.x name, a tf.contrib function)
+            return (
+                f"that API is gone from TensorFlow 2.x (--tf1 does not bring it back): use "
+                f"`{renamed.group(2)}` for `{renamed.group(1)}` in your file (check its "
+                "arguments), then migrate"
+            )
         return (
             "that API is gone from TensorFlow 2.x (--tf1 does not bring it back): replace "
             f"the call with its TensorFlow 2.x equivalent in your file{reader}, then migrate"
@@ -399,6 +414,7 @@ def _parse_absl_flags(module: types.ModuleType, path: str, argv: Sequence[str]) 
         values([path, *argv])
     except absl_flags.Error as e:
         raise MigrateError(
-            f"{_API}: the program's flags reject the arguments {list(argv)!r}: {e}. Fix: give "
+            f"{_API}: the program's flags reject the arguments {list(argv)!r}: "
+            f"{str(e).rstrip('.')}. Fix: give "
             "the program's own arguments with --argv '...'."
         ) from e
