@@ -292,8 +292,8 @@ def _run(
                     (
                         stmt.lineno,
                         stmt.end_lineno or stmt.lineno,
-                        f"`{first_line(stmt)}`: raised {type(e).__name__} ({e}); the function "
-                        "does not need it",
+                        f"`{first_line(stmt)}`: raised {type(e).__name__} "
+                        f"({str(e).rstrip('.')}); the function does not need it",
                     )
                 )
                 continue
