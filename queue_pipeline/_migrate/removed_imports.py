@@ -5,9 +5,9 @@ FastMaskRCNN's ``coco.py`` starts with ``import tensorflow.contrib.slim as
 slim``; the function migrated does not need it, so migrate's load skipped it
 (listed under "Not run of the file"). Copied into the written module as is,
 it makes that module fail to import on TensorFlow 2.x, for a name the tf.data
-code never reads. Such an import (one line, raised RemovedModuleError when
-migrate loaded the file, and binding no name the added code reads) is
-commented out in the written module, with a line of the report saying so and,
+code never reads. Such an import (one line of a ``tensorflow.`` module whose
+import failed when migrate loaded the file, binding no name the added code
+reads) is commented out in the written module, with a line of the report saying so and,
 when the legacy code kept beside it still reads the name, what to import
 instead for that code.
 """
@@ -21,7 +21,8 @@ from queue_pipeline._scripts.removed import REMOVED
 __all__ = ["without_removed_imports"]
 
 _SKIPPED = re.compile(
-    r"^(?P<where>.+):(?P<line>\d+): `(?P<stmt>(?:import|from) [^`]+)`: raised RemovedModuleError"
+    r"^(?P<where>.+):(?P<line>\d+): `(?P<stmt>(?:import|from) tensorflow\.[^`]+)`: raised "
+    r"(RemovedModuleError|ModuleNotFoundError)"
 )
 _MARK = "  # removed in TensorFlow 2.x; the tf.data code does not need it (queue-pipeline migrate)"
 
