@@ -136,8 +136,7 @@ def test_an_error_of_the_call_arguments_names_the_users_line(tmp_path):
     assert f"queues.py:{line} (`tf.scalar_summary(" in text, text
     assert ".." not in text.replace(str(tmp_path), ""), text
     assert text.endswith(".") and f"Fix: at {path}:{line}" in text, text
-    if tf1_mode():
-        assert "use `tf.compat.v1.summary.scalar` for `tf.scalar_summary`" in text, text
+    assert "renamed `tf.compat.v1.summary.scalar`" in text, text
 
 
 def test_a_python2_idiom_at_module_level_says_the_file_is_python2(tmp_path):

@@ -60,6 +60,7 @@ from typing import Iterable, Iterator, Sequence
 from queue_pipeline._migrate import selection
 from queue_pipeline._migrate.selection import DEFINITIONS, first_line, names_read, select
 from queue_pipeline._migrate.python2_hints import python2_fix
+from queue_pipeline._scripts.removed import removed_message
 
 __all__ = [
     "DEFERRED",
@@ -379,6 +380,13 @@ def fix_for(error: BaseException, usual: str) -> str:
             "that API is gone from TensorFlow 2.x (--tf1 does not bring it back): replace "
             f"the call with its TensorFlow 2.x equivalent in your file{reader}, then migrate"
         )
+    gone = re.search(r"module 'tensorflow(?:\.compat\.v1)?' has no attribute '(\w+)'", text)
+    if (
+        isinstance(error, AttributeError)
+        and gone
+        and "was removed" in (removed := removed_message("tf", [gone.group(1)]))
+    ):  # `import tensorflow.compat.v1 as tf`: tf.scalar_summary is gone even under --tf1
+        return f"{removed.rstrip('.')}; --tf1 does not bring it back: change it in your file"
     if isinstance(error, AttributeError) and "module 'tensorflow" in str(error):
         return (
             "the file is written for TensorFlow 1.x (`import tensorflow as tf` meaning "
