@@ -354,8 +354,8 @@ def _run_legacy(legacy, epochs, max_batches, timeout, progress, max_bytes=None) 
             raise PipelineError(
                 f"{_API}: `legacy` must return the pipeline's output tensors (a tensor or "
                 "SparseTensor, or a list, tuple or dict of them); got "
-                f"{type(outputs).__name__}: {e}. Fix: return the tensors you would "
-                "pass to sess.run."
+                f"{type(outputs).__name__}: {str(e).rstrip('.')}. Fix: return the tensors you "
+                "would pass to sess.run."
             ) from None
         foreign = [
             p

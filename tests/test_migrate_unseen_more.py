@@ -108,7 +108,8 @@ def test_two_decoder_copies_of_one_read_joined_become_the_decoder_once(tmp_path,
     assert result.verdict.status == "MATCH", result.report()
     assert "example_list = tf.decode_csv(value, record_defaults=record_defaults)" in result.source
     assert "records.batch(8, drop_remainder=True)" in result.source
-    assert "tf.train.batch_join(" not in result.source
+    code = "".join(ln for ln in result.source.splitlines(True) if not ln.lstrip().startswith("#"))
+    assert "tf.train.batch_join(" not in code  # the comments above it are kept
 
 
 def _voxel_records(path, count: int) -> None:

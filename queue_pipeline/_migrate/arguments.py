@@ -136,13 +136,24 @@ def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]
         with install():
             return eval(code, namespace)  # noqa: S307 - the user's own arguments
     except Exception as e:  # noqa: BLE001
+        # the user's line the error went through (a function of the file --call runs)
+        found = loading.raised_frame(e, getattr(module, "__file__", None) or "")
+        where = (
+            f" at {found[0]}:{found[1]}" + (f" (`{found[2]}`)" if found[2] else "")
+            if found is not None
+            else ""
+        )
+        usual = (
+            f"make {found[0]}:{found[1]} run under these arguments"
+            if found is not None
+            else "pass arguments that can be computed here (files that exist, names of the module)"
+        )
+        fix = loading.fix_for(e, usual)
+        if found is not None and fix != usual:
+            fix = f"at {found[0]}:{found[1]}, {fix}"
         raise MigrateError(
-            f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}: {e}. Fix: "
-            + loading.fix_for(
-                e,
-                "pass arguments that can be computed here (files that exist, names of the module)",
-            )
-            + "."
+            f"{_API}: evaluating `--call` {call!r} raised {type(e).__name__}{where}: "
+            f"{str(e).rstrip('.')}. Fix: {fix.rstrip('.')}."
         ) from e
 
 

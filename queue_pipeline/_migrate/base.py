@@ -385,7 +385,7 @@ class RewriterBase:
     def fail(self, fn: Function, node: cst.CSTNode, why: str) -> MigrateError:
         return MigrateError(
             f"{API}: {self.where(fn.line(node))}: cannot migrate "
-            f"`{self.code(_bare_statement(node)).strip().splitlines()[0]}`: {why}."
+            f"`{self.code(_bare_statement(node)).strip().splitlines()[0]}`: {why.rstrip('.')}."
         )
 
     def code(self, node: cst.CSTNode) -> str:

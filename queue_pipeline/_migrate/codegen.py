@@ -211,11 +211,27 @@ class _Rewriter(HelperCalls):
             with internal_errors.reported(self, fn, stmt):  # NOTE [ An internal error of migrate ]
                 moved = list(state.pending)
                 written = self._statement(fn, stmt, state, depth)
-                out += written
+                out += self._comments_kept(stmt, written, depth) + written
             # NOTE [ Python values changed between per-record lines ]: never run out of order
             if written and moved and state.pending[: len(moved)] == moved:
                 map_values.check_order(self, fn, stmt, moved, state.pending)
         return out
+
+    def _comments_kept(self, stmt, written: list[str], depth: int) -> list[str]:
+        """The comment lines above a simple statement the rewrite replaced (a batching
+        call's, a read's), to stand above its replacement; [] where the written lines
+        hold them already (a statement copied as written) or there is none."""
+        if not written or not isinstance(stmt, cst.SimpleStatementLine):
+            return []
+        comments = [
+            "    " * depth + self.code(line).strip() + "\n"
+            for line in stmt.leading_lines
+            if line.comment is not None
+        ]
+        text = "".join(written)
+        if not comments or comments[0].strip() in text:
+            return []
+        return comments
 
     def _statement(self, fn: Function, stmt, state: State, depth: int) -> list[str]:
         calls = self.calls_in(stmt)

@@ -29,7 +29,7 @@ import libcst as cst
 import libcst.matchers as m
 import tensorflow as tf
 
-from queue_pipeline._migrate import chains, record_objects
+from queue_pipeline._migrate import chains, record_objects, taken_reads
 from queue_pipeline._migrate.base import READS, Function, State, Step, batch_params, fresh
 from queue_pipeline._migrate.branches import Branches
 from queue_pipeline._migrate.syntax import (
@@ -52,6 +52,8 @@ class HelperCalls(Branches):
         pad = "    " * depth
         role = helper.role
         if role == "record":
+            if not state.parallel_readers:  # NOTE [ Readers in lockstep on one queue ]
+                taken_reads.refuse_repeated_reads(self, fn, stmt, helper)
             new, kind, reader_fn, extra, value = self.record_helper(helper)
             args = self._extra_args(helper, call, extra) if extra else []
             if helper.name in self.record_lockstep:  # NOTE [ Records read in lockstep ]

@@ -51,6 +51,7 @@ import importlib.util
 import itertools
 import linecache
 import os
+import re
 import shlex
 import sys
 import types
@@ -58,6 +59,8 @@ from typing import Iterable, Iterator, Sequence
 
 from queue_pipeline._migrate import selection
 from queue_pipeline._migrate.selection import DEFINITIONS, first_line, names_read, select
+from queue_pipeline._migrate.python2_hints import python2_fix
+from queue_pipeline._scripts.removed import removed_message
 
 __all__ = [
     "DEFERRED",
@@ -290,8 +293,8 @@ def _run(
                     (
                         stmt.lineno,
                         stmt.end_lineno or stmt.lineno,
-                        f"`{first_line(stmt)}`: raised {type(e).__name__} ({e}); the function "
-                        "does not need it",
+                        f"`{first_line(stmt)}`: raised {type(e).__name__} "
+                        f"({str(e).rstrip('.')}); the function does not need it",
                     )
                 )
                 continue
@@ -350,6 +353,9 @@ def fix_for(error: BaseException, usual: str) -> str:
     """The fix to suggest for the user's code raising `error`: `usual`, or ``--tf1`` for a
     file written for TensorFlow 1.x (``tf.gfile``, ``tf.train.batch`` missing on 2.x)."""
     text = str(error)
+    ported = python2_fix(error)  # NOTE [ A Python 2 file's errors ]
+    if ported:
+        return ported
     if isinstance(error, AttributeError) and (
         "removed in TensorFlow 2.x" in text or "has no attribute 'contrib'" in text
     ):
@@ -360,10 +366,27 @@ def fix_for(error: BaseException, usual: str) -> str:
             if "contrib" in text
             else ""
         )
+        renamed = re.search(
+            r"`(tf\.[\w.]+)` was removed in TensorFlow 2\.x; (?:it was renamed|use) `(tf\.[\w.]+)`",
+            text,
+        )
+        if renamed:  # its replacement is known (a TF 0.x name, a tf.contrib function)
+            return (
+                f"that API is gone from TensorFlow 2.x (--tf1 does not bring it back): use "
+                f"`{renamed.group(2)}` for `{renamed.group(1)}` in your file (check its "
+                "arguments), then migrate"
+            )
         return (
             "that API is gone from TensorFlow 2.x (--tf1 does not bring it back): replace "
             f"the call with its TensorFlow 2.x equivalent in your file{reader}, then migrate"
         )
+    gone = re.search(r"module 'tensorflow(?:\.compat\.v1)?' has no attribute '(\w+)'", text)
+    if (
+        isinstance(error, AttributeError)
+        and gone
+        and "was removed" in (removed := removed_message("tf", [gone.group(1)]))
+    ):  # `import tensorflow.compat.v1 as tf`: tf.scalar_summary is gone even under --tf1
+        return f"{removed.rstrip('.')}; --tf1 does not bring it back: change it in your file"
     if isinstance(error, AttributeError) and "module 'tensorflow" in str(error):
         return (
             "the file is written for TensorFlow 1.x (`import tensorflow as tf` meaning "
@@ -399,6 +422,7 @@ def _parse_absl_flags(module: types.ModuleType, path: str, argv: Sequence[str]) 
         values([path, *argv])
     except absl_flags.Error as e:
         raise MigrateError(
-            f"{_API}: the program's flags reject the arguments {list(argv)!r}: {e}. Fix: give "
+            f"{_API}: the program's flags reject the arguments {list(argv)!r}: "
+            f"{str(e).rstrip('.')}. Fix: give "
             "the program's own arguments with --argv '...'."
         ) from e

@@ -8,6 +8,7 @@ import os
 import re
 import types
 
+from queue_pipeline._migrate.removed_imports import without_removed_imports
 from queue_pipeline._migrate import codegen, generated_names, internal_errors, twin_failures
 from queue_pipeline._migrate import verify as _verify
 import tensorflow as tf
@@ -207,6 +208,9 @@ def finish(
     module, *, script=False, not_run=(),
 ) -> MigrationResult:  # fmt: skip
     """The diff, the file written (unless DIFFER) and the result."""
+    # NOTE [ A removed import the written code does not need ]
+    source, kept_out = without_removed_imports(source, rewrite.added, list(not_run))
+    differences = list(differences) + kept_out
     diff = "".join(
         difflib.unified_diff(
             original.splitlines(keepends=True),

@@ -37,6 +37,7 @@ from queue_pipeline._migrate.syntax import (
     tuple_returns,
 )
 from queue_pipeline._migrate.readers import Readers
+from queue_pipeline._migrate import taken_reads
 from queue_pipeline._migrate.base import (
     tensor_names,
     BATCHING,
@@ -82,7 +83,11 @@ class RecordHelpers(Readers):
             doc = self.text(stmts[0], 1)
             self.flag_queue_docstring(fn, stmts[0])
             stmts = stmts[1:]
+        # NOTE [ A read in the branch the run took ]
+        stmts, guards = taken_reads.taken_statements(self, fn, stmts)
+        marks: list[int] = []  # where each statement's text starts in `body`
         for index, stmt in enumerate(stmts):
+            marks.append(len(body))
             batcher = next((c for c in self.calls_in(stmt) if callee(c) in BATCHING), None)
             if batcher is not None and value:  # NOTE [ A reading helper that batches ]
                 body.append(self._batching_return(fn, stmt, batcher, stmts[index + 1 :]))
@@ -123,6 +128,12 @@ class RecordHelpers(Readers):
             body.append(self.text(stmt, 1, tuple_returns(stmt)))
             kept_stmts.append(stmt)
         used = set().union(*(names_in(st) for st in kept_stmts)) if kept_stmts else set()
+        if any(guards):
+            used |= taken_reads.test_names(guards)
+            ends = [*marks[1:], len(body)]
+            body = taken_reads.written_guarded(
+                self, [(body[a:b], g) for a, b, g in zip(marks, ends, guards)]
+            )
         if len(lockstep) > 1:
             self.record_lockstep[fn.name] = lockstep
             value = ", ".join(v for _, _, v in lockstep)

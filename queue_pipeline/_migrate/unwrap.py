@@ -106,7 +106,9 @@ def unwrap(
     body = "".join(code(st) for st in _spaced(kept, top=wrapped.indent == ""))
     if wrapped.lead and not body.startswith(wrapped.lead):
         body = wrapped.lead + body  # the blank line or comment above the region
-    body += f"{var} = {code(returned)}\n"
+    returned = _not_prefetched_twice(returned, kept, module)
+    if code(returned).strip() != var:
+        body += f"{var} = {code(returned)}\n"
     initializer = ""
     if initializable:  # a one-shot iterator cannot capture a variable
         it = next(n for n in ("iterator", "input_iterator", "dataset_iterator") if n not in used)
@@ -171,3 +173,46 @@ def _spaced(statements: list, *, top: bool) -> list:
         after_def = isinstance(st, cst.FunctionDef)
         out.append(st)
     return out
+
+
+def _not_prefetched_twice(returned: cst.BaseExpression, kept: list, module: cst.Module):
+    """`returned` without its ``.prefetch(...)`` when the Dataset it prefetches is the
+    result of a function of the module whose every ``return`` prefetches already
+    (``dataset = f_dataset()``, then the region's ``dataset.prefetch(AUTOTUNE)``)."""
+    if not (
+        isinstance(returned, cst.Call)
+        and isinstance(returned.func, cst.Attribute)
+        and returned.func.attr.value == "prefetch"
+        and isinstance(returned.func.value, cst.Name)
+        and kept
+    ):
+        return returned
+    name = returned.func.value.value
+    last = kept[-1]
+    assign = last.body[0] if isinstance(last, cst.SimpleStatementLine) else None
+    if not (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and m.matches(assign.targets[0].target, m.Name(name))
+        and isinstance(assign.value, cst.Call)
+        and isinstance(assign.value.func, cst.Name)
+    ):
+        return returned
+    called = assign.value.func.value
+    definition = next(
+        (s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value == called),
+        None,
+    )
+    if definition is None:
+        return returned
+    returns = [r for r in m.findall(definition, m.Return()) if isinstance(r, cst.Return)]
+    prefetched = [
+        r.value
+        for r in returns
+        if isinstance(r.value, cst.Call)
+        and isinstance(r.value.func, cst.Attribute)
+        and r.value.func.attr.value == "prefetch"
+    ]
+    if not returns or len(prefetched) != len(returns):
+        return returned
+    return returned.func.value

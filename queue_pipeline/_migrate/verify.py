@@ -244,7 +244,7 @@ def _verify(
             f"(legacy) against {shown(plain.get('twin'))} (migrated)" + suffix,
             report,
         )
-    unproven = unreproducible or _cut_short(report, bound)
+    unproven = unreproducible or _cut_short(report, bound) or _legacy_empty(report)
     if unproven:
         return Verdict("UNVERIFIED", unproven + suffix, report)
     if report.matched:
@@ -253,6 +253,24 @@ def _verify(
     if tail is not None:
         return Verdict("MATCH", tail.described(report.mode) + suffix, report)
     return Verdict("DIFFER", report.mode + suffix, report)
+
+
+def _legacy_empty(report) -> str:
+    """Why nothing is proven when the legacy pipeline delivered no example and the twin
+    did (NOTE [ Readers in lockstep on one queue ] is one way); "" otherwise."""
+    legacy, twin = getattr(report, "legacy", None), getattr(report, "twin", None)
+    if report.matched or legacy is None or twin is None:
+        return ""
+    if legacy.examples or not twin.examples:
+        return ""
+    return (
+        "the legacy pipeline delivered nothing with these arguments (TF 1.x ended before its "
+        f"first batch; the tf.data version gave {twin.examples} example(s)), so there is "
+        "nothing to compare: this is the legacy code's behaviour, not a difference of the "
+        "tf.data version (fewer records or files in its epochs than one batch or its readers "
+        "need); migrate with arguments under which the legacy code delivers batches (more "
+        "epochs, num_epochs=None, or a smaller batch)"
+    )
 
 
 def with_batch_mates(verdict: Verdict, per_batch: bool) -> Verdict:

@@ -83,6 +83,47 @@ def _renamed_in_1_0(old: str, new: str) -> str:
     return f"it was renamed `{name}` in TensorFlow 1.0{' ' + note if note else ''}{tail}"
 
 
+# tf.contrib.layers' feature columns -> TensorFlow 2.x's (tf.feature_column)
+_CONTRIB_COLUMNS = {
+    "create_feature_spec_for_parsing": "tf.compat.v1.feature_column.make_parse_example_spec",
+    "real_valued_column": "tf.feature_column.numeric_column",
+    "sparse_column_with_keys": "tf.feature_column.categorical_column_with_vocabulary_list",
+    "sparse_column_with_hash_bucket": "tf.feature_column.categorical_column_with_hash_bucket",
+    "sparse_column_with_integerized_feature": (
+        "tf.feature_column.categorical_column_with_identity"
+    ),
+    "embedding_column": "tf.feature_column.embedding_column",
+    "one_hot_column": "tf.feature_column.indicator_column",
+    "bucketized_column": "tf.feature_column.bucketized_column",
+    "crossed_column": "tf.feature_column.crossed_column",
+    "input_from_feature_columns": "tf.compat.v1.feature_column.input_layer",
+    "parse_feature_columns_from_examples": (
+        "tf.io.parse_example(serialized, tf.feature_column.make_parse_example_spec(columns))"
+    ),
+}
+_QUEUE_READER = (
+    "or read with the core queue API (tf.train.string_input_producer + a reader + "
+    "tf.train.batch), which migrate rewrites and proves"
+)
+# tf.contrib.learn's input readers -> tf.data (also under tf.contrib.learn.io)
+_READERS = {
+    "read_batch_features": (
+        f"use `tf.data.experimental.make_batched_features_dataset`, {_QUEUE_READER}"
+    ),
+    "read_batch_record_features": (
+        f"use `tf.data.experimental.make_batched_features_dataset`, {_QUEUE_READER}"
+    ),
+    "read_keyed_batch_features": (
+        f"use `tf.data.experimental.make_batched_features_dataset`, {_QUEUE_READER}"
+    ),
+    "read_batch_examples": (
+        f"use `tf.data.TFRecordDataset(files).batch(batch_size)`, {_QUEUE_READER}"
+    ),
+    "read_keyed_batch_examples": (
+        f"use `tf.data.TFRecordDataset(files).batch(batch_size)`, {_QUEUE_READER}"
+    ),
+}
+
 REMOVED: dict[str, str] = {
     **{old: _renamed_in_1_0(old, new) for old, new in _RENAMED_IN_1_0.items()},
     "contrib": (
@@ -105,6 +146,18 @@ REMOVED: dict[str, str] = {
     "contrib.layers": (
         f"use `tf_slim.layers` from {_SLIM}: `slim.fully_connected`, "
         "`slim.conv2d`, ...; or rewrite with `tf.keras.layers`"
+    ),
+    # NOTE [ A tf.contrib name's own replacement ]: the feature-column and input-reader
+    # names of tf.contrib.layers / tf.contrib.learn have core replacements, each named
+    # (a module's advice, such as tf_slim.layers, does not hold them)
+    **{f"contrib.layers.{old}": f"use `{new}`" for old, new in _CONTRIB_COLUMNS.items()},
+    **{
+        f"contrib.{kind}.{old}": fix
+        for kind in ("learn", "learn.io")
+        for old, fix in _READERS.items()
+    },
+    "contrib.learn.ModeKeys": (
+        "use its values, plain strings: `'train'`, `'eval'`, `'infer'` (TRAIN, EVAL, INFER)"
     ),
     "contrib.layers.l2_regularizer": (
         f"use `slim.l2_regularizer` from {_SLIM}, or `tf.keras.regularizers.l2`"
