@@ -139,7 +139,11 @@ class DataProviders(Readers):
         try:
             reader_fn = chains.reader_dataset(*spec)
         except chains.Unsupported as e:
-            raise self.fail(fn, stmt, f"the dataset's reader: {e}") from e
+            raise self.fail(
+                fn, stmt, f"the dataset's reader: {e}; give the dataset a reader tf.data has a "
+                "counterpart for (TFRecordReader, TextLineReader, FixedLengthRecordReader, "
+                "WholeFileReader), or read the files with tf.data yourself"
+            ) from e  # fmt: skip
         producer: dict[str, str] = {
             "string_tensor": f"{module}.parallel_reader.get_data_files({name}.data_sources)"
         }
@@ -154,9 +158,9 @@ class DataProviders(Readers):
                 f"num_parallel_calls={chains.AUTOTUNE})"
             )
             self.differences.append(
-                f"{self.where(line)}: the provider's {readers} readers hand out records in "
-                "the order their threads come in; the Dataset interleaves that many files, "
-                "one record of each in turn (one order they could deliver)"
+                f"{self.where(line)}: `num_readers={readers}`: the provider's readers hand "
+                "out records in the order their threads come in; the Dataset interleaves that "
+                "many files, one record of each in turn (one order they could deliver)"
             )
         seed = f", seed={args['seed']}" if "seed" in args else ""
         shuffle = _literal_bool(args.get("shuffle", "True"))
