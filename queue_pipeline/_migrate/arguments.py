@@ -88,22 +88,66 @@ def call_arguments(
     """
     with tf.Graph().as_default():
         args, kwargs = parse_call(module, call)
-    if any(_graph_bound(v) for v in tf.nest.flatten((list(args), kwargs))):
+    if _graph_bound((args, kwargs)):
         return (), {}, GraphCall(module, call or "")
     return args, kwargs, None
 
 
-def _graph_bound(value: Any, depth: int = 0) -> bool:
-    """Whether `value` belongs to a graph (a tensor, an op, a reader or queue object), or is
-    an object whose attributes do (a class whose constructor built tensors)."""
-    if isinstance(value, type):
-        return False
-    if any(has(value, a) for a in ("graph", "reader_ref", "queue_ref")):
-        return True
-    attributes = getattr(value, "__dict__", None) if depth == 0 else None
-    if not isinstance(attributes, dict):
-        return False
-    return any(_graph_bound(v, 1) for v in tf.nest.flatten(list(attributes.values())))
+# how deep and how widely _graph_bound looks into an argument's attributes and containers
+_GRAPH_BOUND_DEPTH = 6
+_GRAPH_BOUND_VALUES = 2000
+
+
+def _graph_bound(value: Any) -> bool:
+    """Whether `value` belongs to a graph (a tensor, an op, a reader or queue object), or holds
+    one at any depth of its attributes and containers (a class whose constructor built
+    tensors; tf-slim's ``Dataset`` whose decoder's ``FixedLenFeature`` has a tensor
+    ``default_value``).
+
+    The walk is bounded (depth and number of values) and skips classes, modules and
+    functions: a graph object deeper than that is not seen (the call then fails in the
+    graph it was made in, and the failure says so: see ``failure_hints.failure_fix``).
+    """
+    seen: set[int] = set()
+    todo: list[tuple[Any, int]] = [(value, 0)]
+    while todo and len(seen) < _GRAPH_BOUND_VALUES:
+        item, depth = todo.pop()
+        if id(item) in seen or item is None or isinstance(item, _NOT_WALKED):
+            continue
+        seen.add(id(item))
+        if isinstance(item, (tf.Tensor, tf.Operation, tf.Variable)) or any(
+            has(item, a) for a in ("graph", "reader_ref", "queue_ref")
+        ):
+            return True
+        if depth >= _GRAPH_BOUND_DEPTH:
+            continue
+        todo.extend((v, depth + 1) for v in _parts(item))
+    return False
+
+
+_NOT_WALKED = (
+    type,
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    str,
+    bytes,
+    int,
+    float,
+    complex,
+    bool,
+)
+
+
+def _parts(value: Any) -> list:
+    """The values `value` holds: a container's items, an object's attributes."""
+    if isinstance(value, dict):
+        return list(value.values())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return list(value)
+    attributes = getattr(value, "__dict__", None)
+    return list(attributes.values()) if isinstance(attributes, dict) else []
 
 
 def parse_call(module: types.ModuleType, call: str | None) -> tuple[tuple, dict]:

@@ -26,7 +26,7 @@ from queue_pipeline._migrate.syntax import (
     string_lines,
 )
 from queue_pipeline._migrate.generated_names import mark
-from queue_pipeline._migrate.known_names import BATCHING, PRODUCERS, READS
+from queue_pipeline._migrate.known_names import BATCHING, PRODUCERS, PROVIDER, READS
 from queue_pipeline._migrate import record_objects
 from queue_pipeline._migrate.record_draws import draw_kind
 from queue_pipeline._migrate.trace import MigrateError, Trace
@@ -64,7 +64,12 @@ READER_CLASSES = (
 )
 # Every call that builds or reads a stage of a queue pipeline, by its name.
 STAGE_CALLS = frozenset(
-    PRODUCERS + BATCHING + READS + READER_CLASSES + OWN_QUEUE_CALLS + ("slice_input_producer",)
+    PRODUCERS
+    + BATCHING
+    + READS
+    + READER_CLASSES
+    + OWN_QUEUE_CALLS
+    + ("slice_input_producer", PROVIDER)
 )
 
 
@@ -248,6 +253,8 @@ class State:
     read_from: list[str] = dataclasses.field(default_factory=list)
     read_by: set = dataclasses.field(default_factory=set)
     shuffled: set = dataclasses.field(default_factory=set)
+    # tf-slim providers built: name -> (dataset text, record_key text) (data_providers.py)
+    providers: dict = dataclasses.field(default_factory=dict)
     fn: Any = None  # the Function rewritten (its statements read after the map)
     # a batching helper's records mapped (its Dataset is ``records`` from then on)
     mapped: bool = False

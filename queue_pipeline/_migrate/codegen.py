@@ -78,6 +78,7 @@ from queue_pipeline._migrate.base import (
     Step,
 )
 from queue_pipeline._migrate.branches import NOT_PER_BATCH
+from queue_pipeline._migrate.data_providers import DataProviders
 from queue_pipeline._migrate.helper_calls import HelperCalls
 
 __all__ = ["Rewrite", "Step", "rewrite"]
@@ -125,7 +126,7 @@ class Rewrite:
     names: list[str] = dataclasses.field(default_factory=list)
 
 
-class _Rewriter(HelperCalls):
+class _Rewriter(DataProviders, HelperCalls):
     """One rewrite of a traced function and the helpers on its path."""
 
     # -------------------------------------------------------------- pipelines
@@ -257,6 +258,9 @@ class _Rewriter(HelperCalls):
                 "the static shapes a queue loses; a Dataset keeps them"
             )
             return []
+        provided = self.provider_statement(fn, stmt, calls, state, depth)
+        if provided is not None:  # NOTE [ Migrating tf-slim's DatasetDataProvider ]
+            return provided
         own = self.own_queue_statement(fn, stmt, calls, state, depth)
         if own is not None:  # NOTE [ Migrating the function's own queue ]
             return own

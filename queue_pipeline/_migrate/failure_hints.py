@@ -38,6 +38,10 @@ _FLOAT_FOR_INT = re.compile(r"Expected u?int\d+.*of type 'float'", re.S)
 _PY2_VIEWS = re.compile(r"'(dict_items|dict_keys|dict_values|map|filter|zip|range)'( object)?")
 
 
+# TensorFlow's error for an op whose inputs belong to two graphs
+_FOREIGN_GRAPH = re.compile(r"must be from the same graph")
+
+
 def failure_fix(
     fn: Callable[..., Any], args: tuple, kwargs: dict | None, error: BaseException, path: str
 ) -> str:
@@ -50,6 +54,13 @@ def failure_fix(
         return defaults
     if not _fits(fn, args, kwargs):
         return "pass arguments that fit its signature (--call)"
+    if (args or kwargs) and _FOREIGN_GRAPH.search(str(error)):
+        return (
+            "a `--call` argument holds a tensor made in another graph (deeper in its attributes "
+            "than migrate looks); migrate makes the arguments again in each graph only when it "
+            "sees one: build that object inside the function (or a wrapper function that "
+            "builds it and calls this one, migrated instead), then migrate"
+        )
     frame = loading.raised_frame(error, path)
     if frame is None or _about_arguments(error, args, kwargs):
         return _CALL

@@ -34,14 +34,22 @@ from collections.abc import Iterator
 import libcst as cst
 import libcst.matchers as m
 
-from queue_pipeline._migrate.known_names import BATCHING, READS, WRAPPER
+from queue_pipeline._migrate.known_names import BATCHING, PROVIDER, READS, WRAPPER
 from queue_pipeline._migrate.loading import MigrateError
 from queue_pipeline._migrate.syntax import callee, names_in
 
 __all__ = ["GENERATED", "kept_apart", "maps_per_batch", "mark", "script_scope", "unmark", "uses"]
 
 # the names the written code binds in a pipeline function's version
-GENERATED = ("dataset", "records", "per_record", "per_batch", "per_record_values")
+GENERATED = (
+    "dataset",
+    "records",
+    "per_record",
+    "per_batch",
+    "per_record_values",
+    "provided_record",
+    "provided_dataset",
+)
 _MARK = "__qp_user_name__"
 # the names of the scope a script's pipeline lines go back into (see script_scope)
 _SCRIPT_SCOPE: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar(
@@ -137,7 +145,8 @@ def _read_late(rw, fn) -> set[str]:
         line
         for line, s in statements
         if any(
-            callee(c) in (*READS, *BATCHING) or rw.helper_of(c) is not None for c in rw.calls_in(s)
+            callee(c) in (*READS, *BATCHING, PROVIDER) or rw.helper_of(c) is not None
+            for c in rw.calls_in(s)
         )
     ]
     if not starts:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from queue_pipeline import plan
 
-__all__ = ["BATCHING", "PRODUCERS", "READS", "WRAPPER"]
+__all__ = ["BATCHING", "PRODUCERS", "PROVIDER", "READS", "WRAPPER"]
 
 PRODUCERS = ("string_input_producer", "input_producer", "range_input_producer")
 BATCHING = tuple(sorted(plan.BATCHING_KINDS))
 READS = ("read", "read_up_to")
+# tf-slim's provider (NOTE [ Migrating tf-slim's DatasetDataProvider ])
+PROVIDER = "DatasetDataProvider"
 # the function a script's pipeline lines are wrapped in to run and migrate them:
 # a name of migrate's, not the user's
 WRAPPER = "_inline_pipeline"

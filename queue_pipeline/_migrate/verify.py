@@ -158,11 +158,7 @@ def _verify(
         def side(name, build):
             call = (args, kwargs)
             if graph_call is not None:
-                # The twin may be built eagerly; a graph object it is passed
-                # (the legacy reader it no longer reads) is made in a graph of its own.
-                scratch = tf.executing_eagerly()
-                with tf.Graph().as_default() if scratch else contextlib.nullcontext():
-                    call = graph_call.arguments()
+                call = _graph_call_arguments(graph_call)
             with held.build():
                 pipeline, plain[name] = split_plain(build(*call))
             return _with_loaders_run(pipeline)
@@ -337,6 +333,24 @@ def _cut_short(report, endless: bool = False) -> str:
         "random: the first batches of two shuffled runs hold different records, so they prove "
         f"nothing; {fix}"
     )
+
+
+def _graph_call_arguments(graph_call) -> tuple[tuple, dict]:
+    """`--call`'s arguments made again for one side of the proof.
+
+    In a graph they are made in it. The twin may be built eagerly: there the
+    arguments are made eagerly too (a tensor an object holds, such as a
+    tf-slim decoder's feature default, is then one the twin's map can
+    capture), unless that raises (a legacy reader, which the twin no longer
+    reads, cannot be made eagerly): then in a graph of their own.
+    """
+    if not tf.executing_eagerly():
+        return graph_call.arguments()
+    try:
+        return graph_call.arguments()
+    except MigrateError:
+        with tf.Graph().as_default():
+            return graph_call.arguments()
 
 
 # NOTE [ Pipelines returned in lists ]
