@@ -48,6 +48,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import OWN_QUEUES, READS, State, Step
+from queue_pipeline._migrate.constant_queues import typed_values
 from queue_pipeline._migrate.dequeued_values import is_whole_value, nested_dequeue
 from queue_pipeline._migrate.stages import Stages
 from queue_pipeline._migrate.syntax import (
@@ -155,6 +156,10 @@ class OwnQueues(Stages):
             args = {**known, **args}
         state.own_queues[targets[0]] = (kind, args)
         state.enqueued.pop(targets[0], None)  # a new queue under that name
+        if self._of_arrays(fn, targets[0]):  # NOTE [ A queue filled from arrays in memory ]
+            if kind == "RandomShuffleQueue":
+                self._shuffle_difference(fn, stmt, kind)
+            return []  # its records start at the enqueue, its shuffle with them
         if not state.element and not state.pending and fn.role != "batch":
             # made before its records are read (Inception's examples queue, a
             # RandomShuffleQueue in training and a FIFOQueue in evaluation): its
@@ -206,6 +211,8 @@ class OwnQueues(Stages):
         else:
             element = [values]
         kind, args = state.own_queues[name]
+        if self._of_arrays(fn, name):  # NOTE [ A queue filled from arrays in memory ]
+            return self._array_source(fn, stmt, call, element, state, depth)
         if (
             callee(call) == "enqueue"
             and kind in ("FIFOQueue", "PaddingFIFOQueue")
@@ -234,11 +241,45 @@ class OwnQueues(Stages):
         state.enqueued[name] = (values, callee(call) == "enqueue_many")
         return out
 
+    def _of_arrays(self, fn, name: str) -> bool:
+        """Whether the queue `name` of `fn` is one runners fill from arrays in memory."""
+        queue = fn.call.local_values.get(name) if fn.call is not None else None
+        op = getattr(getattr(queue, "queue_ref", None), "op", None)
+        return op is not None and op.name in self.trace.array_queues
+
+    def _array_source(self, fn, stmt, call, element: list[str], state: State, depth: int):
+        """The enqueue of arrays as the Dataset of its records, repeated; the queue's
+        shuffle after it: NOTE [ A queue filled from arrays in memory ]."""
+        name = _queue_name(call)
+        kind, args = state.own_queues[name]
+        many = callee(call) == "enqueue_many"
+        if state.element or state.pending or state.batch_element:
+            raise self.fail(
+                fn, stmt, f"it fills {name} from arrays in memory in a function that already "
+                "reads records (one Dataset holds one pipeline): fill the queue in a function "
+                "of its own and migrate that"
+            )  # fmt: skip
+        queue = fn.call.local_values.get(name) if fn.call is not None else None
+        values = typed_values(element, getattr(queue, "dtypes", None), fn)
+        values_text = values[0] if len(values) == 1 else f"({', '.join(values)})"
+        source = "from_tensor_slices" if many else "from_tensors"
+        lines = [f"records = tf.data.Dataset.{source}({values_text}).repeat()"]
+        if kind == "RandomShuffleQueue":
+            seed = f", seed={args['seed']}" if "seed" in args else ""
+            lines.append(f"records = records.shuffle({args['capacity']}{seed})")
+        self.steps.append(Step(fn.line(stmt), f"{kind}.{callee(call)}", " / ".join(lines)))
+        state.element = self._element_names(fn, element, state)
+        state.enqueued[name] = (", ".join(element), many)
+        return ["    " * depth + line + "\n" for line in lines]
+
     def _own_runner(self, fn, stmt, runners: list) -> None:
         """The QueueRunner lines go; several threads are a difference in order."""
         for call in runners:
             if callee(call) != "QueueRunner" or len(call.args) < 2:
                 continue
+            queue = call.args[0].value
+            if isinstance(queue, cst.Name) and self._of_arrays(fn, queue.value):
+                continue  # one op of the same arrays: in order (NOTE [ A queue filled from ...
             ops = self.code(call.args[1].value)
             threads = re.fullmatch(r"\[.+\]\s*\*\s*(\w+)", ops.strip())
             if threads is not None and threads.group(1) != "1":
