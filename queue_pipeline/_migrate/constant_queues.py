@@ -217,7 +217,8 @@ def typed_values(element: list[str], dtypes, fn) -> list[str]:
     """
     if not dtypes or len(dtypes) != len(element):
         return list(element)
-    values = fn.call.local_values if fn.call is not None else {}
+    values = dict(vars(fn.rw.trace.module))  # a script's arrays are its module's names
+    values.update(fn.call.local_values if fn.call is not None else {})
     out = []
     for text, dtype in zip(element, dtypes):
         value = values.get(text) if text.isidentifier() else _literal(text)
