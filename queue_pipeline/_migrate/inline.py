@@ -153,6 +153,8 @@ def _inline_pass(
     except MigrateError as e:
         message = foreign.map_lines(str(e), copy) if foreign is not None else str(e)
         message = _script.map_lines(message, wrapped, copy, real)
+        named = f"{function}()" if function else "the script"
+        message = message.replace(f"{_script.WRAPPER}() ", f"{named} ")  # the user's words
         # NOTE [ A refusal at the line that reads the pipeline's names ]
         message = quoted_read(message, wrapped.names, original, real, wrapped.region[1])
         raise MigrateError(message) from e

@@ -41,6 +41,14 @@ def scaled_fifo_batches(rows=12, batch_size=5):
     return data_batch * 2.0, label_batch
 
 
+def fifo_batches(rows=100_000, batch_size=500, threads=8):
+    features, targets = make_arrays(rows)
+    queue = tf.FIFOQueue(capacity=2 * batch_size, dtypes=[tf.float32, tf.int32], shapes=[[4], []])
+    enqueue_op = queue.enqueue_many([features, targets])
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [enqueue_op] * threads))
+    return queue.dequeue_many(batch_size)
+
+
 def shuffled_batches(rows=40, batch_size=8):
     features, targets = make_arrays(rows)
     queue = tf.RandomShuffleQueue(
