@@ -188,3 +188,62 @@ def test_the_proof_of_a_large_array_queue_keeps_its_memory_bounded(tmp_path):
     print(f"peak RSS: {base['peak_kib'] / 1024:.0f} MiB imported, +{grown:.0f} MiB proving")
     # the arrays are 2 MB; the proof keeps at most compare's 256 MiB of batches
     assert grown < 400, (base, proof)
+
+
+# ------------------------------------------------------------------------------------------
+# A batching call over an own queue's dequeue (readers fill it): the queue's stream, then
+# the batching call's chain (tests/scripts/unseen_batched_own_queue*.py).
+
+BATCHED = os.path.join(os.path.dirname(__file__), "scripts", "unseen_batched_own_queue.py")
+
+
+@pytest.fixture
+def line_files(tmp_path):
+    paths = []
+    for f in range(2):
+        path = tmp_path / f"n{f}.txt"
+        path.write_text("".join(f"{10 * f + i}.5,{i % 3}\n" for i in range(9)))
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("function", "chain"),
+    [
+        ("batched_lines", "dataset = records.batch(batch_size)"),
+        ("shuffled_lines", "dataset = records.shuffle(40, seed=3)"),
+        ("threads_of_one_read", "dataset = records.batch(batch_size)"),
+        ("helper_filled_lines", "dataset = records.shuffle(30, seed=2)"),
+    ],
+)
+def test_a_batching_call_over_an_own_queues_dequeue_follows_its_stream(line_files, function, chain):
+    result = migrate(BATCHED, function, args=(line_files, 4))
+    assert result.verdict.status == "MATCH", result.report()
+    new = _new(result, function)
+    assert chain in new, new
+    assert "Queue" not in new and "dequeue" not in new and "tf.train." not in new
+    if function == "helper_filled_lines":  # the helper returns the Dataset of what it enqueued
+        assert "records = _line_queue_dataset(files, num_readers)" in new
+        assert "cycle_length=num_readers" in _new(result, "_line_queue")
+    elif function != "threads_of_one_read":
+        assert "cycle_length=num_readers" in new  # the loop of readers: an interleave
+    # every record of the epoch, each once: the legacy side's 18 lines
+    assert result.verdict.report.legacy.examples == 18
+
+
+@pytest.mark.slow
+def test_a_script_batching_its_own_queues_dequeue_prints_what_it_printed(tmp_path, line_files):
+    copy_script("unseen_batched_own_queue_script.py", tmp_path, "batched.py")
+    done = _cli(tmp_path, "migrate", "batched.py", "--out", "migrated.py")
+    assert done.returncode == 0, done.stderr
+    assert "Verify: MATCH" in done.stderr, done.stderr
+    before = _cli(tmp_path, "run", "batched.py")
+    after = _cli(tmp_path, "run", "migrated.py")
+    assert before.returncode == 0, before.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout and before.stdout.startswith("18 "), after.stdout
+    migrated = (tmp_path / "migrated.py").read_text()
+    code = migrated[migrated.index("import tensorflow") :]
+    assert "TextLineDataset" in code and ".batch(3)" in code
+    for gone in ("Queue", "coord", "dequeue"):
+        assert gone not in code, migrated
