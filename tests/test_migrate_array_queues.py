@@ -82,6 +82,14 @@ def test_ops_on_the_whole_arrays_stay_and_batches_are_mapped(tmp_path):
     assert "data_batch * 2.0" in new and "map(" in new
 
 
+def test_a_list_of_arrays_enqueued_by_name_is_sliced_as_a_tuple(tmp_path):
+    result = migrate(FUNCTIONS, "listed_rows")
+    assert result.verdict.status == "MATCH", result.report()
+    new = _new(result, "listed_rows")
+    # a list would be stacked into one tensor: each array is sliced on its own
+    assert "records = tf.data.Dataset.from_tensor_slices(tuple(tensors)).repeat()" in new
+
+
 def test_a_shuffling_queue_of_arrays_is_a_shuffle_compared_as_a_bounded_multiset(tmp_path):
     result = migrate(FUNCTIONS, "shuffled_batches")
     assert result.verdict.status == "MATCH", result.report()

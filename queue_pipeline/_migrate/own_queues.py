@@ -26,6 +26,10 @@ Its statements migrate as the batching call they amount to:
   shuffle, for a RandomShuffleQueue).
 * **Branches** (a train branch that distorts, an eval branch that crops) keep
   their own per-record statements, as any ``if`` does.
+* **Arrays in memory** filling it (no reader: the queue tutorial's
+  ``enqueue_many([data, target])`` of NumPy arrays) are its source,
+  ``from_tensor_slices(...).repeat()``: NOTE [ A queue filled from arrays in
+  memory ] in :mod:`queue_pipeline._migrate.constant_queues`.
 * Refused, with the line: a queue filled by a loop of readers, an enqueue
   outside the function, a dequeue of a queue no enqueue of the function fills.
 
@@ -262,6 +266,9 @@ class OwnQueues(Stages):
         queue = fn.call.local_values.get(name) if fn.call is not None else None
         values = typed_values(element, getattr(queue, "dtypes", None), fn)
         values_text = values[0] if len(values) == 1 else f"({', '.join(values)})"
+        held = fn.call.local_values if fn.call is not None else {}
+        if len(values) == 1 and isinstance(held.get(values[0]), list):
+            values_text = f"tuple({values[0]})"  # a list of arrays: one array each, not stacked
         source = "from_tensor_slices" if many else "from_tensors"
         lines = [f"records = tf.data.Dataset.{source}({values_text}).repeat()"]
         if kind == "RandomShuffleQueue":

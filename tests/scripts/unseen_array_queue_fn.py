@@ -83,3 +83,12 @@ def drawn_rows(rows=12):
     enqueue_op = queue.enqueue_many([features])
     tf.train.add_queue_runner(tf.train.QueueRunner(queue, [enqueue_op] * 2))
     return queue.dequeue()
+
+
+def listed_rows(rows=12, batch_size=3):
+    features, targets = make_arrays(rows)
+    queue = tf.FIFOQueue(capacity=20, dtypes=[tf.float32, tf.int64], shapes=[[4], []])
+    tensors = [features, targets]
+    enqueue_op = queue.enqueue_many(tensors)
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [enqueue_op] * NUM_THREADS))
+    return queue.dequeue_many(batch_size)
