@@ -255,3 +255,24 @@ def test_a_script_batching_its_own_queues_dequeue_prints_what_it_printed(tmp_pat
     assert "TextLineDataset" in code and ".batch(3)" in code
     for gone in ("Queue", "coord", "dequeue"):
         assert gone not in code, migrated
+
+
+def test_an_enqueue_whose_values_depend_on_a_test_is_refused_at_its_line(tmp_path, line_files):
+    """Was "a bug in migrate" (a SyntaxError in the written per-record function)."""
+    path = tmp_path / "keyed.py"
+    path.write_text(
+        "import tensorflow.compat.v1 as tf\n\n\n"
+        "def lines(files, batch_size, keyed=False):\n"
+        "    queue = tf.train.string_input_producer(files, num_epochs=1, shuffle=False)\n"
+        "    q = tf.FIFOQueue(100, [tf.string], shapes=[[]])\n"
+        "    key, value = tf.TextLineReader().read(queue)\n"
+        "    enq = q.enqueue([key, value] if keyed else [value])\n"
+        "    tf.train.add_queue_runner(tf.train.QueueRunner(q, [enq] * 4))\n"
+        "    example = q.dequeue()\n"
+        "    return tf.train.batch([example], batch_size, allow_smaller_final_batch=True)\n"
+    )
+    with pytest.raises(MigrateError) as e:
+        migrate(str(path), "lines", args=(line_files, 4))
+    message = str(e.value)
+    assert f"{path}:8: cannot migrate `enq = q.enqueue([key, value] if keyed else" in message
+    assert "depends on a test" in message and "bug in migrate" not in message

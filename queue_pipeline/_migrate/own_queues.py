@@ -210,6 +210,12 @@ class OwnQueues(Stages):
             raise self.fail(fn, stmt, "the enqueue has no values")
         node = call.args[0].value
         values = self.code(node)
+        if isinstance(node, cst.IfExp):
+            raise self.fail(
+                fn, stmt, f"what it enqueues depends on a test (`{values}`): the element of "
+                "a Dataset has one structure; write the enqueue in each branch of an `if` "
+                "(`if keyed: enqueue = q.enqueue([key, value])` / `else: ...`)"
+            )  # fmt: skip
         if isinstance(node, (cst.List, cst.Tuple)):
             element = [self.code(e.value) for e in node.elements]
         else:
