@@ -104,6 +104,24 @@ def test_a_shuffling_queue_of_arrays_is_a_shuffle_compared_as_a_bounded_multiset
     assert any("RandomShuffleQueue: a shuffle buffer" in d for d in result.differences)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "shuffled"])
+def test_several_enqueue_ops_of_arrays_are_sampled_and_compared_as_a_bounded_multiset(kind):
+    """Threads of two ops interleave their enqueues in an order of their own (probed)."""
+    result = migrate(FUNCTIONS, "two_arrays", args=(kind, 4), epochs=2)
+    assert result.verdict.status == "MATCH", result.report()
+    assert result.verdict.reason.startswith("multiset;"), result.verdict.reason
+    assert f"{_BOUNDED} 2 pass(es)" in result.verdict.reason
+    assert result.verdict.report.legacy.examples == 2 * (8 + 4)
+    new = _new(result, "two_arrays")
+    assert "records = tf.data.Dataset.sample_from_datasets([records, tf.data.Dataset." in new
+    # the shuffle of the queue the run made, after the records of both ops
+    lines = [line.strip() for line in new.splitlines()]
+    at = lines.index("records = records.shuffle(*queue_shuffle)")
+    assert lines[at - 2].startswith("records = tf.data.Dataset.sample_from_datasets(")
+    assert "queue_shuffle = (20, 5)" in new and "queue_shuffle = None" in new
+    assert any("sample_from_datasets draws" in d for d in result.differences)
+
+
 def test_an_enqueue_of_one_row_is_that_row_repeated(tmp_path):
     result = migrate(FUNCTIONS, "one_row", epochs=3)
     assert result.verdict.status == "MATCH", result.report()

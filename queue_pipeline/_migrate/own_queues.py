@@ -163,7 +163,14 @@ class OwnQueues(Stages):
         if self._of_arrays(fn, targets[0]):  # NOTE [ A queue filled from arrays in memory ]
             if kind == "RandomShuffleQueue":
                 self._shuffle_difference(fn, stmt, kind)
-            return []  # its records start at the enqueue, its shuffle with them
+            if depth <= 1:
+                return []  # its shuffle is written at its dequeue, after all its records
+            # made in a branch (a shuffling queue in one, a FIFO in the other): each says
+            # what its dequeue shuffles
+            state.deferred.add(targets[0])
+            seed = args.get("seed", "None")
+            value = f"({args['capacity']}, {seed})" if kind == "RandomShuffleQueue" else "None"
+            return ["    " * depth + f"{targets[0]}_shuffle = {value}\n"]
         if not state.element and not state.pending and fn.role != "batch":
             # made before its records are read (Inception's examples queue, a
             # RandomShuffleQueue in training and a FIFOQueue in evaluation): its
@@ -201,7 +208,7 @@ class OwnQueues(Stages):
         queue's own part of its dequeue (rows of an enqueue_many, a shuffle buffer)."""
         pad = "    " * depth
         name = _queue_name(call)
-        if name in state.enqueued:
+        if name in state.enqueued and not self._of_arrays(fn, name):
             raise self.fail(
                 fn, stmt, f"it enqueues into {name} a second time (one enqueue per queue: "
                 "enqueue ops repeated in the QueueRunner's list are threads)"
@@ -258,12 +265,13 @@ class OwnQueues(Stages):
         return op is not None and op.name in self.trace.array_queues
 
     def _array_source(self, fn, stmt, call, element: list[str], state: State, depth: int):
-        """The enqueue of arrays as the Dataset of its records, repeated; the queue's
-        shuffle after it: NOTE [ A queue filled from arrays in memory ]."""
+        """The enqueue of arrays as the Dataset of its records, repeated; a second enqueue
+        op of arrays sampled with it: NOTE [ A queue filled from arrays in memory ]."""
         name = _queue_name(call)
-        kind, args = state.own_queues[name]
+        kind, _ = state.own_queues[name]
         many = callee(call) == "enqueue_many"
-        if state.element or state.pending or state.batch_element:
+        more = name in state.enqueued  # another op of arrays into the same queue
+        if (state.element or state.pending or state.batch_element) and not more:
             raise self.fail(
                 fn, stmt, f"it fills {name} from arrays in memory in a function that already "
                 "reads records (one Dataset holds one pipeline): fill the queue in a function "
@@ -276,14 +284,38 @@ class OwnQueues(Stages):
         if len(values) == 1 and isinstance(held.get(values[0]), list):
             values_text = f"tuple({values[0]})"  # a list of arrays: one array each, not stacked
         source = "from_tensor_slices" if many else "from_tensors"
-        lines = [f"records = tf.data.Dataset.{source}({values_text}).repeat()"]
-        if kind == "RandomShuffleQueue":
-            seed = f", seed={args['seed']}" if "seed" in args else ""
-            lines.append(f"records = records.shuffle({args['capacity']}{seed})")
-        self.steps.append(Step(fn.line(stmt), f"{kind}.{callee(call)}", " / ".join(lines)))
-        state.element = self._element_names(fn, element, state)
+        made = f"tf.data.Dataset.{source}({values_text}).repeat()"
+        line = f"records = {made}"
+        if more:  # the threads interleave the ops' enqueues: a random draw of the streams
+            line = f"records = tf.data.Dataset.sample_from_datasets([records, {made}])"
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: several enqueue ops of arrays into {name}: "
+                "the legacy threads interleave their enqueues in an order of their own; "
+                "sample_from_datasets draws from each stream at random"
+            )
+        self.steps.append(Step(fn.line(stmt), f"{kind}.{callee(call)}", line))
+        if not more:
+            state.element = self._element_names(fn, element, state)
         state.enqueued[name] = (", ".join(element), many)
-        return ["    " * depth + line + "\n" for line in lines]
+        return ["    " * depth + line + "\n"]
+
+    def _array_shuffle(self, fn, stmt, name: str, state: State, depth: int) -> list[str]:
+        """A RandomShuffleQueue of arrays' shuffle, written at its dequeue (after every
+        enqueue op's records)."""
+        kind, args = state.own_queues[name]
+        if not self._of_arrays(fn, name):
+            return []
+        if name in state.deferred:  # made in branches: each set `<name>_shuffle`
+            line = f"if {name}_shuffle:\n    records = records.shuffle(*{name}_shuffle)"
+            self.steps.append(Step(fn.line(stmt), f"{kind} (its shuffle)", line))
+            pad = "    " * depth
+            return [pad + line.replace("\n", "\n" + pad) + "\n"]
+        if kind != "RandomShuffleQueue":
+            return []
+        seed = f", seed={args['seed']}" if "seed" in args else ""
+        line = f"records = records.shuffle({args['capacity']}{seed})"
+        self.steps.append(Step(fn.line(stmt), f"{kind} (its shuffle)", line))
+        return ["    " * depth + line + "\n"]
 
     def _own_runner(self, fn, stmt, runners: list) -> None:
         """The QueueRunner lines go; several threads are a difference in order."""
@@ -306,9 +338,14 @@ class OwnQueues(Stages):
 
     def _own_dequeue(self, fn, stmt, call: cst.Call, state: State, depth: int) -> list[str]:
         name = _queue_name(call)
-        kind, _ = state.own_queues[name]
         if name not in state.enqueued:
             raise self.fail(fn, stmt, f"it dequeues from {name}, which no enqueue of it fills")
+        shuffle = self._array_shuffle(fn, stmt, name, state, depth)
+        return shuffle + self._own_dequeue_lines(fn, stmt, call, state, depth)
+
+    def _own_dequeue_lines(self, fn, stmt, call: cst.Call, state: State, depth: int):
+        name = _queue_name(call)
+        kind, _ = state.own_queues[name]
         method = callee(call)
         if name in state.passed_on:  # NOTE [ A FIFO queue read one record at a time ]
             # `values = queue.dequeue()`, its call read as what was enqueued

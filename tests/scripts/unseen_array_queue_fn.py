@@ -92,3 +92,16 @@ def listed_rows(rows=12, batch_size=3):
     enqueue_op = queue.enqueue_many(tensors)
     tf.train.add_queue_runner(tf.train.QueueRunner(queue, [enqueue_op] * NUM_THREADS))
     return queue.dequeue_many(batch_size)
+
+
+def two_arrays(kind="fifo", batch_size=4):
+    features, targets = make_arrays(8)
+    extra = np.full((4, 4), -1.0, dtype=np.float32), np.full(4, 9, dtype=np.int32)
+    if kind == "fifo":
+        queue = tf.FIFOQueue(capacity=20, dtypes=[tf.float32, tf.int32], shapes=[[4], []])
+    else:
+        queue = tf.RandomShuffleQueue(20, 4, [tf.float32, tf.int32], shapes=[[4], []], seed=5)
+    first = queue.enqueue_many([features, targets])
+    second = queue.enqueue_many([extra[0], extra[1]])
+    tf.train.add_queue_runner(tf.train.QueueRunner(queue, [first] * 2 + [second] * 2))
+    return queue.dequeue_many(batch_size)
