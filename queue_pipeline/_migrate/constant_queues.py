@@ -231,7 +231,8 @@ def typed_values(element: list[str], dtypes, fn) -> list[str]:
             out.append(text)
             continue
         try:
-            own = tf.convert_to_tensor(value).dtype
+            with tf.Graph().as_default():  # nothing added to the user's graph
+                own = tf.convert_to_tensor(value).dtype
         except (TypeError, ValueError):
             own = None
         out.append(text if own == dtype else f"tf.constant({text}, tf.{dtype.name})")
