@@ -249,9 +249,11 @@ def test_match_filenames_once_spelled_with_spaces_around_its_dots(tmp_path):
 
 def test_a_script_whose_only_queue_holds_random_draws_is_refused_at_its_lines(tmp_path):
     """A queue tutorial: the script's own FIFOQueue, filled by a QueueRunner with an
-    enqueue of ``tf.random_normal``, read in the session. No file is read, so there is
-    nothing to migrate: refused naming the script's line and the way around (was: a
-    message naming migrate's internal copy of the file and advice for functions)."""
+    enqueue of ``tf.random_normal``, read in the session. Each run enqueues other values
+    and no file is read, so no Dataset makes them again: refused at the draw's line with
+    the way around (NOTE [ A queue filled from arrays in memory ]; was: a message naming
+    migrate's internal copy of the file and advice for functions, then the session
+    code's lines with no word of the draw)."""
     path = tmp_path / "queues.py"
     path.write_text(
         "import tensorflow.compat.v1 as tf\n\n"
@@ -270,7 +272,9 @@ def test_a_script_whose_only_queue_holds_random_draws_is_refused_at_its_lines(tm
     with pytest.raises(MigrateError) as raised:
         migrate(str(path), "")
     message = str(raised.value)
-    assert f"{path}:3: the session code of the script runs tensors that no producer" in message
+    draw = "enq_op = q.enqueue([tf.random_normal([1])])"
+    assert f"{path}:4 (`{draw}`): the script reads a queue" in message, message
+    assert "RandomStandardNormal" in message and "Fix: draw the data once in NumPy" in message
     assert "__qp_" not in message and "name the function" not in message
     assert not [p for p in os.listdir(tmp_path) if "__qp_" in p]  # no copy left behind
 

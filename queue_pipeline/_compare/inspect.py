@@ -254,7 +254,7 @@ def legacy_nondeterminism(graph) -> list[Nondeterminism]:
             )
     for qr in graph.get_collection(QUEUE_RUNNERS):
         n = len(getattr(qr, "enqueue_ops", ()))
-        if n > 1:
+        if n > 1 and not _same_values_in_order(qr):
             name = getattr(getattr(qr, "queue", None), "name", "?")
             out.append(
                 Nondeterminism(
@@ -262,6 +262,24 @@ def legacy_nondeterminism(graph) -> list[Nondeterminism]:
                 )
             )
     return out
+
+
+def _same_values_in_order(qr) -> bool:
+    """Whether the threads of `qr` run one enqueue op of constants into a FIFO queue.
+
+    Each run enqueues the same values, and a FIFO queue finishes one enqueue
+    attempt before the next: the threads deliver the values repeated, in order
+    (NOTE [ A queue filled from arrays in memory ] in
+    :mod:`queue_pipeline._migrate.constant_queues`).
+    """
+    ops = graph_facts.enqueue_ops([qr])
+    queue_op = graph_facts.queue_op(getattr(qr, "queue", None))
+    return (
+        len(ops) == 1
+        and queue_op is not None
+        and "FIFOQueue" in queue_op.type
+        and graph_facts.enqueued_from(ops[0])[0] == "constant"
+    )
 
 
 def _serialized_dataset(dataset) -> bytes:

@@ -222,3 +222,25 @@ def op_types(graph: tf.Graph, ops: Iterable[tf.Operation], functions: Iterable[s
         if function is not None:
             types |= {node.op for node in function.definition.node_def}
     return types
+
+
+def enqueued_from(enqueue: tf.Operation) -> tuple[str, tf.Operation | None]:
+    """What the values `enqueue` enqueues are made of.
+
+    ``("constant", None)`` when only graph constants and stateless ops (every
+    run enqueues the same values: NOTE [ A queue filled from arrays in memory ]
+    in :mod:`queue_pipeline._migrate.constant_queues`); else ``(why, op)``
+    naming the first op that is not: ``"placeholder"``, ``"stage"`` (a
+    dequeue, reader or queue: another stage's records) or ``"stateful"`` (a
+    random draw, a variable). Control inputs are not followed.
+    """
+    for op in walk_back([t.op for t in enqueue.inputs[1:]]):
+        if not op.inputs and op.type == "Const":
+            continue
+        if op.type.startswith("Placeholder"):
+            return "placeholder", op
+        if op.type in DEQUEUE_OPS or "Reader" in op.type or "Queue" in op.type:
+            return "stage", op
+        if op.op_def.is_stateful or "Variable" in op.type:
+            return "stateful", op
+    return "constant", None

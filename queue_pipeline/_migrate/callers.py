@@ -36,7 +36,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from queue_pipeline._migrate.base import BATCHING, PRODUCERS, READER_CLASSES
-from queue_pipeline._migrate.syntax import callee
+from queue_pipeline._migrate.syntax import callee, without_empty_finally, without_stop_test
 
 __all__ = ["drop_queue_runners", "rewrite_callers"]
 
@@ -201,16 +201,11 @@ class _Caller(cst.CSTTransformer):
 
     def leave_While(self, original: cst.While, updated: cst.While) -> cst.While:
         self.loops -= 1
-        test = updated.test
-        if (
-            not self.keep_queues
-            and isinstance(test, cst.UnaryOperation)
-            and isinstance(test.operator, cst.Not)
-            and _method_of(test.expression, self.coords, "should_stop")
-        ):
-            self.removed.append("while not coord.should_stop(): -> while True:")
-            return updated.with_changes(test=cst.Name("True"))
-        return updated
+        test = without_stop_test(updated.test, self.coords)
+        if self.keep_queues or test is None:
+            return updated
+        self.removed.append(f"while not coord.should_stop(): -> while {_code(test)}:")
+        return updated.with_changes(test=test)
 
     def _with_added_loaders(self, updated: cst.SimpleStatementLine) -> list[cst.BaseStatement]:
         """``a, b = f(...)`` as ``dataset, load = f_dataset(...)`` and an initializable iterator.
@@ -315,13 +310,17 @@ class _Caller(cst.CSTTransformer):
                 return cst.RemoveFromParent()
         return updated
 
-    def leave_Try(self, original: cst.Try, updated: cst.Try) -> cst.BaseStatement:
-        final = updated.finalbody
-        if final is not None and all(
-            m.matches(st, m.SimpleStatementLine(body=[m.Pass()])) for st in final.body.body
-        ):
-            return updated.with_changes(finalbody=None)
-        return updated
+    def leave_If(self, original: cst.If, updated: cst.If):
+        """``if coord.should_stop(): break`` goes: no Coordinator is left to ask for a stop."""
+        stop = _method_of(updated.test, self.coords, "should_stop")
+        if self.keep_queues or updated.orelse is not None or not stop:
+            return updated
+        self.removed.append(f"{_statement_text(original).splitlines()[0]} ...")
+        self.removed_nodes.append(original)
+        return cst.RemoveFromParent()
+
+    def leave_Try(self, original: cst.Try, updated: cst.Try):
+        return without_empty_finally(updated)
 
     def leave_IndentedBlock(self, original, updated):
         if not updated.body:
@@ -336,6 +335,10 @@ class _Caller(cst.CSTTransformer):
                 body=[first.with_changes(leading_lines=()), *updated.body[1:]]
             )
         return updated
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 def _statement_text(stmt: cst.CSTNode) -> str:

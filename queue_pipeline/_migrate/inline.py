@@ -143,8 +143,9 @@ def _inline_pass(
             f"{_API}: {real}:{first}: the session code of {where} runs tensors that no "
             f"producer, reader or batching call made (lines {first}-{last}, from the first "
             "queue or input call to the last statement before the session): a queue the "
-            "program fills itself with ops that read no files is not an input pipeline "
-            "migrate rewrites. Fix: migrate the code that reads the input files, or write "
+            "program fills itself with ops that read no files and hold no arrays (a "
+            "variable, another state) is not an input pipeline migrate rewrites. Fix: "
+            "migrate the code that reads the input files, or write "
             "the queue's ops as a tf.data.Dataset by hand: `enqueue_many([a, b])` splits "
             "the first axis, Dataset.from_tensor_slices((a, b)).repeat(); `enqueue([a, b])` "
             "adds one element, Dataset.from_tensors((a, b)).repeat(); then .map(...) for the "
@@ -153,6 +154,8 @@ def _inline_pass(
     except MigrateError as e:
         message = foreign.map_lines(str(e), copy) if foreign is not None else str(e)
         message = _script.map_lines(message, wrapped, copy, real)
+        named = f"{function}()" if function else "the script"
+        message = message.replace(f"{_script.WRAPPER}() ", f"{named} ")  # the user's words
         # NOTE [ A refusal at the line that reads the pipeline's names ]
         message = quoted_read(message, wrapped.names, original, real, wrapped.region[1])
         raise MigrateError(message) from e

@@ -26,6 +26,10 @@ Its statements migrate as the batching call they amount to:
   shuffle, for a RandomShuffleQueue).
 * **Branches** (a train branch that distorts, an eval branch that crops) keep
   their own per-record statements, as any ``if`` does.
+* **Arrays in memory** filling it (no reader: the queue tutorial's
+  ``enqueue_many([data, target])`` of NumPy arrays) are its source,
+  ``from_tensor_slices(...).repeat()``: NOTE [ A queue filled from arrays in
+  memory ] in :mod:`queue_pipeline._migrate.constant_queues`.
 * Refused, with the line: a queue filled by a loop of readers, an enqueue
   outside the function, a dequeue of a queue no enqueue of the function fills.
 
@@ -48,6 +52,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import OWN_QUEUES, READS, State, Step
+from queue_pipeline._migrate.constant_queues import typed_values
 from queue_pipeline._migrate.dequeued_values import is_whole_value, nested_dequeue
 from queue_pipeline._migrate.stages import Stages
 from queue_pipeline._migrate.syntax import (
@@ -155,6 +160,17 @@ class OwnQueues(Stages):
             args = {**known, **args}
         state.own_queues[targets[0]] = (kind, args)
         state.enqueued.pop(targets[0], None)  # a new queue under that name
+        if self._of_arrays(fn, targets[0]):  # NOTE [ A queue filled from arrays in memory ]
+            if kind == "RandomShuffleQueue":
+                self._shuffle_difference(fn, stmt, kind)
+            if depth <= 1:
+                return []  # its shuffle is written at its dequeue, after all its records
+            # made in a branch (a shuffling queue in one, a FIFO in the other): each says
+            # what its dequeue shuffles
+            state.deferred.add(targets[0])
+            seed = args.get("seed", "None")
+            value = f"({args['capacity']}, {seed})" if kind == "RandomShuffleQueue" else "None"
+            return ["    " * depth + f"{targets[0]}_shuffle = {value}\n"]
         if not state.element and not state.pending and fn.role != "batch":
             # made before its records are read (Inception's examples queue, a
             # RandomShuffleQueue in training and a FIFOQueue in evaluation): its
@@ -192,7 +208,7 @@ class OwnQueues(Stages):
         queue's own part of its dequeue (rows of an enqueue_many, a shuffle buffer)."""
         pad = "    " * depth
         name = _queue_name(call)
-        if name in state.enqueued:
+        if name in state.enqueued and not self._of_arrays(fn, name):
             raise self.fail(
                 fn, stmt, f"it enqueues into {name} a second time (one enqueue per queue: "
                 "enqueue ops repeated in the QueueRunner's list are threads)"
@@ -201,11 +217,19 @@ class OwnQueues(Stages):
             raise self.fail(fn, stmt, "the enqueue has no values")
         node = call.args[0].value
         values = self.code(node)
+        if isinstance(node, cst.IfExp):
+            raise self.fail(
+                fn, stmt, f"what it enqueues depends on a test (`{values}`): the element of "
+                "a Dataset has one structure; write the enqueue in each branch of an `if` "
+                "(`if keyed: enqueue = q.enqueue([key, value])` / `else: ...`)"
+            )  # fmt: skip
         if isinstance(node, (cst.List, cst.Tuple)):
             element = [self.code(e.value) for e in node.elements]
         else:
             element = [values]
         kind, args = state.own_queues[name]
+        if self._of_arrays(fn, name):  # NOTE [ A queue filled from arrays in memory ]
+            return self._array_source(fn, stmt, call, element, state, depth)
         if (
             callee(call) == "enqueue"
             and kind in ("FIFOQueue", "PaddingFIFOQueue")
@@ -234,11 +258,73 @@ class OwnQueues(Stages):
         state.enqueued[name] = (values, callee(call) == "enqueue_many")
         return out
 
+    def _of_arrays(self, fn, name: str) -> bool:
+        """Whether the queue `name` of `fn` is one runners fill from arrays in memory."""
+        queue = fn.call.local_values.get(name) if fn.call is not None else None
+        op = getattr(getattr(queue, "queue_ref", None), "op", None)
+        return op is not None and op.name in self.trace.array_queues
+
+    def _array_source(self, fn, stmt, call, element: list[str], state: State, depth: int):
+        """The enqueue of arrays as the Dataset of its records, repeated; a second enqueue
+        op of arrays sampled with it: NOTE [ A queue filled from arrays in memory ]."""
+        name = _queue_name(call)
+        kind, _ = state.own_queues[name]
+        many = callee(call) == "enqueue_many"
+        more = name in state.enqueued  # another op of arrays into the same queue
+        if (state.element or state.pending or state.batch_element) and not more:
+            raise self.fail(
+                fn, stmt, f"it fills {name} from arrays in memory in a function that already "
+                "reads records (one Dataset holds one pipeline): fill the queue in a function "
+                "of its own and migrate that"
+            )  # fmt: skip
+        queue = fn.call.local_values.get(name) if fn.call is not None else None
+        values = typed_values(element, getattr(queue, "dtypes", None), fn)
+        values_text = values[0] if len(values) == 1 else f"({', '.join(values)})"
+        held = fn.call.local_values if fn.call is not None else {}
+        if len(values) == 1 and isinstance(held.get(values[0]), list):
+            values_text = f"tuple({values[0]})"  # a list of arrays: one array each, not stacked
+        source = "from_tensor_slices" if many else "from_tensors"
+        made = f"tf.data.Dataset.{source}({values_text}).repeat()"
+        line = f"records = {made}"
+        if more:  # the threads interleave the ops' enqueues: a random draw of the streams
+            line = f"records = tf.data.Dataset.sample_from_datasets([records, {made}])"
+            self.differences.append(
+                f"{self.where(fn.line(stmt))}: several enqueue ops of arrays into {name}: "
+                "the legacy threads interleave their enqueues in an order of their own; "
+                "sample_from_datasets draws from each stream at random"
+            )
+        self.steps.append(Step(fn.line(stmt), f"{kind}.{callee(call)}", line))
+        if not more:
+            state.element = self._element_names(fn, element, state)
+        state.enqueued[name] = (", ".join(element), many)
+        return ["    " * depth + line + "\n"]
+
+    def _array_shuffle(self, fn, stmt, name: str, state: State, depth: int) -> list[str]:
+        """A RandomShuffleQueue of arrays' shuffle, written at its dequeue (after every
+        enqueue op's records)."""
+        kind, args = state.own_queues[name]
+        if not self._of_arrays(fn, name):
+            return []
+        if name in state.deferred:  # made in branches: each set `<name>_shuffle`
+            line = f"if {name}_shuffle:\n    records = records.shuffle(*{name}_shuffle)"
+            self.steps.append(Step(fn.line(stmt), f"{kind} (its shuffle)", line))
+            pad = "    " * depth
+            return [pad + line.replace("\n", "\n" + pad) + "\n"]
+        if kind != "RandomShuffleQueue":
+            return []
+        seed = f", seed={args['seed']}" if "seed" in args else ""
+        line = f"records = records.shuffle({args['capacity']}{seed})"
+        self.steps.append(Step(fn.line(stmt), f"{kind} (its shuffle)", line))
+        return ["    " * depth + line + "\n"]
+
     def _own_runner(self, fn, stmt, runners: list) -> None:
         """The QueueRunner lines go; several threads are a difference in order."""
         for call in runners:
             if callee(call) != "QueueRunner" or len(call.args) < 2:
                 continue
+            queue = call.args[0].value
+            if isinstance(queue, cst.Name) and self._of_arrays(fn, queue.value):
+                continue  # one op of the same arrays: in order (NOTE [ A queue filled from ...
             ops = self.code(call.args[1].value)
             threads = re.fullmatch(r"\[.+\]\s*\*\s*(\w+)", ops.strip())
             if threads is not None and threads.group(1) != "1":
@@ -252,9 +338,14 @@ class OwnQueues(Stages):
 
     def _own_dequeue(self, fn, stmt, call: cst.Call, state: State, depth: int) -> list[str]:
         name = _queue_name(call)
-        kind, _ = state.own_queues[name]
         if name not in state.enqueued:
             raise self.fail(fn, stmt, f"it dequeues from {name}, which no enqueue of it fills")
+        shuffle = self._array_shuffle(fn, stmt, name, state, depth)
+        return shuffle + self._own_dequeue_lines(fn, stmt, call, state, depth)
+
+    def _own_dequeue_lines(self, fn, stmt, call: cst.Call, state: State, depth: int):
+        name = _queue_name(call)
+        kind, _ = state.own_queues[name]
         method = callee(call)
         if name in state.passed_on:  # NOTE [ A FIFO queue read one record at a time ]
             # `values = queue.dequeue()`, its call read as what was enqueued

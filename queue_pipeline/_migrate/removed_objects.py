@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from queue_pipeline._migrate.syntax import assigned_names, names_in
+from queue_pipeline._migrate.syntax import assigned_names, names_in, without_empty_finally
 
 __all__ = ["drop_uses"]
 
@@ -93,6 +93,9 @@ class _Uses(cst.CSTTransformer):
             self.removed.append(_text(updated).splitlines()[0] + " ...")
             return cst.RemoveFromParent()
         return updated
+
+    def leave_Try(self, original: cst.Try, updated: cst.Try):
+        return without_empty_finally(updated)
 
     def leave_IndentedBlock(self, original, updated):
         if not updated.body:

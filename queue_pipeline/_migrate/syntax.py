@@ -353,3 +353,43 @@ def filled_blocks(lines: list[str]) -> list[str]:
 
 
 _PLAIN_ASSIGN = re.compile(r"^(\s*)([\w, ]+?)\s*=\s*(?!=)(.*)$", re.S)
+
+
+def without_empty_finally(node: cst.Try):
+    """`node` without a ``finally:`` left holding only ``pass`` (its lines were removed);
+    a ``try`` left with neither handlers nor ``finally`` is its body's statements."""
+    final = node.finalbody
+    if final is None or not all(
+        m.matches(st, m.SimpleStatementLine(body=[m.Pass()])) for st in final.body.body
+    ):
+        return node
+    if node.handlers or node.orelse is not None:
+        return node.with_changes(finalbody=None)
+    body = list(node.body.body)
+    body[0] = body[0].with_changes(leading_lines=node.leading_lines)
+    return cst.FlattenSentinel(body)
+
+
+def without_stop_test(test: cst.BaseExpression, coords: set[str]) -> cst.BaseExpression | None:
+    """A loop's `test` without its ``not coord.should_stop()`` (`coords`: the Coordinators'
+    names): ``True`` for that test alone, the rest of an ``and``; None if it has none."""
+    if (
+        isinstance(test, cst.UnaryOperation)
+        and isinstance(test.operator, cst.Not)
+        and isinstance(test.expression, cst.Call)
+        and m.matches(test.expression.func, m.Attribute(attr=m.Name("should_stop")))
+        and isinstance(test.expression.func.value, cst.Name)  # type: ignore[attr-defined]
+        and test.expression.func.value.value in coords  # type: ignore[attr-defined]
+    ):
+        return cst.Name("True")
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        left, right = (without_stop_test(t, coords) for t in (test.left, test.right))
+        if left is None and right is None:
+            return None
+        left, right = left or test.left, right or test.right
+        if m.matches(left, m.Name("True")):
+            return right
+        if m.matches(right, m.Name("True")):
+            return left
+        return test.with_changes(left=left, right=right)
+    return None

@@ -40,6 +40,7 @@ from queue_pipeline._migrate.arguments import (
     parse_call,
     spell,
 )
+from queue_pipeline._migrate.constant_queues import constant_filled, drawn_queue, filled_by_hand
 from queue_pipeline._migrate.failure_hints import called, failed_call, failure_fix
 from queue_pipeline._migrate.loading import MigrateError, NoPipelineError
 from queue_pipeline._migrate.python_filled_queues import (
@@ -100,6 +101,8 @@ class Trace:
       batch: names of the batch tensors and of what was computed from them.
       queue_sites: the frames that built the function's own queues, their
         enqueues and dequeues (NOTE [ Migrating the function's own queue ]).
+      array_queues: the names of the queue ops runners fill from arrays the graph
+        holds (NOTE [ A queue filled from arrays in memory ]).
     """
 
     path: str
@@ -113,6 +116,7 @@ class Trace:
     record: set[str]
     batch: set[str]
     queue_sites: tuple[tuple[str, int], ...] = ()
+    array_queues: frozenset[str] = frozenset()
 
     def kind_of(self, value: Any) -> str:
         """``queue``, ``reader``, ``record``, ``batch`` or ``plain`` for a value of the run."""
@@ -316,7 +320,8 @@ def trace(
     nodes: tuple[plan.PlanNode, ...] = ()
     if outputs is not None:
         recorded = plan.plan_nodes(graph)
-        nodes = recorded + graph_model.graph_nodes(graph, recorded)
+        read = graph_model.graph_nodes(graph, recorded)
+        nodes = recorded + tuple(n for n in read if not filled_by_hand(n))
     if not nodes and outputs is None and plan.plan_nodes(graph):
         raise MigrateError(
             f"{_API}: {function}() in {real} builds a queue pipeline but returns nothing "
@@ -324,7 +329,9 @@ def trace(
             "return them (e.g. `return images, labels`), or migrate the function that "
             "runs the session on them."
         )
-    if not nodes:
+    # NOTE [ A queue filled from arrays in memory ]: a source of its own (not a producer's)
+    arrays = constant_filled(graph, _producer_queues(nodes)) if outputs is not None else {}
+    if not nodes and not arrays:
         fed = fed_from_python(outputs)
         if fed is not None:  # NOTE [ A queue the program feeds from Python ]
             frames = _frames(fed, real)
@@ -339,6 +346,8 @@ def trace(
         filled = python_filled_queue(graph, real, f"{function}()")
         if filled:  # NOTE [ A queue filled from Python state ]
             raise MigrateError(filled)
+        if drawn := drawn_queue(graph, real, f"{function}()"):  # a random draw: constant_queues
+            raise MigrateError(drawn)
         # NOTE [ A factory of input functions ]
         factory = returned_builder(function, outputs, real, f"{function}({spell(args, kwargs)})")
         if factory is not None:
@@ -366,7 +375,8 @@ def trace(
     if fed_read:
         raise MigrateError(fed_read)
     own = _own_queues(graph, nodes)
-    record, batch = _classify(nodes, outputs, real, own)
+    # the ops on a queue's arrays run on the whole arrays: plain values, not records
+    record, batch = _classify(nodes, outputs, real, own, set(arrays))
     queue_sites = tuple(
         frame
         for queue_op, enqueues in own.items()
@@ -375,7 +385,7 @@ def trace(
     )
     return Trace(
         real, module, function, outputs, nodes, sites, reader_sites, calls, record, batch,
-        queue_sites,
+        queue_sites, frozenset(q.name for q in arrays),
     )  # fmt: skip
 
 
@@ -436,11 +446,13 @@ def _dequeues(queue_op: tf.Operation) -> list[tf.Operation]:
     return [c for t in queue_op.outputs for c in t.consumers() if c.type in graph_facts.DEQUEUE_OPS]
 
 
-def _classify(nodes, outputs, real: str, own=None) -> tuple[set[str], set[str]]:
+def _classify(nodes, outputs, real: str, own=None, arrays=()) -> tuple[set[str], set[str]]:
     """The names of the per-record tensors and of the batch tensors; see the module doc.
 
     `own`: the function's own queues -> their enqueue ops; what they enqueue
-    is per record, what ``dequeue_many`` / ``dequeue_up_to`` hand out a batch.
+    is per record, what ``dequeue_many`` / ``dequeue_up_to`` hand out a batch;
+    the ops on the arrays of `arrays` (queues filled from arrays in memory) run
+    on the whole arrays: they are plain values, not records.
     An op no Dataset can hold is refused at the user's line (`real`'s) that built it.
     """
     own = own or {}
@@ -476,7 +488,7 @@ def _classify(nodes, outputs, real: str, own=None) -> tuple[set[str], set[str]]:
         follow_control=False,
         py_funcs=True,  # a py_func stage is per-record code like any other (written as it is)
     )
-    sinks += [t for enqueues in own.values() for e in enqueues for t in e.inputs[1:]]
+    sinks += [t for q, es in own.items() if q not in arrays for e in es for t in e.inputs[1:]]
     try:
         walker.walk(sinks)
     except NotRebuildableError as e:

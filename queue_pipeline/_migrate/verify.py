@@ -21,6 +21,7 @@ from queue_pipeline._migrate.proof_conditions import (
     random_op_types,
     tested_draws,
 )
+from queue_pipeline._migrate.constant_queues import bounded_constant_runners
 from queue_pipeline._migrate.constructor_pipelines import _dequeues
 from queue_pipeline._migrate import object_returns_places as _places
 from queue_pipeline._migrate.dropped_tails import accepted_tail
@@ -121,11 +122,18 @@ def _verify(
         kind, _ = plan.epochs_of(*_producers(graph_of(trace.outputs)))
     # endless repeats end after `epochs` epochs on both sides, with `max_batches` or not:
     # a part of a shuffled endless stream proves nothing (NOTE [ A proof cut short ])
-    bound = kind == "infinite"
+    arrays = bool(trace.array_queues)  # NOTE [ A queue filled from arrays in memory ]
+    bound = kind == "infinite" or arrays
     pinned, unpinned = random_op_types(graph_of(fetches))
     conditions = []
     if bound:
         conditions.append(f"repeats bounded to {epochs} epoch(s) on both sides")
+    if arrays:
+        conditions.append(
+            f"the queue filled from arrays in memory read for {epochs} pass(es) over them: "
+            f"its enqueue run {epochs} time(s) in all by the legacy runner's threads, "
+            f"repeat() {epochs} time(s) in the migrated code"
+        )
     if pinned:
         conditions.append(
             f"random draws ({', '.join(sorted(pinned))}) pinned to {fraction} of "
@@ -164,7 +172,10 @@ def _verify(
             return _with_loaders_run(pipeline)
 
         def legacy(a, k):
-            return _build_legacy(original, a, k, installed=bound)
+            outputs = _build_legacy(original, a, k, installed=bound)
+            if arrays:
+                bounded_constant_runners(graph_of(_places.leaf_tensors(outputs)), epochs)
+            return outputs
 
         def twin(a, k):
             return new(*a, **k)

@@ -9,6 +9,8 @@ start=True)``), and the session reads ``dequeue()``'s pair for a few steps.
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+tf.disable_eager_execution()
+
 ROWS = 12
 THREADS = 4
 features = np.arange(ROWS * 4, dtype=np.float32).reshape(ROWS, 4) / 10.0 + 1.0
