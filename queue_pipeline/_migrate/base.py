@@ -28,8 +28,8 @@ from queue_pipeline._migrate.syntax import (
 from queue_pipeline._migrate.generated_names import mark
 from queue_pipeline._migrate.known_names import BATCHING, PRODUCERS, READS
 from queue_pipeline._migrate import record_objects
-from queue_pipeline._migrate.record_draws import draw_kind
-from queue_pipeline._migrate.trace import MigrateError, Trace
+from queue_pipeline._migrate.record_draws import bound_at, draw_kind
+from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
 __all__ = [
@@ -166,7 +166,10 @@ class Function:
         """(``record`` / ``batch`` / ``""``, op type): NOTE [ A draw that reads no record ]."""
         values = self.call.local_values if self.call is not None else {}
         trace = self.rw.trace
-        return draw_kind(values, assigned_names(stmt), trace.record, trace.batch)
+        pos = self.rw.positions[stmt]
+        lines = range(pos.start.line, pos.end.line + 1)
+        bound = bound_at(graph_of(trace.outputs), trace.path, self.name, lines)
+        return draw_kind(values, assigned_names(stmt), trace.record, trace.batch, bound)
 
     @property
     def role(self) -> str:
