@@ -251,6 +251,8 @@ class State:
     read_from: list[str] = dataclasses.field(default_factory=list)
     read_by: set = dataclasses.field(default_factory=set)
     shuffled: set = dataclasses.field(default_factory=set)
+    # a shuffled one -> (its op seed, rows, epochs) as run, when the seed is given
+    shuffled_alike: dict[str, tuple | None] = dataclasses.field(default_factory=dict)
     fn: Any = None  # the Function rewritten (its statements read after the map)
     # a batching helper's records mapped (its Dataset is ``records`` from then on)
     mapped: bool = False
