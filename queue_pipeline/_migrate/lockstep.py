@@ -138,10 +138,10 @@ class Lockstep(RecordHelpers):
             fn, stmt, "it reads records from several queues in lockstep, and the producer "
             f"of `{shuffled[0]}` shuffles: each queue is shuffled on its own (no one op "
             "seed= given to all of them, or lists of other lengths), so the legacy pairs "
-            "are random and no tf.data twin can be proven equal to them; Fix: give the "
-            "producers read in lockstep one seed= (TF then shuffles lists of one length "
-            "alike), or shuffle=False on them (shuffle_batch still shuffles the pairs), "
-            "then migrate"
+            "are random and no tf.data twin can be proven equal to them; Fix: shuffle=False "
+            "on the producers read in lockstep (shuffle_batch still shuffles the pairs), "
+            "or give them all one seed= (TF shuffles lists of one length alike), then "
+            "migrate"
         )  # fmt: skip
 
     def lockstep_read(self, fn: Function, stmt, read_call: cst.Call, state: State, depth: int):
