@@ -28,8 +28,8 @@ from queue_pipeline._migrate.syntax import (
 from queue_pipeline._migrate.generated_names import mark
 from queue_pipeline._migrate.known_names import BATCHING, PRODUCERS, PROVIDER, READS
 from queue_pipeline._migrate import record_objects
-from queue_pipeline._migrate.record_draws import draw_kind
-from queue_pipeline._migrate.trace import MigrateError, Trace
+from queue_pipeline._migrate.record_draws import bound_at, draw_kind
+from queue_pipeline._migrate.trace import MigrateError, Trace, graph_of
 from libcst.metadata import MetadataWrapper, PositionProvider, WhitespaceInclusivePositionProvider
 
 __all__ = [
@@ -171,7 +171,10 @@ class Function:
         """(``record`` / ``batch`` / ``""``, op type): NOTE [ A draw that reads no record ]."""
         values = self.call.local_values if self.call is not None else {}
         trace = self.rw.trace
-        return draw_kind(values, assigned_names(stmt), trace.record, trace.batch)
+        pos = self.rw.positions[stmt]
+        lines = range(pos.start.line, pos.end.line + 1)
+        bound = bound_at(graph_of(trace.outputs), trace.path, self.name, lines)
+        return draw_kind(values, assigned_names(stmt), trace.record, trace.batch, bound)
 
     @property
     def role(self) -> str:
@@ -255,6 +258,8 @@ class State:
     shuffled: set = dataclasses.field(default_factory=set)
     # tf-slim providers built: name -> (dataset text, record_key text) (data_providers.py)
     providers: dict = dataclasses.field(default_factory=dict)
+    # a shuffled one -> (its op seed, rows, epochs) as run, when the seed is given
+    shuffled_alike: dict[str, tuple | None] = dataclasses.field(default_factory=dict)
     fn: Any = None  # the Function rewritten (its statements read after the map)
     # a batching helper's records mapped (its Dataset is ``records`` from then on)
     mapped: bool = False

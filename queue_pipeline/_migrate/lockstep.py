@@ -18,11 +18,31 @@ rows are dequeued one at a time (``style = style_queue.dequeue()``, a style
 index beside each image): its Dataset of rows is a source of the record, as
 the first one (``records = style_rows``) or zipped with the records read.
 
+NOTE [ Queues shuffled alike by one seed ]
+SfMLearner's loader shuffles its image list and its camera list, each in a
+string_input_producer given the same ``seed=seed``, and reads one file of
+each per record. TF shuffles them alike: a producer's shuffle is a
+RandomShuffle op whose seeds are (graph seed, op seed), the graph seed its
+default when none is set, so two producers given one op seed and lists of
+one length draw the same permutation at every epoch, with or without a
+graph-level seed (probed on TF 2.x's compat.v1: string, range and slice
+producers; with no op seed, or two op seeds, they are not aligned, even
+under one graph seed). tf.data does the same: two Datasets of one length,
+each ``.shuffle(n, seed, reshuffle_each_iteration=True)`` with one seed,
+give the same order at every epoch, in both TF modes. So such producers
+are migrated as they are written, each Dataset of file names shuffled with
+the seed given, then zipped; the pairs are the legacy pairs. (Not one
+shuffled Dataset of both lists: a line reader's records are a stream over
+its files, which zipped Datasets keep and one Dataset of file pairs would
+not.) A producer with no op seed, or another one, or a list of another
+length, is refused as before.
+
 The graph decides what a second read is (:func:`graph_checks.reads_in_lockstep`):
 reads whose values meet in one list of a batching call are one record; a
 second read whose values go to another batching call is a second pipeline,
 refused as before. Refused as well, each with its reason: a producer that
-shuffles (the legacy pairs are random, so nothing can prove a twin); a
+shuffles on its own (the legacy pairs are random, so nothing can prove a
+twin; but see NOTE [ Queues shuffled alike by one seed ]); a
 reader's key (the zip gives values); one line or record reader handed two
 queues (it keeps reading its current file whichever queue it is handed, so
 the pairs depend on file sizes); several parallel readers.
@@ -34,6 +54,7 @@ from collections.abc import Callable
 from typing import cast
 
 import libcst as cst
+import tensorflow as tf
 
 from queue_pipeline._migrate import chains
 from queue_pipeline._migrate.base import PRODUCERS, Function, State, Step, fresh
@@ -41,7 +62,17 @@ from queue_pipeline._migrate.graph_checks import reads_in_lockstep
 from queue_pipeline._migrate.record_helpers import RecordHelpers
 from queue_pipeline._migrate.syntax import bare, callee
 
-__all__ = ["Lockstep"]
+__all__ = ["Lockstep", "shuffle_key"]
+
+
+def shuffle_key(node) -> tuple | None:
+    """(op seed, rows) of a shuffling producer's plan `node` as run, or None when its
+    length is unknown: NOTE [ Queues shuffled alike by one seed ]."""
+    shapes = [t.shape for t in node.inputs[:1] if hasattr(t, "shape") and t.shape.rank]
+    rows = tf.compat.dimension_value(shapes[0][0]) if shapes else None
+    if rows is None and isinstance(node.args.get("limit"), int):  # range_input_producer
+        rows = node.args["limit"]
+    return None if rows is None else (node.args["seed"], rows)
 
 
 class Lockstep(RecordHelpers):
@@ -91,14 +122,27 @@ class Lockstep(RecordHelpers):
     def _check_unshuffled(self, fn, stmt, files: list[str], state: State) -> None:
         queue_of = {f: q for q, f in state.queues.items()}
         shuffled = [queue_of.get(f, f) for f in files if f in state.shuffled]
-        if shuffled:
-            raise self.fail(
-                fn, stmt, "it reads records from several queues in lockstep, and the producer "
-                f"of `{shuffled[0]}` shuffles: each queue is shuffled on its own, so the "
-                "legacy pairs are random and no tf.data twin can be proven equal to them; "
-                "Fix: shuffle=False on the producers read in lockstep (shuffle_batch still "
-                "shuffles the pairs), then migrate"
+        if not shuffled:
+            return
+        alike = {state.shuffled_alike.get(f) for f in files}
+        if len(alike) == 1 and None not in alike:  # NOTE [ Queues shuffled alike by one seed ]
+            self.steps.append(
+                Step(
+                    fn.line(stmt), "producers read in lockstep, shuffled alike (one op seed)",
+                    "each Dataset of file names shuffled with that seed: tf.data shuffles "
+                    "them alike too",
+                )
             )  # fmt: skip
+            return
+        raise self.fail(
+            fn, stmt, "it reads records from several queues in lockstep, and the producer "
+            f"of `{shuffled[0]}` shuffles: each queue is shuffled on its own (no one op "
+            "seed= given to all of them, or lists of other lengths), so the legacy pairs "
+            "are random and no tf.data twin can be proven equal to them; Fix: shuffle=False "
+            "on the producers read in lockstep (shuffle_batch still shuffles the pairs), "
+            "or give them all one seed= (TF shuffles lists of one length alike), then "
+            "migrate"
+        )  # fmt: skip
 
     def lockstep_read(self, fn: Function, stmt, read_call: cst.Call, state: State, depth: int):
         """A read of another queue for the record being read: the Datasets zipped."""

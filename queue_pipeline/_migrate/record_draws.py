@@ -25,19 +25,27 @@ queues and readers do not count: a value computed once from them is the
 same value. Statements that only compute constants still move out (once is
 the same as per record).
 
+A name bound twice (``tgt, src = unpack(image)`` on a record, then ``tgt =
+augmented[..., :3]`` after the batching call) is matched to the graph by the
+binding, not by the name: the run's locals hold the last binding's value,
+so a statement whose targets' values were built elsewhere is judged by what
+the ops built at its own lines compute (:func:`bound_at`).
+
 The proof sees the mistake too (NOTE [ A draw captured by the map ] in
 :mod:`queue_pipeline._migrate.proof_conditions`).
 """
 
 from __future__ import annotations
 
+import functools
+import os
 from typing import Any
 
 import tensorflow as tf
 
 from queue_pipeline._core import graph as graph_facts
 
-__all__ = ["draw_kind", "drawn_by"]
+__all__ = ["bound_at", "draw_kind", "drawn_by"]
 
 # Stateful ops whose value is the same at every run (NOTE [ A draw that reads no record ]).
 _REPEATABLE = frozenset({"Assert", "Print", "PrintV2", "VarHandleOp", "ReadVariableOp"})
@@ -83,17 +91,63 @@ def _feeds(tensors: list[tf.Tensor], names: set[str]) -> bool:
     return any(t.name in names for t in graph_facts.walk_forward(tensors))
 
 
+Bound = tuple[list[tf.Tensor], set[str]]  # bound_at's: (values bound, names of the ops built)
+
+
+def bound_at(graph: tf.Graph, path: str, function: str, lines: range) -> Bound | None:
+    """What a statement at `lines` of `function` (in the file at `path`) built, by the
+    graph: (the outputs of the ops built there that no other op built there reads, the
+    names of all the ops built there); None when the statement built no op."""
+    built = _ops_by_line(graph, path)
+    ops = [op for line in lines for op in built.get((function, line), ())]
+    if not ops:
+        return None
+    names = {op.name for op in ops}
+    read = {t.op.name for op in ops for t in op.inputs if t.op.name in names}
+    return [t for op in ops if op.name not in read for t in op.outputs], names
+
+
+# (id(graph), path) -> (op count, (function, line) -> the ops built there)
+_BY_LINE: dict[tuple, tuple[int, dict]] = {}
+
+
+@functools.lru_cache(maxsize=256)
+def _real(filename: str) -> str:
+    return os.path.realpath(filename)
+
+
+def _ops_by_line(graph: tf.Graph, path: str) -> dict[tuple[str, int], list[tf.Operation]]:
+    ops = graph.get_operations()
+    cached = _BY_LINE.get((id(graph), path))
+    if cached is not None and cached[0] == len(ops):
+        return cached[1]
+    found: dict[tuple[str, int], list[tf.Operation]] = {}
+    for op in ops:
+        for frame in {(f.name, f.lineno) for f in op.traceback if _real(f.filename) == path}:
+            found.setdefault(frame, []).append(op)
+    _BY_LINE.clear()
+    _BY_LINE[(id(graph), path)] = (len(ops), found)
+    return found
+
+
 def draw_kind(
-    values: dict[str, Any], targets: list[str], record: set[str], batch: set[str]
+    values: dict[str, Any],
+    targets: list[str],
+    record: set[str],
+    batch: set[str],
+    bound: Bound | None = None,
 ) -> tuple[str, str]:
     """(``"record"``, ``"batch"`` or ``""``, the draw's op type) for a statement binding `targets`.
 
     NOTE [ A draw that reads no record ]. `values` are the run's values of the
     function's locals, `record` and `batch` the run's per-record and batch
-    tensor names.
+    tensor names. `bound`: what the statement bound (:func:`bound_at`); when the
+    targets' values were not built by it (a later binding's), `bound` is judged.
     """
-    for name in targets:
-        tensors = _tensors(values.get(name))
+    groups = [_tensors(values.get(name)) for name in targets]
+    if bound is not None and any(t.op.name not in bound[1] for ts in groups for t in ts):
+        groups = [bound[0]]
+    for tensors in groups:
         if not tensors:
             continue
         op = drawn_by(tensors)

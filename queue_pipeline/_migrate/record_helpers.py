@@ -92,6 +92,7 @@ class RecordHelpers(Readers):
             if batcher is not None and value:  # NOTE [ A reading helper that batches ]
                 body.append(self._batching_return(fn, stmt, batcher, stmts[index + 1 :]))
                 break
+            self._check_queue_dequeue(fn, stmt)
             reads = [c for c in self.calls_in(stmt) if callee(c) in READS]
             inner = self._inner_record_helper(fn, stmt) if not value and not reads else None
             if inner is not None:  # NOTE [ A reading helper that calls one ]
@@ -153,6 +154,27 @@ class RecordHelpers(Readers):
             self._batch_helper(fn, name, value, doc, kept_stmts)
         self.record_helpers[fn.name] = (name, reader_kind, reader_fn, extra, value)
         return self.record_helpers[fn.name]
+
+    def _check_queue_dequeue(self, fn: Function, stmt) -> None:
+        """Refuses a dequeue of the queue a reading helper's reader reads (``lin =
+        queue.dequeue()`` beside ``reader.read(queue)``): each run takes a file name away
+        from the reader, which a Dataset of the records cannot do."""
+        for c in self.calls_in(stmt):
+            receiver = c.func.value if isinstance(c.func, cst.Attribute) else None
+            if (
+                callee(c) in ("dequeue", "dequeue_many", "dequeue_up_to")
+                and isinstance(receiver, cst.Name)
+                and receiver.value in fn.params
+                and fn.kind(receiver.value) == "queue"
+            ):
+                raise self.fail(
+                    fn, stmt, f"it dequeues `{receiver.value}`, the file-name queue "
+                    f"{fn.name}'s reader reads: whenever its value is run it takes a file "
+                    "name away from the reader, so which files are read depends on when "
+                    "the session runs it, and a Dataset of the records cannot take names "
+                    f"from its files; Fix: take the file names from the list given to the "
+                    f"producer (not from its queue), or drop the dequeue, then migrate"
+                )  # fmt: skip
 
     def _inner_record_helper(self, fn: Function, stmt) -> tuple[str, str, str, str] | None:
         """A statement of reading helper `fn` that hands its queue to another reading

@@ -74,9 +74,27 @@ def read_before_assigned(statements: list) -> list[str]:
     statement reads a name it names more often than it assigns it (``_`` only
     assigned in a loop is not read).
     """
-    bound: set[str] = set()
     out: list[str] = []
+    _read_in(statements, set(), out)
+    return list(dict.fromkeys(out))
+
+
+def _read_in(statements, bound: set[str], out: list[str]) -> set[str]:
+    """Adds to `out` what `statements` read before binding it, in order, `bound` the names
+    bound already; returns the names bound after them.
+
+    NOTE [ Names a session loop binds ]: a block (``with``, ``if``, a loop,
+    ``try``) is followed in order, so a name its own statements bind before
+    reading it (``example, label = sess.run([example_batch, label_batch])``
+    then ``print(example)``, in a ``while`` of a ``try`` of the session's
+    ``with``) is no read of the pipeline's ``example``. A branch or a loop's
+    body may not run: the names bound after it are those bound before it (and
+    by both branches of an ``if`` with an ``else``).
+    """
     for stmt in statements:
+        if isinstance(stmt, (cst.With, cst.If, cst.For, cst.While, cst.Try)):
+            bound = _read_in_block(stmt, bound, out)
+            continue
         simple = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
         if isinstance(simple, (cst.Assign, cst.AnnAssign)) and simple.value is not None:
             targets = (
@@ -101,12 +119,63 @@ def read_before_assigned(statements: list) -> list[str]:
             stored = collections.Counter(assigned_names(stmt))
             reads = {n for n in names if seen[n] > stored[n]}
             binds = set(stored)
-        order = [  # in the order they appear: the pipeline returns them so
-            n.value for n in m.findall(stmt, m.Name()) if isinstance(n, cst.Name)
-        ]
-        out += [n for n in order if n in reads and n not in bound]
-        bound |= binds
-    return list(dict.fromkeys(out))
+        _add_reads(stmt, reads, bound, out)
+        bound = bound | binds
+    return bound
+
+
+def _add_reads(node, reads: set[str], bound: set[str], out: list[str]) -> None:
+    order = [  # in the order they appear: the pipeline returns them so
+        n.value for n in m.findall(node, m.Name()) if isinstance(n, cst.Name)
+    ]
+    out += [n for n in order if n in reads and n not in bound]
+
+
+def _body(block) -> list:
+    return list(block.body) if isinstance(block, cst.IndentedBlock) else [block]
+
+
+def _read_in_block(stmt, bound: set[str], out: list[str]) -> set[str]:
+    """:func:`_read_in` for one block statement (NOTE [ Names a session loop binds ])."""
+    if isinstance(stmt, cst.With):
+        for item in stmt.items:
+            _add_reads(item.item, names_in(item.item), bound, out)
+            if item.asname is not None:
+                bound = bound | set(names_in(item.asname.name))
+        return _read_in(_body(stmt.body), bound, out)
+    if isinstance(stmt, cst.If):
+        _add_reads(stmt.test, names_in(stmt.test), bound, out)
+        then = _read_in(_body(stmt.body), bound, out)
+        orelse = stmt.orelse
+        if orelse is None:
+            return bound
+        other = _read_in_block(orelse, bound, out) if isinstance(orelse, cst.If) else None
+        if other is None:
+            other = _read_in(_body(orelse.body), bound, out)
+        return then & other
+    if isinstance(stmt, cst.For):
+        _add_reads(stmt.iter, names_in(stmt.iter), bound, out)
+        _read_in(_body(stmt.body), bound | set(names_in(stmt.target)), out)
+    elif isinstance(stmt, cst.While):
+        _add_reads(stmt.test, names_in(stmt.test), bound, out)
+        _read_in(_body(stmt.body), bound, out)
+    else:  # try
+        after = _read_in(_body(stmt.body), bound, out)
+        for handler in stmt.handlers:
+            inner = bound
+            if handler.type is not None:
+                _add_reads(handler.type, names_in(handler.type), bound, out)
+            if handler.name is not None:
+                inner = bound | set(names_in(handler.name.name))
+            _read_in(_body(handler.body), inner, out)
+        if stmt.orelse is not None:
+            after = _read_in(_body(stmt.orelse.body), after, out)
+        if stmt.finalbody is not None:
+            _read_in(_body(stmt.finalbody.body), bound, out)
+        return bound if stmt.handlers else after
+    if stmt.orelse is not None:
+        _read_in(_body(stmt.orelse.body), bound, out)
+    return bound
 
 
 def needed_before(before: list, region: list) -> list:

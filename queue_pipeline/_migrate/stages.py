@@ -38,6 +38,7 @@ from queue_pipeline._migrate.base import (
 )
 from queue_pipeline._migrate.batch_shapes import BatchShapes
 from queue_pipeline._migrate.joins import Joins
+from queue_pipeline._migrate.lockstep import shuffle_key
 from queue_pipeline._migrate.python_filled_queues import FED_QUEUE_READ
 from queue_pipeline._migrate.trace import loader_count
 
@@ -97,6 +98,9 @@ class Stages(Joins, BatchShapes):
             any(n.args.get("shuffle") for n in traced) if traced else is_shuffled(args)
         ):
             state.shuffled.add(files)  # as run (NOTE [ Records read in lockstep ])
+            seeded = [n for n in traced if n.args.get("seed") is not None]
+            if len(traced) == 1 and seeded:  # NOTE [ Queues shuffled alike by one seed ]
+                state.shuffled_alike[files] = shuffle_key(seeded[0])
         return [f"{pad}{line}\n" for line in chain.lines]
 
     def _producer_chain(self, fn, stmt, kind, args, var, single) -> chains.Chain:
