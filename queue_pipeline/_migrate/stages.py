@@ -392,10 +392,12 @@ class Stages(Joins, BatchShapes):
                 self._use_batch_helper(batched)
         state.pending = []
         self.batched.append(f"{fn.name}'s per_batch")
-        params = map_values.with_outer_values(", ".join(state.element), moved)
+        params, unpack = starred_params(state.element, set())
+        params = map_values.with_outer_values(params, moved)
         return [
             "\n",
             f"{pad}def per_batch({params}):\n",
+            "".join(f"{pad}    {line}\n" for line in unpack),
             body,
             f"{pad}    return {self.code(returned)}\n",
             "\n",
