@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline import plan
-from queue_pipeline._migrate import chains, map_values, preloaded, vectorize
+from queue_pipeline._migrate import chains, kept_inputs, map_values, preloaded, vectorize
 from queue_pipeline._migrate.graph_checks import (
     reads_in_lockstep,
     settings_fed,
@@ -24,6 +24,7 @@ from queue_pipeline._migrate.syntax import (
     assigned_names,
     bare,
     callee,
+    element_params,
     parse_expression,
 )
 from queue_pipeline._migrate.base import (
@@ -432,6 +433,7 @@ class Stages(Joins, BatchShapes):
             kind = kind[: -len("_join")]
             args = {k: v for k, v in args.items() if k != "tensors_list"}
             args.update(tensors=element, **({"num_threads": count} if count else {}))
+        keep, rank = kept_inputs.keep_for(self, fn, stmt, kind, args, legacy_copies)
         args, narrowed = self.given_shapes(fn, stmt, kind, args)  # see batch_shapes.py
         out: list[str] = []
         after: list[str] | None = None
@@ -441,20 +443,20 @@ class Stages(Joins, BatchShapes):
             source = "records"
         elif fn.role == "batch" and not state.pending and not state.mapped and not legacy_copies:
             element = self._element_of(args[first])
-            if element.replace(" ", "").rstrip(",") != ",".join(state.element):
-                out.append(
-                    f"{pad}dataset = dataset.map(lambda {', '.join(state.element)}: ({element}))\n"
-                )
+            if keep or element.replace(" ", "").rstrip(",") != ",".join(state.element):
+                params = ", ".join(element_params(state.element)[0])
+                kept = kept_inputs.with_keep(element, keep)
+                out.append(f"{pad}dataset = dataset.map(lambda {params}: ({kept}))\n")
             source = "dataset"
         else:
             element = self._element_of(args[first], fn)
             if not narrowed.spelled:  # else decoded before the batch, to check the shapes
                 after = self._batched_flush(fn, state, element, args, kind, depth)
-            if after is None:
-                out += self._flush(state, element, depth)
+            if after is None:  # NOTE [ keep_input as a filter ]: the element carries it
+                out += self._flush(state, kept_inputs.with_keep(element, keep), depth)
             source = "records"
         try:
-            chain = chains.batching_lines(kind, args, "dataset")
+            chain = chains.batching_lines(kind, args, "dataset", keep, rank)
         except chains.Unsupported as e:
             raise self.fail(fn, stmt, str(e)) from e
         lines = list(chain.lines)
