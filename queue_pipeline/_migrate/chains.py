@@ -64,6 +64,9 @@ def fates(kind: str, given: Mapping[str, str]) -> list[tuple[str, str]]:
     row = _TABLE.get(kind)
     out = []
     for arg in given:
+        if arg == "keep_input" and _is_true(given[arg]):
+            out.append((arg, "True: every record is kept, no filter is written"))
+            continue
         if arg in _WRITTEN and kind in BATCHING_KINDS:
             out.append((arg, _WRITTEN[arg]))
             continue
