@@ -66,17 +66,17 @@ def filter_lines(var: str, enqueue_many: bool, rank: int | None) -> tuple[list[s
     return [], lines
 
 
-def keep_for(rewriter, fn, stmt, kind: str, args: dict[str, str], copies: bool):
+def keep_for(rewriter, fn, stmt, kind: str, args: dict[str, str]):
     """(the keep value's source text or None, its rank) of the batching call `stmt`
     (NOTE [ keep_input as a filter ]); refuses, at the call's line, what the written code
-    cannot express. `copies`: the join's lists are copies of the per-record code."""
+    cannot express (a join of several lists, copies of the per-record code included)."""
     try:
         keep = keep_of(kind, args)
     except KeepRefused as e:
         raise rewriter.fail(fn, stmt, str(e)) from e
     if keep is None:
         return None, None
-    if kind.endswith("_join") or copies:
+    if kind.endswith("_join"):
         raise rewriter.fail(
             fn, stmt, f"{kind}'s `keep_input={keep}` over a join of several lists (each list "
             "is its own enqueue, all kept or dropped by the one keep tensor): a Dataset's "

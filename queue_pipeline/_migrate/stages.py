@@ -426,6 +426,7 @@ class Stages(Joins, BatchShapes):
             kind, args, label = legacy
         legacy_copies = False
         kind, args = self.one_list_join(kind, args)  # NOTE [ A join of a literal list ]
+        keep, rank = kept_inputs.keep_for(self, fn, stmt, kind, args)  # before the copies'
         if kind.endswith("_join") and args.get("tensors_list", "").strip() in state.copies:
             legacy_copies = fn.role == "batch"
             # NOTE [ Copies of the per-record code for a join ]
@@ -433,7 +434,6 @@ class Stages(Joins, BatchShapes):
             kind = kind[: -len("_join")]
             args = {k: v for k, v in args.items() if k != "tensors_list"}
             args.update(tensors=element, **({"num_threads": count} if count else {}))
-        keep, rank = kept_inputs.keep_for(self, fn, stmt, kind, args, legacy_copies)
         args, narrowed = self.given_shapes(fn, stmt, kind, args)  # see batch_shapes.py
         out: list[str] = []
         after: list[str] | None = None
