@@ -21,6 +21,7 @@ from queue_pipeline._migrate.syntax import (
     all_params,
     assigned_names,
     bind_arguments,
+    element_params,
     callee,
     names_in,
     string_lines,
@@ -487,8 +488,9 @@ def starred_params(element: list[str], starred: set) -> tuple[str, list[str]]:
     names: a name the run left holding a list (`starred`) takes its values as a list
     (``*name``, then ``name = list(name)``; before other names, through ``*values``)."""
     lists = [i for i, e in enumerate(element) if e in starred]
-    if not lists:
-        return ", ".join(element), []
+    if not lists:  # NOTE [ Unpacking targets as parameters ]
+        params, lines = element_params(element)
+        return ", ".join(params), lines
     first = lists[0]
     if first == len(element) - 1:
         name = element[first]

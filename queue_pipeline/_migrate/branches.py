@@ -251,17 +251,23 @@ class Branches(Returns):
     def _per_batch_if(self, fn: Function, stmt: cst.If, state: State) -> bool:
         """Moves an ``if`` on the batches after the batching call into the per-batch
         code, whole (NOTE [ Per-batch code after the batching call ]): ``if
-        size == 64: images = tf.image.resize_images(images, ...)`` keeps its test."""
+        size == 64: images = tf.image.resize_images(images, ...)`` keeps its test, and
+        so does an ``if`` on a Python value that assigns new names from the batches
+        (``if one_hot: labels = f(ids) else: labels = g(f(ids))``): its branches moved
+        one by one would both run, whatever the test."""
         if not state.batch_element or self._stage_calls(stmt):
             return False
+        targets = [*m.findall(stmt, m.AssignTarget())]
+        augmented = m.findall(stmt, m.AugAssign())
+        targets += [a.target for a in augmented if isinstance(a, cst.AugAssign)]
         assigned = {
-            n.value
-            for t in m.findall(stmt, m.AssignTarget())
-            for n in m.findall(t, m.Name())
-            if isinstance(n, cst.Name)
+            n.value for t in targets for n in m.findall(t, m.Name()) if isinstance(n, cst.Name)
         }
-        if not assigned & (state.batch_names | set(state.batch_element)):
+        batches = state.batch_names | set(state.batch_element)
+        if not assigned or not (assigned | names_in(stmt)) & batches:
             return False
+        if self._model_names(fn, stmt):
+            return False  # refused statement by statement, at the line that builds the model
         state.after_batch.append((stmt, ()))
         state.batch_names.update(assigned)
         return True

@@ -14,6 +14,7 @@ from typing import Mapping
 
 import libcst as cst
 
+from queue_pipeline._migrate import kept_inputs
 from queue_pipeline.data import migration
 from queue_pipeline.plan import BATCHING_KINDS
 
@@ -52,6 +53,8 @@ _TABLE = {m.legacy: m for m in migration.MIGRATIONS}
 _WRITTEN = {
     "num_threads": "the map runs in parallel (AUTOTUNE), keeping the records' order (with "
     "more threads TF 1.x's order is nondeterministic)",
+    "keep_input": "the element carries it: filter(...) keeps the records it keeps, then it "
+    "is dropped, before the shuffle and the batch",
 }
 
 
@@ -61,6 +64,9 @@ def fates(kind: str, given: Mapping[str, str]) -> list[tuple[str, str]]:
     row = _TABLE.get(kind)
     out = []
     for arg in given:
+        if arg == "keep_input" and _is_true(given[arg]):
+            out.append((arg, "True: every record is kept, no filter is written"))
+            continue
         if arg in _WRITTEN and kind in BATCHING_KINDS:
             out.append((arg, _WRITTEN[arg]))
             continue
@@ -314,21 +320,25 @@ def keyed_records_of(kind: str, args: Mapping[str, str], files: str) -> str:
     raise Unsupported(f"the keys of {kind} have no plain tf.data spelling")
 
 
-def batching_lines(kind: str, args: Mapping[str, str], var: str) -> Chain:
-    """A batching call's shuffle / batch / padded_batch chain on `var`.
+def batching_lines(
+    kind: str, args: Mapping[str, str], var: str, keep: str | None = None, rank: int | None = None
+) -> Chain:
+    """A batching call's filter / shuffle / batch / padded_batch chain on `var`.
 
     The ``prefetch(AUTOTUNE)`` that ends the pipeline is written where the
-    function returns the Dataset.
+    function returns the Dataset. `keep`: a ``maybe_*`` call's keep value, which the
+    element carries (NOTE [ keep_input as a filter ]), `rank` its rank.
     """
-    if kind.startswith("maybe_"):
-        raise Unsupported(f"{kind}'s `keep_input` (write the filter by hand)")
     if "shapes" in args and args["shapes"].strip() != "None":
         raise Unsupported(f"{kind}'s `shapes` (set the shapes in the decode function)")
-    lines = []
-    if _is_true(args.get("enqueue_many")):
-        lines.append(f"{var} = {var}.unbatch()")
-    elif args.get("enqueue_many") is not None and _is_true(args["enqueue_many"]) is None:
+    many = _is_true(args.get("enqueue_many"))
+    if args.get("enqueue_many") is not None and many is None:
         raise Unsupported(f"`enqueue_many={args['enqueue_many']}` is not a literal")
+    before, after = kept_inputs.filter_lines(var, bool(many), rank) if keep else ([], [])
+    lines = list(before)
+    if many:
+        lines.append(f"{var} = {var}.unbatch()")
+    lines += after
     if "shuffle" in kind:
         seed = f", seed={args['seed']}" if "seed" in args else ""
         lines.append(f"{var} = {var}.shuffle({args['capacity']}{seed})")

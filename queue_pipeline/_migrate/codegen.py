@@ -35,8 +35,9 @@ function computes from the batches becomes a ``map`` over the batched
 Dataset; summaries of batches are dropped and reported. Plain statements
 stay where they were, and the assignments nothing reads any more (the table
 lookup of the legacy module, a thread count) are dropped. Anything else
-(``py_func``, a ``maybe_*`` call's ``keep_input``, a reader key the code
-reads) stops the migration with its file:line and reason.
+(a reader key the code reads, a ``maybe_*`` join's ``keep_input`` over several
+lists: NOTE [ keep_input as a filter ]) stops the migration with its file:line
+and reason.
 """
 
 from __future__ import annotations

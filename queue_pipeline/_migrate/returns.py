@@ -26,7 +26,7 @@ import libcst as cst
 import tensorflow as tf
 
 from queue_pipeline._migrate import chains
-from queue_pipeline._migrate.base import Function, State, Step
+from queue_pipeline._migrate.base import Function, State, Step, starred_params
 from queue_pipeline._migrate.map_values import with_outer_values
 from queue_pipeline._migrate.own_queues import OwnQueues
 from queue_pipeline._migrate.plain_values import nones_dropped
@@ -307,10 +307,10 @@ class Returns(OwnQueues):
         as not migrated; a statement making a variable or placeholder is refused.
         """
         pad = "    " * depth
-        params = with_outer_values(
-            ", ".join(state.batch_element), [st for st, _ in state.after_batch]
-        )
-        body = "".join(self.text(st, depth + 1, rep) for st, rep in state.after_batch)
+        params, unpack = starred_params(state.batch_element, set())
+        params = with_outer_values(params, [st for st, _ in state.after_batch])
+        body = "".join(f"{pad}    {line}\n" for line in unpack)
+        body += "".join(self.text(st, depth + 1, rep) for st, rep in state.after_batch)
         body = body.lstrip("\n")
         state.after_batch = []
         return [

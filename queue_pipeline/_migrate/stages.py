@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from queue_pipeline._migrate.legacy_api import legacy_api
 from queue_pipeline import plan
-from queue_pipeline._migrate import chains, map_values, preloaded, vectorize
+from queue_pipeline._migrate import chains, kept_inputs, map_values, preloaded, vectorize
 from queue_pipeline._migrate.graph_checks import (
     reads_in_lockstep,
     settings_fed,
@@ -24,6 +24,7 @@ from queue_pipeline._migrate.syntax import (
     assigned_names,
     bare,
     callee,
+    element_params,
     parse_expression,
 )
 from queue_pipeline._migrate.base import (
@@ -396,10 +397,12 @@ class Stages(Joins, BatchShapes):
                 self._use_batch_helper(batched)
         state.pending = []
         self.batched.append(f"{fn.name}'s per_batch")
-        params = map_values.with_outer_values(", ".join(state.element), moved)
+        params, unpack = starred_params(state.element, set())
+        params = map_values.with_outer_values(params, moved)
         return [
             "\n",
             f"{pad}def per_batch({params}):\n",
+            "".join(f"{pad}    {line}\n" for line in unpack),
             body,
             f"{pad}    return {self.code(returned)}\n",
             "\n",
@@ -427,6 +430,7 @@ class Stages(Joins, BatchShapes):
             kind, args, label = legacy
         legacy_copies = False
         kind, args = self.one_list_join(kind, args)  # NOTE [ A join of a literal list ]
+        keep, rank = kept_inputs.keep_for(self, fn, stmt, kind, args)  # before the copies'
         if kind.endswith("_join") and args.get("tensors_list", "").strip() in state.copies:
             legacy_copies = fn.role == "batch"
             # NOTE [ Copies of the per-record code for a join ]
@@ -443,20 +447,20 @@ class Stages(Joins, BatchShapes):
             source = "records"
         elif fn.role == "batch" and not state.pending and not state.mapped and not legacy_copies:
             element = self._element_of(args[first])
-            if element.replace(" ", "").rstrip(",") != ",".join(state.element):
-                out.append(
-                    f"{pad}dataset = dataset.map(lambda {', '.join(state.element)}: ({element}))\n"
-                )
+            if keep or element.replace(" ", "").rstrip(",") != ",".join(state.element):
+                params = ", ".join(element_params(state.element)[0])
+                kept = kept_inputs.with_keep(element, keep)
+                out.append(f"{pad}dataset = dataset.map(lambda {params}: ({kept}))\n")
             source = "dataset"
         else:
             element = self._element_of(args[first], fn)
             if not narrowed.spelled:  # else decoded before the batch, to check the shapes
                 after = self._batched_flush(fn, state, element, args, kind, depth)
-            if after is None:
-                out += self._flush(state, element, depth)
+            if after is None:  # NOTE [ keep_input as a filter ]: the element carries it
+                out += self._flush(state, kept_inputs.with_keep(element, keep), depth)
             source = "records"
         try:
-            chain = chains.batching_lines(kind, args, "dataset")
+            chain = chains.batching_lines(kind, args, "dataset", keep, rank)
         except chains.Unsupported as e:
             raise self.fail(fn, stmt, str(e)) from e
         lines = list(chain.lines)

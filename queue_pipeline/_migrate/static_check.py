@@ -47,9 +47,10 @@ def check_names(
         table = symtable.symtable(source, where, "exec")
     except SyntaxError as e:
         raise MigrateError(
-            f"{_API}: the migrated code does not parse (line {e.lineno}: {e.msg}); this is a "
-            f"bug in migrate: please report it with {_evidence(where, source)}. Nothing was "
-            "written."
+            f"{_API}: {_parse_failure_at(source, e.lineno or 0, where, user, functions)}"
+            f"the migrated code does not parse (line {e.lineno} of the migrated module: "
+            f"{e.msg}); this is a bug in migrate: please report it with "
+            f"{_evidence(where, source)}. Nothing was written."
         ) from e
     bound = set(dir(builtins)) | {"__file__", "__name__", "__doc__"}
     for symbol in table.get_symbols():
@@ -71,6 +72,23 @@ def check_names(
                     f"migrate: please report it with {_evidence(where, source)}. Nothing was "
                     "written."
                 )
+
+
+def _parse_failure_at(source: str, lineno: int, where: str, user: str, functions) -> str:
+    """``<file>:<line>: <the user's function>(): `` for the user's function whose new
+    version holds migrated line `lineno` (the line of its ``def`` in the user's file), or
+    "" when none does."""
+    lines = source.splitlines()[: max(lineno, 0)]
+    for text in reversed(lines):
+        found = re.match(r"\s*(?:async\s+)?def\s+(\w+)\s*\(", text)
+        if found is None or found.group(1) not in functions:
+            continue
+        name = found.group(1)
+        legacy = re.sub(r"_dataset(_\d+)?$", "", name)
+        at = re.search(rf"^[ \t]*(?:async\s+)?def\s+{re.escape(legacy)}\s*\(", user, re.M)
+        line = user.count("\n", 0, at.start()) + 1 if at is not None else 0
+        return f"{where}:{line}: {legacy}(): " if line else f"{where}: {legacy}(): "
+    return ""
 
 
 def _user_tree(user: str, tree: ast.Module) -> ast.Module:

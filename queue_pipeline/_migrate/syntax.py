@@ -29,6 +29,7 @@ __all__ = [
     "call_text",
     "callee",
     "dead_code",
+    "element_params",
     "is_keyword",
     "list_of_reads",
     "names_in",
@@ -393,3 +394,35 @@ def without_stop_test(test: cst.BaseExpression, coords: set[str]) -> cst.BaseExp
             return left
         return test.with_changes(left=left, right=right)
     return None
+
+
+def element_params(element: list[str]) -> tuple[list[str], list[str]]:
+    """Valid parameters for the names an element was unpacked into, and the lines that bind
+    the rest.
+
+    NOTE [ Unpacking targets as parameters ]
+    The element's names are the user's unpacking targets (``image, sketch, cid,
+    keep, _, _, _ = read(...)``), and a ``def`` takes a name once: a name given
+    again is bound by its last place, as the unpacking binds it, and the places
+    before take a fresh name (``_0``); a nested target (``(a, b), c = ...``) takes
+    a fresh parameter unpacked in the body (``(a, b) = value_0``). A starred name
+    (``*rest``) stays starred.
+    """
+    names = [e.lstrip("*") for e in element]
+    used = set(names)
+    params: list[str] = []
+    lines: list[str] = []
+    for i, (entry, name) in enumerate(zip(element, names)):
+        star = "*" if entry.startswith("*") else ""
+        if name.isidentifier() and name not in names[i + 1 :]:
+            params.append(entry)
+            continue
+        base = f"{name.strip('_')}_{i}" if name.isidentifier() else f"value_{i}"
+        base = base if base.isidentifier() else f"value_{i}"
+        while base in used:
+            base += "_"
+        used.add(base)
+        params.append(star + base)
+        if not name.isidentifier():
+            lines.append(f"{name} = {base}")
+    return params, lines
