@@ -202,6 +202,18 @@ def python_argv(*args: str) -> list[str]:
     return [sys.executable, "-c", _TF1_BOOT, *args]
 
 
+def run_cli(cwd, command: str, *args: str):
+    """Runs ``python -m queue_pipeline COMMAND [--tf1] ARGS...`` in `cwd` (this suite's TF
+    mode as the command's ``--tf1``), output captured; returns the CompletedProcess."""
+    import subprocess  # noqa: PLC0415
+
+    mode = ["--tf1"] if tf1_mode() else []
+    return subprocess.run(
+        [sys.executable, "-m", "queue_pipeline", command, *mode, *args],
+        capture_output=True, text=True, timeout=300, cwd=str(cwd),
+    )  # fmt: skip
+
+
 # Runs the CLI with the package's INFO lines on stderr (the engine's "served" lines).
 _CLI_BOOT = (
     "import logging, sys; logging.basicConfig(level=logging.INFO); "

@@ -17,12 +17,10 @@ suite runs this file with ``--tf1`` too).
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
-from helpers import copy_script, dataset_values, line_of, tf1_mode
+from helpers import copy_script, dataset_values, line_of, run_cli
 
 from queue_pipeline._migrate.api import MigrateError, migrate
 
@@ -146,14 +144,6 @@ def test_a_comprehension_of_one_reading_helper_stays_an_interleave(tmp_path):
 # -- scripts: migrated with the CLI, both run ------------------------------------------
 
 
-def _cli(tmp_path, *argv: str) -> subprocess.CompletedProcess:
-    mode = ["--tf1"] if tf1_mode() else []
-    return subprocess.run(
-        [sys.executable, "-m", "queue_pipeline", argv[0], *mode, *argv[1:]],
-        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
-    )  # fmt: skip
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "script", ["unseen_indexed_dequeue_script.py", "unseen_join_multiplied_script.py"]
@@ -161,11 +151,11 @@ def _cli(tmp_path, *argv: str) -> subprocess.CompletedProcess:
 def test_the_scripts_migrate_and_print_the_same(tmp_path, script):
     copy_script(script, tmp_path, "train.py")
     _csv_parts(tmp_path)
-    done = _cli(tmp_path, "migrate", "train.py", "--out", "migrated.py")
+    done = run_cli(tmp_path, "migrate", "train.py", "--out", "migrated.py")
     assert done.returncode == 0, done.stderr
     assert "Verify: MATCH" in done.stderr, done.stderr
-    before = _cli(tmp_path, "run", "train.py")
-    after = _cli(tmp_path, "run", "migrated.py")
+    before = run_cli(tmp_path, "run", "train.py")
+    after = run_cli(tmp_path, "run", "migrated.py")
     assert before.returncode == 0, before.stderr
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout and before.stdout.count("\n") == 3, after.stdout

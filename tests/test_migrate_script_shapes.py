@@ -19,33 +19,23 @@ set the TF mode of their process): they print the same lines.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import copy_script, tf1_mode
+from helpers import copy_script, run_cli
 
 pytestmark = pytest.mark.slow
 
 
-def _cli(tmp_path, *argv: str) -> subprocess.CompletedProcess:
-    mode = ["--tf1"] if tf1_mode() else []
-    return subprocess.run(
-        [sys.executable, "-m", "queue_pipeline", argv[0], *mode, *argv[1:]],
-        capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
-    )  # fmt: skip
-
-
 def _migrated_prints_the_same(tmp_path, script: str) -> str:
     """Migrates `script` (MATCH), runs it and the written script; returns the written text."""
-    done = _cli(tmp_path, "migrate", script, "--out", "migrated.py")
+    done = run_cli(tmp_path, "migrate", script, "--out", "migrated.py")
     assert done.returncode == 0, done.stderr
     assert "Verify: MATCH" in done.stderr, done.stderr
     assert not list(tmp_path.glob("*__qp_migrate_*"))  # the copies are gone
-    before = _cli(tmp_path, "run", script)
-    after = _cli(tmp_path, "run", "migrated.py")
+    before = run_cli(tmp_path, "run", script)
+    after = run_cli(tmp_path, "run", "migrated.py")
     assert before.returncode == 0, before.stderr
     assert after.returncode == 0, after.stderr
     assert after.stdout == before.stdout and before.stdout.count("\n") >= 2, after.stdout
