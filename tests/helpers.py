@@ -214,6 +214,24 @@ def run_cli(cwd, command: str, *args: str):
     )  # fmt: skip
 
 
+def migrated_prints_the_same(cwd, script: str, verdict: str = "Verify: MATCH") -> tuple[str, str]:
+    """Migrates `script` in `cwd` with the CLI (`verdict` in its report), runs it and the
+    written ``migrated.py`` with ``queue-pipeline run``; asserts both print the same.
+
+    Returns:
+      (what the original printed, the written module's text).
+    """
+    done = run_cli(cwd, "migrate", script, "--out", "migrated.py")
+    assert done.returncode == 0, done.stderr
+    assert verdict in done.stderr, done.stderr
+    before = run_cli(cwd, "run", script)
+    after = run_cli(cwd, "run", "migrated.py")
+    assert before.returncode == 0, before.stderr
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == before.stdout, after.stdout
+    return before.stdout, (cwd / "migrated.py").read_text()
+
+
 # Runs the CLI with the package's INFO lines on stderr (the engine's "served" lines).
 _CLI_BOOT = (
     "import logging, sys; logging.basicConfig(level=logging.INFO); "

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import copy_script, line_of, run_cli, tf1_mode
+from helpers import copy_script, line_of, migrated_prints_the_same, tf1_mode
 
 from queue_pipeline._migrate.api import MigrateError, migrate
 
@@ -154,15 +154,10 @@ def test_a_queue_filled_from_a_random_draw_is_refused_at_the_draw():
 @pytest.mark.parametrize("script", ["unseen_array_queue.py", "unseen_array_queue_script.py"])
 def test_a_script_of_arrays_migrates_and_prints_what_it_printed(tmp_path, script):
     copy_script(script, tmp_path, "queue_example.py")
-    done = run_cli(tmp_path, "migrate", "queue_example.py", "--out", "migrated.py")
-    assert done.returncode == 0, done.stderr
-    assert "Verify: MATCH (ordered" in done.stderr, done.stderr
-    before = run_cli(tmp_path, "run", "queue_example.py")
-    after = run_cli(tmp_path, "run", "migrated.py")
-    assert before.returncode == 0, before.stderr
-    assert after.returncode == 0, after.stderr
-    assert after.stdout == before.stdout and before.stdout.count("\n") >= 5, after.stdout
-    migrated = (tmp_path / "migrated.py").read_text()
+    printed, migrated = migrated_prints_the_same(
+        tmp_path, "queue_example.py", "Verify: MATCH (ordered"
+    )
+    assert printed.count("\n") >= 5, printed
     code = migrated[migrated.index("import tensorflow") :]  # below the docstring
     assert "Dataset.from_tensor_slices((" in code and ").repeat()" in code
     for gone in ("Queue", "coord", "threads =", "should_stop", "finally"):
@@ -252,15 +247,8 @@ def test_a_batching_call_over_an_own_queues_dequeue_follows_its_stream(line_file
 @pytest.mark.slow
 def test_a_script_batching_its_own_queues_dequeue_prints_what_it_printed(tmp_path, line_files):
     copy_script("unseen_batched_own_queue_script.py", tmp_path, "batched.py")
-    done = run_cli(tmp_path, "migrate", "batched.py", "--out", "migrated.py")
-    assert done.returncode == 0, done.stderr
-    assert "Verify: MATCH" in done.stderr, done.stderr
-    before = run_cli(tmp_path, "run", "batched.py")
-    after = run_cli(tmp_path, "run", "migrated.py")
-    assert before.returncode == 0, before.stderr
-    assert after.returncode == 0, after.stderr
-    assert after.stdout == before.stdout and before.stdout.startswith("18 "), after.stdout
-    migrated = (tmp_path / "migrated.py").read_text()
+    printed, migrated = migrated_prints_the_same(tmp_path, "batched.py")
+    assert printed.startswith("18 "), printed
     code = migrated[migrated.index("import tensorflow") :]
     assert "TextLineDataset" in code and ".batch(3)" in code
     for gone in ("Queue", "coord", "dequeue"):

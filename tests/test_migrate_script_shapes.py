@@ -23,23 +23,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import copy_script, run_cli
+from helpers import copy_script, migrated_prints_the_same
 
 pytestmark = pytest.mark.slow
 
 
 def _migrated_prints_the_same(tmp_path, script: str) -> str:
     """Migrates `script` (MATCH), runs it and the written script; returns the written text."""
-    done = run_cli(tmp_path, "migrate", script, "--out", "migrated.py")
-    assert done.returncode == 0, done.stderr
-    assert "Verify: MATCH" in done.stderr, done.stderr
+    printed, migrated = migrated_prints_the_same(tmp_path, script)
     assert not list(tmp_path.glob("*__qp_migrate_*"))  # the copies are gone
-    before = run_cli(tmp_path, "run", script)
-    after = run_cli(tmp_path, "run", "migrated.py")
-    assert before.returncode == 0, before.stderr
-    assert after.returncode == 0, after.stderr
-    assert after.stdout == before.stdout and before.stdout.count("\n") >= 2, after.stdout
-    return (tmp_path / "migrated.py").read_text()
+    assert printed.count("\n") >= 2, printed
+    return migrated
 
 
 def test_a_producer_made_above_the_definition_of_its_reader(tmp_path):
