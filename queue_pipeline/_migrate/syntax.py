@@ -36,6 +36,8 @@ __all__ = [
     "parse_expression",
     "string_lines",
     "tuple_returns",
+    "without_empty_finally",
+    "without_stop_test",
 ]
 
 
